@@ -1,0 +1,1 @@
+"""Model conversion: ONNX -> graph dialect."""

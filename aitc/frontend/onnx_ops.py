@@ -1,0 +1,687 @@
+"""The ONNX operators aitc claims, and how each becomes `graph` ops.
+
+`ONNX_OPS` is the one list of claimed op types (`aitc check --ops` prints it). Each entry says
+whether the op maps to one graph op ("supported"), to several or to an import-time constant
+("decomposed"), an optional `precheck` that finds unsupported attribute combinations before any
+work is done, and the `lower` function. Lowering functions receive the node's inputs as
+`Value`s (an SSA value or, for constants known at import, a numpy array) and return one
+`Value` per node output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i64
+from xdsl.ir import Attribute, SSAValue
+
+from aitc.dialects import graph
+from aitc.frontend.lowering import Lowering, Unsupported, Value
+from aitc.types import element_type_of, numpy_dtype
+
+Lower = Callable[[Lowering, onnx.NodeProto, list[Value | None]], Sequence[Value]]
+Precheck = Callable[[onnx.NodeProto], "str | None"]
+
+
+@dataclass(frozen=True)
+class OnnxOp:
+    """How aitc handles one ONNX op type."""
+
+    status: str  # "supported" (one graph op) or "decomposed" (several, or folded at import)
+    lower: Lower
+    precheck: Precheck | None = None
+    note: str = ""
+
+
+ONNX_OPS: dict[str, OnnxOp] = {}
+
+
+def attrs(node: onnx.NodeProto) -> dict[str, object]:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _register(names: Sequence[str], status: str, precheck: Precheck | None = None, note: str = ""):
+    def wrap(fn: Lower) -> Lower:
+        for name in names:
+            ONNX_OPS[name] = OnnxOp(status, fn, precheck, note)
+        return fn
+
+    return wrap
+
+
+def _shape(value: Value) -> tuple[int, ...]:
+    if isinstance(value, np.ndarray):
+        return value.shape
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def _dtype(value: Value) -> np.dtype:
+    if isinstance(value, np.ndarray):
+        return value.dtype
+    assert isinstance(value.type, TensorType)
+    return numpy_dtype(value.type.get_element_type())
+
+
+def _axis(axis: int, rank: int, node: onnx.NodeProto) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise Unsupported(f"axis {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+def _only_first_output(node: onnx.NodeProto) -> str | None:
+    if any(name for name in node.output[1:]):
+        return f"only output 0 is supported, but {node.op_type} output(s) {list(node.output[1:])} are used"
+    return None
+
+
+# --------------------------------------------------------------------------- elementwise
+
+_UNARY = {
+    "Relu": graph.ReluOp, "Neg": graph.NegOp, "Abs": graph.AbsOp, "Sign": graph.SignOp,
+    "Exp": graph.ExpOp, "Log": graph.LogOp, "Sqrt": graph.SqrtOp, "Reciprocal": graph.ReciprocalOp,
+    "Tanh": graph.TanhOp, "Sigmoid": graph.SigmoidOp, "Erf": graph.ErfOp, "Sin": graph.SinOp,
+    "Cos": graph.CosOp, "Floor": graph.FloorOp, "Ceil": graph.CeilOp, "Round": graph.RoundOp,
+    "Softplus": graph.SoftplusOp, "Softsign": graph.SoftsignOp, "HardSwish": graph.HardSwishOp,
+    "Not": graph.NotOp,
+}  # fmt: skip
+
+
+@_register(list(_UNARY), "supported")
+def _lower_unary(lw: Lowering, node, inputs):
+    return lw.emit(_UNARY[node.op_type](lw.ssa(inputs[0])))
+
+
+_PARAMETRIC = {
+    "LeakyRelu": (graph.LeakyReluOp, {"alpha": 0.01}),
+    "Elu": (graph.EluOp, {"alpha": 1.0}),
+    "Selu": (graph.SeluOp, {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}),
+    "HardSigmoid": (graph.HardSigmoidOp, {"alpha": 0.2, "beta": 0.5}),
+}
+
+
+@_register(list(_PARAMETRIC), "supported")
+def _lower_parametric(lw: Lowering, node, inputs):
+    op_type, defaults = _PARAMETRIC[node.op_type]
+    params = {k: float(attrs(node).get(k, v)) for k, v in defaults.items()}  # pyright: ignore
+    return lw.emit(op_type(lw.ssa(inputs[0]), **params))
+
+
+def _gelu_precheck(node) -> str | None:
+    mode = attrs(node).get("approximate", b"none")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    return None if mode in ("none", "tanh") else f"unknown approximate mode '{mode}'"
+
+
+@_register(["Gelu"], "supported", _gelu_precheck)
+def _lower_gelu(lw: Lowering, node, inputs):
+    mode = attrs(node).get("approximate", b"none")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    extra: dict[str, Attribute] = {"approximate": StringAttr("tanh")} if mode == "tanh" else {}
+    return lw.emit(graph.GeluOp(lw.ssa(inputs[0]), extra))
+
+
+@_register(["Clip"], "supported")
+def _lower_clip(lw: Lowering, node, inputs):
+    bounds = {}
+    a = attrs(node)
+    for key, index, attr_name in (("alpha", 1, "min"), ("beta", 2, "max")):
+        if len(inputs) > index and inputs[index] is not None:
+            bounds[key] = float(lw.const(inputs[index], f"Clip {attr_name}").reshape(()))
+        elif attr_name in a:
+            bounds[key] = float(a[attr_name])  # pyright: ignore
+    return lw.emit(graph.ClipOp(lw.ssa(inputs[0]), **bounds))
+
+
+_BINARY = {
+    "Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp,
+    "Pow": graph.PowOp, "Mod": graph.ModOp, "PRelu": graph.PReluOp, "And": graph.AndOp,
+    "Or": graph.OrOp, "Xor": graph.XorOp, "Equal": graph.EqualOp, "Less": graph.LessOp,
+    "LessOrEqual": graph.LessEqualOp, "Greater": graph.GreaterOp,
+    "GreaterOrEqual": graph.GreaterEqualOp,
+}  # fmt: skip
+
+
+def _mod_precheck(node) -> str | None:
+    return None  # fmod=1 on integers is checked once the element type is known
+
+
+@_register(list(_BINARY), "supported")
+def _lower_binary(lw: Lowering, node, inputs):
+    lhs, rhs = inputs[0], inputs[1]
+    assert lhs is not None and rhs is not None
+    if node.op_type == "Pow" and _dtype(rhs) != _dtype(lhs):
+        rhs = lw.cast(rhs, _dtype(lhs))
+    if node.op_type == "Mod" and attrs(node).get("fmod", 0) == 0 and _dtype(lhs).kind == "f":
+        raise Unsupported("Mod with fmod=0 is undefined for floats in ONNX; set fmod=1")
+    if node.op_type == "Mod" and attrs(node).get("fmod", 0) == 1 and _dtype(lhs).kind != "f":
+        raise Unsupported("integer Mod with fmod=1 (C remainder) is not supported")
+    if node.op_type == "PRelu":
+        rhs = _unidirectional(lw, rhs, _shape(lhs))
+    return lw.emit(_BINARY[node.op_type](lw.ssa(lhs), lw.ssa(rhs)))
+
+
+def _unidirectional(lw: Lowering, slope: Value, shape: Sequence[int]) -> Value:
+    """PRelu's slope broadcasts to x; ONNX also accepts a per-channel C for N x C x ... x."""
+    slope_shape = _shape(slope)
+    if len(slope_shape) == 1 and len(shape) > 2 and slope_shape[0] == shape[1] != shape[-1]:
+        return lw.reshape(slope, [slope_shape[0], *([1] * (len(shape) - 2))])
+    return slope
+
+
+_VARIADIC = {"Max": graph.MaxOp, "Min": graph.MinOp, "Sum": graph.AddOp, "Mean": graph.AddOp}
+
+
+@_register(["Max", "Min"], "supported")
+@_register(["Sum", "Mean"], "decomposed", note="a chain of graph.add (Mean: then graph.div)")
+def _lower_variadic(lw: Lowering, node, inputs):
+    values = [v for v in inputs if v is not None]
+    result = values[0]
+    for value in values[1:]:
+        result = lw.emit(_VARIADIC[node.op_type](lw.ssa(result), lw.ssa(value)))[0]
+    if node.op_type == "Mean":
+        count = np.asarray(len(values), dtype=_dtype(result))
+        result = lw.emit(graph.DivOp(lw.ssa(result), lw.ssa(count)))[0]
+    if len(values) == 1 and not isinstance(result, np.ndarray):
+        return [result]
+    return [result]
+
+
+@_register(["Where"], "supported")
+def _lower_where(lw: Lowering, node, inputs):
+    c, x, y = (lw.ssa(v) for v in inputs)
+    return lw.emit(graph.WhereOp(c, x, y))
+
+
+@_register(["Cast"], "supported")
+def _lower_cast(lw: Lowering, node, inputs):
+    to = int(attrs(node)["to"])  # pyright: ignore
+    return [lw.cast(inputs[0], lw.onnx_dtype(to))]
+
+
+@_register(["Identity"], "decomposed", note="forwards its input")
+def _lower_identity(lw: Lowering, node, inputs):
+    return [inputs[0]]
+
+
+def _dropout_precheck(node) -> str | None:
+    if len(node.input) > 2 and node.input[2]:
+        return "Dropout with a training_mode input is not supported (inference only)"
+    return _only_first_output(node)
+
+
+@_register(["Dropout"], "decomposed", _dropout_precheck, note="inference: forwards its input")
+def _lower_dropout(lw: Lowering, node, inputs):
+    return [inputs[0]]
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+@_register(["MatMul"], "supported")
+def _lower_matmul(lw: Lowering, node, inputs):
+    return lw.emit(graph.MatMulOp(lw.ssa(inputs[0]), lw.ssa(inputs[1])))
+
+
+@_register(["Gemm"], "decomposed", note="graph.transpose + graph.matmul + graph.mul/add")
+def _lower_gemm(lw: Lowering, node, inputs):
+    a = attrs(node)
+    lhs, rhs = inputs[0], inputs[1]
+    if a.get("transA", 0):
+        lhs = lw.emit(graph.TransposeOp(lw.ssa(lhs), [1, 0]))[0]
+    if a.get("transB", 0):
+        rhs = lw.emit(graph.TransposeOp(lw.ssa(rhs), [1, 0]))[0]
+    result = lw.emit(graph.MatMulOp(lw.ssa(lhs), lw.ssa(rhs)))[0]
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))  # pyright: ignore
+    dtype = _dtype(result)
+    if alpha != 1.0:
+        result = lw.emit(graph.MulOp(lw.ssa(result), lw.ssa(np.asarray(alpha, dtype))))[0]
+    if len(inputs) > 2 and inputs[2] is not None:
+        c = inputs[2]
+        if beta != 1.0:
+            c = lw.emit(graph.MulOp(lw.ssa(c), lw.ssa(np.asarray(beta, dtype))))[0]
+        result = lw.emit(graph.AddOp(lw.ssa(result), lw.ssa(c)))[0]
+    return [result]
+
+
+def _auto_pads(node, in_spatial, kernel, strides, dilations) -> list[int]:
+    a = attrs(node)
+    mode = a.get("auto_pad", b"NOTSET")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    n = len(kernel)
+    if mode == "NOTSET":
+        return list(a.get("pads", [0] * (2 * n)))  # pyright: ignore
+    if mode == "VALID":
+        return [0] * (2 * n)
+    begins, ends = [], []
+    for size, k, s, d in zip(in_spatial, kernel, strides, dilations, strict=True):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + d * (k - 1) + 1 - size)
+        small, large = total // 2, total - total // 2
+        begins.append(small if mode == "SAME_UPPER" else large)
+        ends.append(large if mode == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _auto_pad_precheck(node) -> str | None:
+    mode = attrs(node).get("auto_pad", b"NOTSET")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        return f"unknown auto_pad '{mode}'"
+    return None
+
+
+def _window_attrs(node, x_shape, kernel) -> dict[str, Attribute]:
+    a = attrs(node)
+    n = len(kernel)
+    strides = list(a.get("strides", [1] * n))  # pyright: ignore
+    dilations = list(a.get("dilations", [1] * n))  # pyright: ignore
+    pads = _auto_pads(node, x_shape[2:], kernel, strides, dilations)
+    result: dict[str, Attribute] = {"strides": graph.ints_attr(strides)}
+    if any(pads):
+        result["pads"] = graph.ints_attr(pads)
+    if any(d != 1 for d in dilations):
+        result["dilations"] = graph.ints_attr(dilations)
+    return result
+
+
+@_register(["Conv"], "supported", _auto_pad_precheck)
+def _lower_conv(lw: Lowering, node, inputs):
+    x, w = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    kernel = _shape(w)[2:]
+    declared = attrs(node).get("kernel_shape")
+    if declared is not None and list(declared) != list(kernel):  # pyright: ignore
+        raise Unsupported(f"kernel_shape {list(declared)} disagrees with the weight {list(kernel)}")  # pyright: ignore
+    attributes = _window_attrs(node, _shape(x), kernel)
+    group = int(attrs(node).get("group", 1))  # pyright: ignore
+    if group != 1:
+        attributes["group"] = IntegerAttr(group, i64)
+    operands = [lw.ssa(x), lw.ssa(w), [lw.ssa(bias)] if bias is not None else []]
+    return lw.emit_inferred(graph.ConvOp, operands, attributes, _dtype(x))
+
+
+def _pool_precheck(node) -> str | None:
+    return _auto_pad_precheck(node) or _only_first_output(node)
+
+
+@_register(["MaxPool", "AveragePool"], "supported", _pool_precheck)
+def _lower_pool(lw: Lowering, node, inputs):
+    a = attrs(node)
+    kernel = list(a["kernel_shape"])  # pyright: ignore
+    x = inputs[0]
+    attributes = _window_attrs(node, _shape(x), kernel)
+    attributes["kernel_shape"] = graph.ints_attr(kernel)
+    if a.get("ceil_mode", 0):
+        attributes["ceil_mode"] = UnitAttr()
+    if node.op_type == "AveragePool" and a.get("count_include_pad", 0):
+        attributes["count_include_pad"] = UnitAttr()
+    op_type = graph.MaxPoolOp if node.op_type == "MaxPool" else graph.AvgPoolOp
+    return lw.emit_inferred(op_type, [lw.ssa(x)], attributes, _dtype(x))
+
+
+@_register(["GlobalAveragePool", "GlobalMaxPool"], "decomposed", note="graph.reduce_mean/max over spatial dims")
+def _lower_global_pool(lw: Lowering, node, inputs):
+    rank = len(_shape(inputs[0]))
+    op_type = graph.ReduceMeanOp if node.op_type == "GlobalAveragePool" else graph.ReduceMaxOp
+    return [lw.reduce(op_type, inputs[0], list(range(2, rank)), keepdims=True)]
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def _bn_precheck(node) -> str | None:
+    if attrs(node).get("training_mode", 0):
+        return "BatchNormalization in training mode is not supported (inference only)"
+    return _only_first_output(node)
+
+
+@_register(["BatchNormalization"], "supported", _bn_precheck)
+def _lower_batch_norm(lw: Lowering, node, inputs):
+    eps = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    operands = [lw.ssa(v) for v in inputs[:5]]
+    op = graph.BatchNormOp.create(
+        operands=operands,
+        result_types=[operands[0].type],
+        attributes={"epsilon": graph.float_attr(eps)},
+    )
+    return lw.emit(op)
+
+
+@_register(["LayerNormalization"], "supported", _only_first_output)
+def _lower_layer_norm(lw: Lowering, node, inputs):
+    a = attrs(node)
+    x = lw.ssa(inputs[0])
+    rank = len(_shape(x))
+    axis = _axis(int(a.get("axis", -1)), rank, node)  # pyright: ignore
+    operands = [x, lw.ssa(inputs[1])]
+    bias = inputs[2] if len(inputs) > 2 else None
+    op = graph.LayerNormOp.build(
+        operands=[x, operands[1], [lw.ssa(bias)] if bias is not None else []],
+        result_types=[x.type],
+        attributes={
+            "axis": IntegerAttr(axis - rank, i64),
+            "epsilon": graph.float_attr(float(a.get("epsilon", 1e-5))),  # pyright: ignore
+        },
+    )
+    return lw.emit(op)
+
+
+@_register(["Softmax", "LogSoftmax"], "supported")
+def _lower_softmax(lw: Lowering, node, inputs):
+    x = lw.ssa(inputs[0])
+    rank = len(_shape(x))
+    default = -1 if lw.opset >= 13 else 1
+    axis = _axis(int(attrs(node).get("axis", default)), rank, node)  # pyright: ignore
+    if lw.opset < 13 and axis != rank - 1:
+        raise Unsupported("Softmax before opset 13 flattens from `axis`; only the last axis is supported")
+    op_type = graph.SoftmaxOp if node.op_type == "Softmax" else graph.LogSoftmaxOp
+    return lw.emit(op_type(x, axis - rank))
+
+
+# --------------------------------------------------------------------------- reductions
+
+_REDUCE = {
+    "ReduceSum": graph.ReduceSumOp,
+    "ReduceMean": graph.ReduceMeanOp,
+    "ReduceMax": graph.ReduceMaxOp,
+    "ReduceMin": graph.ReduceMinOp,
+    "ReduceProd": graph.ReduceProdOp,
+}
+
+
+@_register(list(_REDUCE), "supported")
+def _lower_reduce(lw: Lowering, node, inputs):
+    a = attrs(node)
+    x = inputs[0]
+    rank = len(_shape(x))
+    if len(inputs) > 1 and inputs[1] is not None:
+        axes = [int(v) for v in lw.const(inputs[1], "axes").reshape(-1)]
+    else:
+        axes = list(a.get("axes", []))  # pyright: ignore
+    if not axes:
+        if a.get("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    axes = sorted({_axis(int(ax), rank, node) for ax in axes})
+    if any(_shape(x)[ax] == 0 for ax in axes) and node.op_type in ("ReduceMax", "ReduceMin"):
+        raise Unsupported("reducing an empty dim with max/min has no identity")
+    return [lw.reduce(_REDUCE[node.op_type], x, axes, keepdims=bool(a.get("keepdims", 1)))]
+
+
+@_register(["ArgMax", "ArgMin"], "supported")
+def _lower_arg_reduce(lw: Lowering, node, inputs):
+    a = attrs(node)
+    x = lw.ssa(inputs[0])
+    shape = _shape(x)
+    axis = _axis(int(a.get("axis", 0)), len(shape), node)  # pyright: ignore
+    keep = bool(a.get("keepdims", 1))
+    attributes: dict[str, Attribute] = {"axes": graph.ints_attr([axis])}
+    if keep:
+        attributes["keepdims"] = UnitAttr()
+    if a.get("select_last_index", 0):
+        attributes["select_last_index"] = UnitAttr()
+    out = graph.ReduceOp.infer_shape(shape, [axis], keep)
+    op_type = graph.ArgMaxOp if node.op_type == "ArgMax" else graph.ArgMinOp
+    op = op_type.build(operands=[x], result_types=[TensorType(i64, out)], attributes=attributes)
+    return lw.emit(op)
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+@_register(["Reshape"], "supported")
+def _lower_reshape(lw: Lowering, node, inputs):
+    x = inputs[0]
+    target = [int(v) for v in lw.const(inputs[1], "shape").reshape(-1)]
+    allow_zero = bool(attrs(node).get("allowzero", 0))
+    shape = _shape(x)
+    out = [shape[i] if d == 0 and not allow_zero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise Unsupported(f"shape {target} has more than one -1")
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        total = int(np.prod(shape))
+        if known == 0 or total % known:
+            raise Unsupported(f"cannot reshape {list(shape)} to {target}")
+        out[out.index(-1)] = total // known
+    if int(np.prod(out)) != int(np.prod(shape)):
+        raise Unsupported(f"cannot reshape {list(shape)} ({int(np.prod(shape))} elements) to {target}")
+    return [lw.reshape(x, out)]
+
+
+@_register(["Flatten"], "decomposed", note="graph.reshape")
+def _lower_flatten(lw: Lowering, node, inputs):
+    shape = _shape(inputs[0])
+    axis = int(attrs(node).get("axis", 1))  # pyright: ignore
+    axis = axis % (len(shape) + 1) if axis < 0 else axis
+    return [lw.reshape(inputs[0], [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
+
+
+def _axes_input(lw: Lowering, node, inputs) -> list[int] | None:
+    if len(inputs) > 1 and inputs[1] is not None:
+        return [int(v) for v in lw.const(inputs[1], "axes").reshape(-1)]
+    value = attrs(node).get("axes")
+    return None if value is None else [int(v) for v in value]  # pyright: ignore
+
+
+@_register(["Squeeze"], "decomposed", note="graph.reshape")
+def _lower_squeeze(lw: Lowering, node, inputs):
+    shape = _shape(inputs[0])
+    axes = _axes_input(lw, node, inputs)
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = {_axis(a, len(shape), node) for a in axes}
+    if any(shape[a] != 1 for a in axes):
+        raise Unsupported(f"cannot squeeze dims {sorted(axes)} of {list(shape)}: not all are 1")
+    return [lw.reshape(inputs[0], [d for i, d in enumerate(shape) if i not in axes])]
+
+
+@_register(["Unsqueeze"], "decomposed", note="graph.reshape")
+def _lower_unsqueeze(lw: Lowering, node, inputs):
+    shape = list(_shape(inputs[0]))
+    axes = _axes_input(lw, node, inputs) or []
+    rank = len(shape) + len(axes)
+    for a in sorted(_axis(a, rank, node) for a in axes):
+        shape.insert(a, 1)
+    return [lw.reshape(inputs[0], shape)]
+
+
+@_register(["Transpose"], "supported")
+def _lower_transpose(lw: Lowering, node, inputs):
+    rank = len(_shape(inputs[0]))
+    perm = list(attrs(node).get("perm", list(reversed(range(rank)))))  # pyright: ignore
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"perm {perm} is not a permutation of rank {rank}")
+    return lw.emit(graph.TransposeOp(lw.ssa(inputs[0]), perm))
+
+
+@_register(["Concat"], "supported")
+def _lower_concat(lw: Lowering, node, inputs):
+    values = [v for v in inputs if v is not None]
+    rank = len(_shape(values[0]))
+    axis = _axis(int(attrs(node)["axis"]), rank, node)  # pyright: ignore
+    nonempty = [v for v in values if _shape(v)[axis] != 0] or values[:1]
+    if len(nonempty) == 1:
+        return [nonempty[0]]
+    return lw.emit(graph.ConcatOp([lw.ssa(v) for v in nonempty], axis))
+
+
+@_register(["Split"], "supported")
+def _lower_split(lw: Lowering, node, inputs):
+    a = attrs(node)
+    x = inputs[0]
+    shape = _shape(x)
+    axis = _axis(int(a.get("axis", 0)), len(shape), node)  # pyright: ignore
+    if len(inputs) > 1 and inputs[1] is not None:
+        sizes = [int(v) for v in lw.const(inputs[1], "split")]
+    elif "split" in a:
+        sizes = [int(v) for v in a["split"]]  # pyright: ignore
+    else:
+        count = int(a.get("num_outputs", len(node.output)))  # pyright: ignore
+        chunk = -(-shape[axis] // count)
+        sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
+    if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
+        raise Unsupported(f"split sizes {sizes} do not cover dim {shape[axis]} in {len(node.output)} outputs")
+    types = []
+    for size in sizes:
+        piece = list(shape)
+        piece[axis] = size
+        types.append(TensorType(element_type_of(_dtype(x)), piece))
+    op = graph.SplitOp.build(operands=[lw.ssa(x)], result_types=[types], attributes={"axis": IntegerAttr(axis, i64)})
+    return lw.emit(op)
+
+
+def _slice_params(lw: Lowering, inputs, shape) -> tuple[list[int], list[int], list[int]]:
+    starts = lw.const(inputs[1], "starts").astype(np.int64).reshape(-1)
+    ends = lw.const(inputs[2], "ends").astype(np.int64).reshape(-1)
+    rank = len(shape)
+    axes = lw.const(inputs[3], "axes").astype(np.int64).reshape(-1) if len(inputs) > 3 and inputs[3] is not None else np.arange(len(starts))
+    steps = lw.const(inputs[4], "steps").astype(np.int64).reshape(-1) if len(inputs) > 4 and inputs[4] is not None else np.ones(len(starts), np.int64)
+    full_start, full_step, full_count = [0] * rank, [1] * rank, list(shape)
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
+        ax = int(ax) % rank
+        if st == 0:
+            raise Unsupported("Slice step must not be 0")
+        rng = range(shape[ax])[slice(int(s), int(e), int(st))]
+        full_step[ax] = int(st)
+        full_count[ax] = len(rng)
+        full_start[ax] = rng.start if len(rng) else 0
+    return full_start, full_step, full_count
+
+
+@_register(["Slice"], "supported")
+def _lower_slice(lw: Lowering, node, inputs):
+    x = inputs[0]
+    shape = _shape(x)
+    starts, steps, counts = _slice_params(lw, inputs, shape)
+    if counts == list(shape) and all(s == 1 for s in steps):
+        return [x]
+    op = graph.SliceOp.build(
+        operands=[lw.ssa(x)],
+        result_types=[TensorType(element_type_of(_dtype(x)), counts)],
+        attributes={"starts": graph.ints_attr(starts), "steps": graph.ints_attr(steps)},
+    )
+    return lw.emit(op)
+
+
+@_register(["Expand"], "supported")
+def _lower_expand(lw: Lowering, node, inputs):
+    x = inputs[0]
+    target = [int(v) for v in lw.const(inputs[1], "shape").reshape(-1)]
+    try:
+        out = list(np.broadcast_shapes(_shape(x), tuple(target)))
+    except ValueError as error:
+        raise Unsupported(f"cannot expand {list(_shape(x))} to {target}") from error
+    if out == list(_shape(x)):
+        return [x]
+    return lw.emit(graph.BroadcastOp.build(operands=[lw.ssa(x)], result_types=[TensorType(element_type_of(_dtype(x)), out)]))
+
+
+@_register(["Tile"], "supported")
+def _lower_tile(lw: Lowering, node, inputs):
+    x = inputs[0]
+    repeats = [int(v) for v in lw.const(inputs[1], "repeats").reshape(-1)]
+    out = [d * r for d, r in zip(_shape(x), repeats, strict=True)]
+    op = graph.TileOp.build(
+        operands=[lw.ssa(x)],
+        result_types=[TensorType(element_type_of(_dtype(x)), out)],
+        attributes={"repeats": graph.ints_attr(repeats)},
+    )
+    return lw.emit(op)
+
+
+def _pad_precheck(node) -> str | None:
+    mode = attrs(node).get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    return None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
+
+
+@_register(["Pad"], "supported", _pad_precheck)
+def _lower_pad(lw: Lowering, node, inputs):
+    x = inputs[0]
+    shape = _shape(x)
+    rank = len(shape)
+    raw = [int(v) for v in lw.const(inputs[1], "pads").reshape(-1)]
+    axes = list(range(rank))
+    if len(inputs) > 3 and inputs[3] is not None:
+        axes = [int(a) % rank for a in lw.const(inputs[3], "axes").reshape(-1)]
+    pads = [0] * (2 * rank)
+    for i, ax in enumerate(axes):
+        pads[ax], pads[ax + rank] = raw[i], raw[i + len(axes)]
+    value = 0.0
+    if len(inputs) > 2 and inputs[2] is not None:
+        value = float(lw.const(inputs[2], "constant_value").reshape(-1)[0]) if lw.const(inputs[2], "constant_value").size else 0.0
+    mode = attrs(node).get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    out = [d + pads[i] + pads[i + rank] for i, d in enumerate(shape)]
+    attributes: dict[str, Attribute] = {"pads": graph.ints_attr(pads), "mode": StringAttr(str(mode))}
+    if mode == "constant":
+        attributes["value"] = graph.float_attr(value)
+    op = graph.PadOp.build(operands=[lw.ssa(x)], result_types=[TensorType(element_type_of(_dtype(x)), out)], attributes=attributes)
+    return lw.emit(op)
+
+
+@_register(["Gather"], "supported")
+def _lower_gather(lw: Lowering, node, inputs):
+    x, indices = inputs[0], inputs[1]
+    shape = _shape(x)
+    axis = _axis(int(attrs(node).get("axis", 0)), len(shape), node)  # pyright: ignore
+    out = [*shape[:axis], *_shape(indices), *shape[axis + 1 :]]
+    op = graph.GatherOp.build(
+        operands=[lw.ssa(x), lw.ssa(indices)],
+        result_types=[TensorType(element_type_of(_dtype(x)), out)],
+        attributes={"axis": IntegerAttr(axis, i64)},
+    )
+    return lw.emit(op)
+
+
+# --------------------------------------------------------------------------- import-time constants
+
+
+@_register(["Constant"], "decomposed", note="an import-time constant")
+def _lower_constant(lw: Lowering, node, inputs):
+    a = node.attribute[0]
+    if a.name == "value":
+        return [numpy_helper.to_array(a.t)]
+    scalars = {"value_float": np.float32, "value_int": np.int64, "value_string": None}
+    lists = {"value_floats": np.float32, "value_ints": np.int64}
+    if a.name in lists:
+        return [np.asarray(helper.get_attribute_value(a), dtype=lists[a.name])]
+    if a.name in scalars and scalars[a.name] is not None:
+        return [np.asarray(helper.get_attribute_value(a), dtype=scalars[a.name])]
+    raise Unsupported(f"Constant with attribute '{a.name}' is not supported")
+
+
+@_register(["Shape"], "decomposed", note="folded to a constant (static shapes)")
+def _lower_shape(lw: Lowering, node, inputs):
+    shape = np.asarray(_shape(inputs[0]), dtype=np.int64)
+    a = attrs(node)
+    start, end = int(a.get("start", 0)), a.get("end")  # pyright: ignore
+    return [shape[start : None if end is None else int(end)]]  # pyright: ignore
+
+
+@_register(["Size"], "decomposed", note="folded to a constant (static shapes)")
+def _lower_size(lw: Lowering, node, inputs):
+    return [np.asarray(int(np.prod(_shape(inputs[0]))), dtype=np.int64)]
+
+
+@_register(["ConstantOfShape"], "decomposed", note="folded to a constant")
+def _lower_constant_of_shape(lw: Lowering, node, inputs):
+    shape = [int(v) for v in lw.const(inputs[0], "shape").reshape(-1)]
+    lw.check_size(shape, node.output[0])
+    value = attrs(node).get("value")
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)  # pyright: ignore
+    return [np.full(shape, fill[0], dtype=fill.dtype)]
+
+
+@_register(["Range"], "decomposed", note="folded to a constant")
+def _lower_range(lw: Lowering, node, inputs):
+    start, limit, delta = (lw.const(v, name).reshape(()) for v, name in zip(inputs, ("start", "limit", "delta"), strict=True))
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    lw.check_size([count], node.output[0])
+    return [(start + np.arange(count) * delta).astype(start.dtype)]

@@ -1,0 +1,1 @@
+"""Executable semantics of every aitc dialect (one module per dialect)."""

@@ -1,0 +1,412 @@
+"""numpy reference semantics of the `graph` dialect, and its xDSL interpreter functions.
+
+`KERNELS` maps each graph op class to a function `(op, *operand_arrays) -> array | tuple`.
+The same table serves the interpreter (`GraphFunctions`), constant folding and the ONNX
+frontend's shape folding, so there is exactly one definition of what each op computes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import special
+from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Operation
+
+from aitc.dialects import graph
+from aitc.types import numpy_dtype
+from aitc.weights import attr_to_array
+
+Kernel = Callable[..., "np.ndarray | tuple[np.ndarray, ...]"]
+KERNELS: dict[type[Operation], Kernel] = {}
+
+
+def kernel(*op_types: type[Operation]):
+    def register(fn: Kernel) -> Kernel:
+        for op_type in op_types:
+            KERNELS[op_type] = fn
+        return fn
+
+    return register
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + special.erf(x / math.sqrt(2.0)))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0),
+    "relu6": lambda x: np.clip(x, 0, 6),
+    "sigmoid": lambda x: special.expit(x),
+    "tanh": np.tanh,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+}
+
+
+def apply_activation(op: Operation, value: np.ndarray) -> np.ndarray:
+    attr = op.attributes.get("activation")
+    return value if attr is None else ACTIVATIONS[attr.data](value)  # pyright: ignore
+
+
+_UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
+    graph.NegOp: np.negative,
+    graph.AbsOp: np.abs,
+    graph.SignOp: np.sign,
+    graph.ExpOp: np.exp,
+    graph.LogOp: np.log,
+    graph.SqrtOp: np.sqrt,
+    graph.ReciprocalOp: np.reciprocal,
+    graph.TanhOp: np.tanh,
+    graph.SigmoidOp: special.expit,
+    graph.ReluOp: ACTIVATIONS["relu"],
+    graph.ErfOp: special.erf,
+    graph.SinOp: np.sin,
+    graph.CosOp: np.cos,
+    graph.FloorOp: np.floor,
+    graph.CeilOp: np.ceil,
+    graph.RoundOp: np.round,
+    graph.SoftplusOp: lambda x: np.logaddexp(x, 0),
+    graph.SoftsignOp: lambda x: x / (1 + np.abs(x)),
+    graph.HardSwishOp: lambda x: x * np.clip(x / 6 + 0.5, 0, 1),
+    graph.NotOp: np.logical_not,
+}
+for _op_type, _fn in _UNARY.items():
+    KERNELS[_op_type] = lambda op, x, _fn=_fn: _fn(x)
+
+
+@kernel(graph.LeakyReluOp, graph.EluOp, graph.SeluOp, graph.HardSigmoidOp, graph.ClipOp)
+def _parametric(op: graph.ParametricUnaryOp, x: np.ndarray) -> np.ndarray:
+    p = {k: op.param(k) for k in ("alpha", "beta", "gamma") if k in op.attributes}
+    if isinstance(op, graph.LeakyReluOp):
+        return np.where(x >= 0, x, p["alpha"] * x)
+    if isinstance(op, graph.EluOp):
+        return np.where(x > 0, x, p["alpha"] * np.expm1(np.minimum(x, 0)))
+    if isinstance(op, graph.SeluOp):
+        return p["gamma"] * np.where(x > 0, x, p["alpha"] * np.expm1(np.minimum(x, 0)))
+    if isinstance(op, graph.HardSigmoidOp):
+        return np.clip(p["alpha"] * x + p["beta"], 0, 1)
+    low, high = p.get("alpha"), p.get("beta")
+    out = x if low is None else np.maximum(x, np.asarray(low).astype(x.dtype))
+    return out if high is None else np.minimum(out, np.asarray(high).astype(x.dtype))
+
+
+@kernel(graph.GeluOp)
+def _gelu_op(op: graph.GeluOp, x: np.ndarray) -> np.ndarray:
+    tanh = op.approximate is not None and op.approximate.data == "tanh"
+    return _gelu_tanh(x) if tanh else _gelu(x)
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return a / b
+    quotient = a // b
+    inexact = (a % b != 0) & ((a < 0) ^ (b < 0))
+    return quotient + inexact
+
+
+def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmod(a, b) if a.dtype.kind == "f" else np.mod(a, b)
+
+
+_BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    graph.AddOp: np.add,
+    graph.SubOp: np.subtract,
+    graph.MulOp: np.multiply,
+    graph.DivOp: _int_div,
+    graph.PowOp: np.power,
+    graph.MaxOp: np.maximum,
+    graph.MinOp: np.minimum,
+    graph.ModOp: _mod,
+    graph.PReluOp: lambda x, slope: np.where(x >= 0, x, x * slope),
+    graph.AndOp: np.logical_and,
+    graph.OrOp: np.logical_or,
+    graph.XorOp: np.logical_xor,
+    graph.EqualOp: np.equal,
+    graph.LessOp: np.less,
+    graph.LessEqualOp: np.less_equal,
+    graph.GreaterOp: np.greater,
+    graph.GreaterEqualOp: np.greater_equal,
+}
+for _op_type, _fn2 in _BINARY.items():
+    KERNELS[_op_type] = lambda op, a, b, _fn=_fn2: _fn(a, b)
+
+KERNELS[graph.WhereOp] = lambda op, c, a, b: np.where(c, a, b)
+
+
+@kernel(graph.ConstantOp)
+def _constant(op: graph.ConstantOp) -> np.ndarray:
+    assert op.value is not None
+    return attr_to_array(op.value)
+
+
+@kernel(graph.CastOp)
+def _cast(op: graph.CastOp, x: np.ndarray) -> np.ndarray:
+    dtype = numpy_dtype(_result_type(op).get_element_type())
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(dtype)
+    return x.astype(dtype)
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+@kernel(graph.MatMulOp)
+def _matmul(op: graph.MatMulOp, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None):
+    out = np.matmul(a, b)
+    if bias is not None:
+        out = out + bias
+    return apply_activation(op, out)
+
+
+def _windows(x: np.ndarray, kernel: Sequence[int], strides, dilations) -> np.ndarray:
+    """View of all windows of the (already padded) N x C x spatial `x`:
+    shape N x C x out1 x ... x k1 x ..."""
+    n = len(kernel)
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True)]
+    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, 2 + n)))
+    index = (slice(None), slice(None))
+    index += tuple(slice(None, None, s) for s in strides)
+    index += tuple(slice(None, None, d) for d in dilations)
+    return view[index]
+
+
+def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float, extra=None) -> np.ndarray:
+    n = x.ndim - 2
+    extra = extra or [0] * n
+    widths = [(0, 0), (0, 0)] + [(pads[i], pads[i + n] + extra[i]) for i in range(n)]
+    return np.pad(x, widths, constant_values=value)
+
+
+@kernel(graph.ConvOp)
+def _conv(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None):
+    strides, pads, dilations = op.window()
+    groups = op.groups()
+    n_spatial = x.ndim - 2
+    win = _windows(_pad_spatial(x, pads, 0.0), w.shape[2:], strides, dilations)
+    batch, channels = x.shape[:2]
+    out_spatial = win.shape[2 : 2 + n_spatial]
+    c_group, m_group = channels // groups, w.shape[0] // groups
+    # N x G x Cg x out... x k...  ->  N x G x out(flat) x (Cg * k...)
+    win = win.reshape(batch, groups, c_group, -1, *w.shape[2:])
+    win = np.moveaxis(win, 3, 2).reshape(batch, groups, -1, c_group * math.prod(w.shape[2:]))
+    weight = w.reshape(groups, m_group, -1).transpose(0, 2, 1)  # G x (Cg*k) x Mg
+    out = np.matmul(win, weight)  # N x G x out(flat) x Mg
+    out = np.moveaxis(out, 3, 2).reshape(batch, groups * m_group, *out_spatial)
+    if bias is not None:
+        out = out + bias.reshape(-1, *([1] * n_spatial))
+    return apply_activation(op, out)
+
+
+def _ceil_extra(op: graph.PoolOp, shape: Sequence[int]) -> list[int]:
+    """End padding that ceil_mode's last, partial windows need beyond the explicit pads."""
+    strides, pads, dilations = op.window()
+    out = list(_shape(_result_type(op)))[2:]
+    n = len(out)
+    extra = []
+    for i in range(n):
+        needed = (out[i] - 1) * strides[i] + dilations[i] * (op.kernel()[i] - 1) + 1
+        extra.append(max(0, needed - (shape[2 + i] + pads[i] + pads[i + n])))
+    return extra
+
+
+@kernel(graph.MaxPoolOp)
+def _max_pool(op: graph.MaxPoolOp, x: np.ndarray) -> np.ndarray:
+    strides, pads, dilations = op.window()
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    padded = _pad_spatial(x, pads, fill, _ceil_extra(op, x.shape))
+    win = _windows(padded, op.kernel(), strides, dilations)
+    n = len(op.kernel())
+    return win.max(axis=tuple(range(-n, 0)))
+
+
+@kernel(graph.AvgPoolOp)
+def _avg_pool(op: graph.AvgPoolOp, x: np.ndarray) -> np.ndarray:
+    strides, pads, dilations = op.window()
+    extra = _ceil_extra(op, x.shape)
+    n = len(op.kernel())
+    axes = tuple(range(-n, 0))
+    total = _windows(_pad_spatial(x, pads, 0.0, extra), op.kernel(), strides, dilations).sum(axis=axes)
+    if op.count_include_pad is not None:
+        padded_sizes = [x.shape[2 + i] + pads[i] + pads[i + n] for i in range(n)]
+        mask = np.pad(np.ones((1, 1, *padded_sizes), x.dtype), [(0, 0), (0, 0)] + [(0, e) for e in extra])
+    else:
+        mask = _pad_spatial(np.ones((1, 1, *x.shape[2:]), x.dtype), pads, 0.0, extra)
+    count = _windows(mask, op.kernel(), strides, dilations).sum(axis=axes)
+    return total / count
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+@kernel(graph.BatchNormOp)
+def _batch_norm(op: graph.BatchNormOp, x, scale, bias, mean, var) -> np.ndarray:
+    eps = op.epsilon.value.data if op.epsilon else 1e-5
+    shape = (-1, *([1] * (x.ndim - 2)))
+    inv = scale / np.sqrt(var + np.asarray(eps, dtype=var.dtype))
+    return (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
+
+
+@kernel(graph.LayerNormOp)
+def _layer_norm(op: graph.LayerNormOp, x, scale, bias=None) -> np.ndarray:
+    eps = op.epsilon.value.data if op.epsilon else 1e-5
+    axes = tuple(range(op.norm_axis(), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=axes, keepdims=True)
+    out = centered / np.sqrt(var + np.asarray(eps, dtype=x.dtype)) * scale
+    return out if bias is None else out + bias
+
+
+@kernel(graph.SoftmaxOp)
+def _softmax(op: graph.SoftmaxOp, x: np.ndarray) -> np.ndarray:
+    axis = op.norm_axis()
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@kernel(graph.LogSoftmaxOp)
+def _log_softmax(op: graph.LogSoftmaxOp, x: np.ndarray) -> np.ndarray:
+    axis = op.norm_axis()
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+# --------------------------------------------------------------------------- reductions
+
+_REDUCERS = {
+    graph.ReduceSumOp: np.sum,
+    graph.ReduceMeanOp: np.mean,
+    graph.ReduceMaxOp: np.max,
+    graph.ReduceMinOp: np.min,
+    graph.ReduceProdOp: np.prod,
+}
+
+
+@kernel(*_REDUCERS)
+def _reduce(op: graph.ReduceOp, x: np.ndarray) -> np.ndarray:
+    reducer = _REDUCERS[type(op)]
+    return reducer(x, axis=op.reduced_axes(), keepdims=op.keepdims is not None)
+
+
+@kernel(graph.ArgMaxOp, graph.ArgMinOp)
+def _arg_reduce(op: graph.ArgReduceOp, x: np.ndarray) -> np.ndarray:
+    (axis,) = op.reduced_axes()
+    find = np.argmax if isinstance(op, graph.ArgMaxOp) else np.argmin
+    if op.select_last_index is not None:
+        index = x.shape[axis] - 1 - find(np.flip(x, axis=axis), axis=axis)
+    else:
+        index = find(x, axis=axis)
+    return np.expand_dims(index, axis) if op.keepdims is not None else index
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+def _shape(type_: TensorType) -> tuple[int, ...]:
+    return tuple(type_.get_shape())
+
+
+def _result_type(op: Operation) -> TensorType:
+    type_ = op.results[0].type
+    assert isinstance(type_, TensorType)
+    return type_
+
+
+KERNELS[graph.ReshapeOp] = lambda op, x: x.reshape(_shape(_result_type(op)))
+KERNELS[graph.TransposeOp] = lambda op, x: np.transpose(x, op.permutation())
+KERNELS[graph.BroadcastOp] = lambda op, x: np.broadcast_to(x, _shape(_result_type(op)))
+KERNELS[graph.TileOp] = lambda op, x: np.tile(x, graph.ints_of(op.repeats))
+
+
+@kernel(graph.ConcatOp)
+def _concat(op: graph.ConcatOp, *xs: np.ndarray) -> np.ndarray:
+    return np.concatenate(xs, axis=op.axis.value.data if op.axis else 0)
+
+
+@kernel(graph.SliceOp)
+def _slice(op: graph.SliceOp, x: np.ndarray) -> np.ndarray:
+    out = _shape(_result_type(op))
+    starts = graph.ints_of(op.starts, [0] * x.ndim)
+    steps = graph.ints_of(op.steps, [1] * x.ndim)
+    index = []
+    for start, step, count in zip(starts, steps, out, strict=True):
+        stop = start + count * step
+        index.append(slice(start, stop if stop >= 0 else None, step))
+    return x[tuple(index)]
+
+
+@kernel(graph.SplitOp)
+def _split(op: graph.SplitOp, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    axis = op.axis.value.data if op.axis else 0
+    sizes = [v.type.get_shape()[axis] for v in op.outputs]  # pyright: ignore
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+@kernel(graph.PadOp)
+def _pad(op: graph.PadOp, x: np.ndarray) -> np.ndarray:
+    pads = graph.ints_of(op.pads)
+    n = x.ndim
+    crop = tuple(slice(max(0, -pads[i]), x.shape[i] - max(0, -pads[i + n])) for i in range(n))
+    widths = [(max(0, pads[i]), max(0, pads[i + n])) for i in range(n)]
+    mode = op.pad_mode()
+    if mode == "constant":
+        value = op.value.value.data if op.value else 0.0
+        return np.pad(x[crop], widths, mode="constant", constant_values=value)
+    return np.pad(x[crop], widths, mode=mode)
+
+
+@kernel(graph.GatherOp)
+def _gather(op: graph.GatherOp, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    axis = op.axis.value.data if op.axis else 0
+    size = x.shape[axis]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        raise IndexError(f"gather index out of range [-{size}, {size - 1}] at {op.name}")
+    return np.take(x, indices.astype(np.int64), axis=axis)
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def evaluate(op: Operation, args: Sequence[np.ndarray | None]) -> tuple[np.ndarray, ...]:
+    """Runs one graph op on numpy arrays; results carry exactly the result types' dtypes
+    and shapes (a mismatch is a bug in the kernel, reported as such)."""
+    fn = KERNELS.get(type(op))
+    if fn is None:
+        raise NotImplementedError(f"no reference kernel for {op.name}")
+    with np.errstate(all="ignore"):
+        raw = fn(op, *args)
+    results = raw if isinstance(raw, tuple) else (raw,)
+    out = []
+    for value, result in zip(results, op.results, strict=True):
+        type_ = result.type
+        assert isinstance(type_, TensorType)
+        array = np.asarray(value).astype(numpy_dtype(type_.get_element_type()), copy=False)
+        if array.shape != tuple(type_.get_shape()):
+            raise AssertionError(f"{op.name} produced {array.shape}, type says {type_}")
+        out.append(array)
+    return tuple(out)
+
+
+def _make_impl(op_type: type[Operation]):
+    def run(self, interpreter: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        return evaluate(op, args)
+
+    return impl(op_type)(run)
+
+
+def _build_functions() -> type[InterpreterFunctions]:
+    namespace = {f"run_{t.__name__}": _make_impl(t) for t in graph.Graph.operations}
+    namespace["__doc__"] = "xDSL interpreter functions of the graph dialect (see KERNELS)."
+    return register_impls(type("GraphFunctions", (InterpreterFunctions,), namespace))
+
+
+GraphFunctions = _build_functions()

@@ -1,0 +1,86 @@
+"""Element types and shapes shared by every aitc level: MLIR type <-> numpy dtype, broadcasting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    TensorType,
+)
+from xdsl.ir import Attribute
+
+_SIGNLESS = Signedness.SIGNLESS
+_UNSIGNED = Signedness.UNSIGNED
+
+_FLOATS: dict[type, np.dtype] = {
+    Float16Type: np.dtype(np.float16),
+    Float32Type: np.dtype(np.float32),
+    Float64Type: np.dtype(np.float64),
+}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype that holds values of an MLIR element type (i1 -> bool, ui8 -> uint8)."""
+    for cls, dtype in _FLOATS.items():
+        if isinstance(element_type, cls):
+            return dtype
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        unsigned = element_type.signedness.data == _UNSIGNED
+        return np.dtype(f"{'u' if unsigned else 'i'}{width // 8}")
+    if isinstance(element_type, BFloat16Type):
+        raise TypeError("bf16 tensors are not supported by the numpy reference yet")
+    raise TypeError(f"no numpy dtype for element type {element_type}")
+
+
+def element_type_of(dtype: np.dtype | type) -> Attribute:
+    """The MLIR element type for a numpy dtype (the inverse of `numpy_dtype`)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return IntegerType(1)
+    if dtype.kind == "f":
+        return {2: Float16Type(), 4: Float32Type(), 8: Float64Type()}[dtype.itemsize]
+    if dtype.kind in "iu":
+        sign = _UNSIGNED if dtype.kind == "u" else _SIGNLESS
+        return IntegerType(dtype.itemsize * 8, sign)
+    raise TypeError(f"no MLIR element type for numpy dtype {dtype}")
+
+
+def tensor_type(shape: Sequence[int], dtype: np.dtype | type | Attribute) -> TensorType:
+    """`tensor<shape x elem>` from a shape and either a numpy dtype or an MLIR element type."""
+    elem = dtype if isinstance(dtype, Attribute) else element_type_of(dtype)
+    return TensorType(elem, list(shape))
+
+
+def is_float(element_type: Attribute) -> bool:
+    return isinstance(element_type, Float16Type | Float32Type | Float64Type | BFloat16Type)
+
+
+def is_bool(element_type: Attribute) -> bool:
+    return isinstance(element_type, IntegerType) and element_type.width.data == 1
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy/ONNX multidirectional broadcasting; raises ValueError when shapes are incompatible."""
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(rank):
+        dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
+        dims.discard(1)
+        if len(dims) > 1:
+            raise ValueError(f"shapes {' and '.join(str(list(s)) for s in shapes)} do not broadcast")
+        result.append(dims.pop() if dims else 1)
+    return tuple(result)
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) or "scalar"

@@ -1,0 +1,130 @@
+"""Weights as bytes, never Python lists.
+
+Small constants are inline `dense<...>` attributes (readable in the IR). Large ones are
+`dense_resource<key>` attributes whose bytes live in the module's `dialect_resources` section
+at the end of the `.mlir` file, exactly as upstream MLIR prints them, so the ops stay readable
+and upstream `mlir-opt` parses the file.
+
+xDSL keeps resource blobs in one store per process (the builtin dialect's
+`OpAsmDialectInterface`). aitc makes that store content-addressed: resource keys carry a
+digest of their bytes, so two modules in one process never fight over a key, and parsing a
+file twice is harmless. A key that is reused for different bytes is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
+from xdsl.dialects.builtin import (
+    Builtin,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute
+
+from aitc.types import numpy_dtype, tensor_type
+
+INLINE_LIMIT_BYTES = 64
+"""Constants up to this many bytes are printed inline as `dense<...>`."""
+
+_ALIGNMENT_HEADER = (16).to_bytes(4, "little")
+
+
+class ContentAddressedResources(OpAsmDialectInterface):
+    """The builtin resource store, with keys that are never silently renamed."""
+
+    def __init__(self, blobs: dict[str, str]) -> None:
+        super().__init__()
+        self._blob_storage = blobs
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def declare_resource(self, key: str) -> str:
+        self._blob_storage.setdefault(key, "")
+        return key
+
+    def parse_resource(self, key: str, val: str):
+        if not val.startswith("0x"):
+            raise ValueError(f"blob must be a hex string starting with 0x, got {val[:16]!r}")
+        old = self._blob_storage.get(key)
+        if old and old != val:
+            raise ValueError(f"resource '{key}' already holds different bytes in this process")
+        self._blob_storage[key] = val
+
+    def store(self, key: str, data: bytes) -> None:
+        self.parse_resource(key, "0x" + (_ALIGNMENT_HEADER + data).hex())
+
+
+def _install_store() -> ContentAddressedResources:
+    interfaces = Builtin._interfaces  # pyright: ignore[reportPrivateUsage]
+    for index, interface in enumerate(interfaces):
+        if isinstance(interface, ContentAddressedResources):
+            return interface
+        if isinstance(interface, OpAsmDialectInterface):
+            store = ContentAddressedResources(interface._blob_storage)
+            interfaces[index] = store
+            return store
+    raise RuntimeError("xdsl's builtin dialect has no OpAsmDialectInterface")
+
+
+RESOURCES = _install_store()
+
+
+def _resource_key(name_hint: str, data: bytes) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name_hint).strip("_")[:48] or "w"
+    if not (clean[0].isalpha() or clean[0] == "_"):
+        clean = "w_" + clean
+    return f"{clean}_{hashlib.blake2b(data, digest_size=6).hexdigest()}"
+
+
+def array_to_attr(array: np.ndarray, name_hint: str = "w") -> Attribute:
+    """A typed elements attribute holding `array`: inline when small, a resource otherwise."""
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")
+    type_ = tensor_type(array.shape, array.dtype)
+    data = array.tobytes()
+    if len(data) <= INLINE_LIMIT_BYTES and array.dtype != np.float16:
+        return DenseIntOrFPElementsAttr(type_, BytesAttr(data))
+    key = _resource_key(name_hint, data)
+    RESOURCES.store(key, data)
+    RESOURCES.arrays[key] = array
+    return DenseResourceAttr.from_params(key, type_)
+
+
+def attr_to_array(attr: Attribute) -> np.ndarray:
+    """The numpy array (read-only) that a `dense` or `dense_resource` attribute holds."""
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        type_ = attr.get_type()
+        array = np.frombuffer(attr.data.data, dtype=numpy_dtype(type_.get_element_type()))
+        return array.reshape(type_.get_shape())
+    if isinstance(attr, DenseResourceAttr):
+        return _resource_array(attr)
+    raise TypeError(f"not an elements attribute: {attr}")
+
+
+def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
+    key = attr.resource_handle.data
+    type_ = attr.get_type()
+    assert isinstance(type_, TensorType)
+    cached = RESOURCES.arrays.get(key)
+    if cached is not None:
+        return cached
+    blob = RESOURCES.lookup(key)
+    if not blob:
+        raise ValueError(f"dense_resource<{key}> has no bytes: the file lacks its blob")
+    raw = bytes.fromhex(blob[2:])[4:]
+    dtype = numpy_dtype(type_.get_element_type())
+    count = int(np.prod(type_.get_shape(), dtype=np.int64))
+    if len(raw) != count * dtype.itemsize:
+        raise ValueError(
+            f"dense_resource<{key}> holds {len(raw)} bytes, but {type_} needs "
+            f"{count * dtype.itemsize}"
+        )
+    array = np.frombuffer(raw, dtype=dtype).reshape(type_.get_shape())
+    RESOURCES.arrays[key] = array
+    return array

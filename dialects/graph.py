@@ -1,0 +1,1173 @@
+"""The `graph` dialect: tensor-level ops with value semantics, at ONNX granularity or coarser.
+
+This is the level that the ONNX frontend produces and that graph optimisations rewrite. Every
+value is a statically shaped builtin `tensor<...>`; weights are `graph.constant` ops holding a
+bytes-backed `dense<...>` or an out-of-line `dense_resource<...>` attribute. Elementwise ops
+broadcast like numpy/ONNX. Semantics are defined by the numpy reference in
+`aitc/interp/graph.py`; each op's verifier checks the shapes and element types that its
+semantics need and, where MLIR would infer the result type, that the result type is the inferred one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_attr_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from aitc.types import broadcast_shapes, is_bool, is_float, shape_str
+
+I1 = IntegerType(1)
+
+
+# --------------------------------------------------------------------------- attribute helpers
+
+
+def ints_attr(values: Sequence[int]) -> DenseArrayBase:
+    """`array<i64: ...>`, the attribute kind every integer-list option of this dialect uses."""
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def ints_of(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values()) if attr is not None else tuple(default)
+
+
+def float_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    type_ = value if isinstance(value, Attribute) else value.type
+    assert isinstance(type_, TensorType)
+    return tuple(type_.get_shape())
+
+
+def _elem(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_element_type()
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise VerifyException(message)
+
+
+def _normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    _check(-rank <= axis < max(rank, 1), f"{what} {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+FUSABLE_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "gelu_tanh", "relu6")
+"""Activations that `graph.matmul` and `graph.conv` may apply to their result (`activation`)."""
+
+
+def _verify_activation(op: IRDLOperation) -> None:
+    attr = op.attributes.get("activation")
+    if attr is None:
+        return
+    assert isinstance(attr, StringAttr)
+    _check(
+        attr.data in FUSABLE_ACTIVATIONS,
+        f"unknown fused activation '{attr.data}', expected one of {', '.join(FUSABLE_ACTIVATIONS)}",
+    )
+
+
+# --------------------------------------------------------------------------- constants
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A constant tensor: a weight, a bias, a small scalar.
+
+    Small values are inline `dense<...>`; large ones are `dense_resource<key>`, whose bytes sit in
+    the file's `dialect_resources` section (see `aitc/weights.py`).
+
+    ```mlir
+    %w = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %big = graph.constant dense_resource<fc1_weight_0a1b2c3d4e5f> : tensor<512x512xf32>
+    ```
+    """
+
+    name = "graph.constant"
+    value = opt_attr_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
+        super().__init__(attributes={"value": value}, result_types=[value.get_type()])
+
+    def verify_(self) -> None:
+        _check(self.value is not None, "graph.constant needs a 'value' attribute")
+        assert self.value is not None
+        _check(
+            self.value.get_type() == self.output.type,
+            f"value type {self.value.get_type()} differs from result type {self.output.type}",
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        assert self.value is not None
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            parser.raise_error("graph.constant expects a dense<...> or dense_resource<...> value")
+        extra = parser.parse_optional_attr_dict()
+        op = cls(value)
+        op.attributes.update(extra)
+        return op
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+class ElementwiseUnaryOp(IRDLOperation):
+    """Base of elementwise unary ops: one operand, a result of the same type."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    output = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($output)"
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def __init__(self, input: SSAValue, attributes: dict[str, Attribute] | None = None):
+        super().__init__(operands=[input], result_types=[input.type], attributes=attributes or {})
+
+    def verify_(self) -> None:
+        if self.FLOAT_ONLY:
+            _check(is_float(_elem(self.input)), f"{self.name} needs a float tensor")
+
+
+def _unary(op_name: str, doc: str, float_only: bool = True) -> type[ElementwiseUnaryOp]:
+    short = op_name.split(".")[1]
+    cls = type(
+        "".join(p.capitalize() for p in short.split("_")) + "Op",
+        (ElementwiseUnaryOp,),
+        {
+            "name": op_name,
+            "FLOAT_ONLY": float_only,
+            "__annotations__": {"FLOAT_ONLY": ClassVar[bool]},
+            "__doc__": f"{doc}\n\n```mlir\n%y = {op_name} %x : tensor<4x8xf32>\n```\n",
+            "__module__": __name__,
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+NegOp = _unary("graph.neg", "Elementwise negation, -x.", float_only=False)
+AbsOp = _unary("graph.abs", "Elementwise absolute value |x|.", float_only=False)
+SignOp = _unary("graph.sign", "Elementwise sign: -1, 0 or 1.", float_only=False)
+ExpOp = _unary("graph.exp", "Elementwise e**x.")
+LogOp = _unary("graph.log", "Elementwise natural logarithm.")
+SqrtOp = _unary("graph.sqrt", "Elementwise square root.")
+ReciprocalOp = _unary("graph.reciprocal", "Elementwise 1/x.")
+TanhOp = _unary("graph.tanh", "Elementwise hyperbolic tangent.")
+SigmoidOp = _unary("graph.sigmoid", "Elementwise logistic function 1/(1+exp(-x)).")
+ReluOp = _unary("graph.relu", "Elementwise max(x, 0).", float_only=False)
+ErfOp = _unary("graph.erf", "Elementwise Gauss error function.")
+SinOp = _unary("graph.sin", "Elementwise sine.")
+CosOp = _unary("graph.cos", "Elementwise cosine.")
+FloorOp = _unary("graph.floor", "Elementwise round towards -inf.")
+CeilOp = _unary("graph.ceil", "Elementwise round towards +inf.")
+RoundOp = _unary("graph.round", "Elementwise round half to even.")
+SoftplusOp = _unary("graph.softplus", "Elementwise log(1 + exp(x)).")
+SoftsignOp = _unary("graph.softsign", "Elementwise x / (1 + |x|).")
+HardSwishOp = _unary("graph.hard_swish", "Elementwise x * max(0, min(1, x/6 + 1/2)).")
+
+
+@irdl_op_definition
+class NotOp(ElementwiseUnaryOp):
+    """Elementwise logical not of an i1 tensor.
+
+    ```mlir
+    %y = graph.not %x : tensor<4xi1>
+    ```
+    """
+
+    name = "graph.not"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        _check(is_bool(_elem(self.input)), "graph.not needs an i1 tensor")
+
+
+class ParametricUnaryOp(ElementwiseUnaryOp):
+    """Base of unary activations with float parameters (`alpha`, `beta`, `gamma`)."""
+
+    alpha = opt_attr_def(FloatAttr)
+    beta = opt_attr_def(FloatAttr)
+    gamma = opt_attr_def(FloatAttr)
+    REQUIRED: ClassVar[tuple[str, ...]] = ("alpha",)
+
+    def __init__(self, input: SSAValue, **params: float):
+        super().__init__(input, {k: float_attr(v) for k, v in params.items()})
+
+    def verify_(self) -> None:
+        super().verify_()
+        for key in self.REQUIRED:
+            _check(key in self.attributes, f"{self.name} needs the '{key}' attribute")
+
+    def param(self, key: str) -> float:
+        attr = self.attributes[key]
+        assert isinstance(attr, FloatAttr)
+        return attr.value.data
+
+
+@irdl_op_definition
+class LeakyReluOp(ParametricUnaryOp):
+    """x if x >= 0 else alpha * x.
+
+    ```mlir
+    %y = graph.leaky_relu %x {alpha = 0.01 : f64} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.leaky_relu"
+
+
+@irdl_op_definition
+class EluOp(ParametricUnaryOp):
+    """x if x > 0 else alpha * (exp(x) - 1).
+
+    ```mlir
+    %y = graph.elu %x {alpha = 1.0 : f64} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.elu"
+
+
+@irdl_op_definition
+class SeluOp(ParametricUnaryOp):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1)).
+
+    ```mlir
+    %y = graph.selu %x {alpha = 1.67 : f64, gamma = 1.05 : f64} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.selu"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("alpha", "gamma")
+
+
+@irdl_op_definition
+class HardSigmoidOp(ParametricUnaryOp):
+    """max(0, min(1, alpha * x + beta)).
+
+    ```mlir
+    %y = graph.hard_sigmoid %x {alpha = 0.2 : f64, beta = 0.5 : f64} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.hard_sigmoid"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("alpha", "beta")
+
+
+@irdl_op_definition
+class ClipOp(ParametricUnaryOp):
+    """min(max(x, alpha), beta): clamps to [alpha, beta]; a missing bound is unbounded.
+
+    ```mlir
+    %y = graph.clip %x {alpha = 0.0 : f64, beta = 6.0 : f64} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.clip"
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+
+@irdl_op_definition
+class GeluOp(ElementwiseUnaryOp):
+    """Gaussian error linear unit, exact (erf) or with the tanh approximation.
+
+    ```mlir
+    %y = graph.gelu %x : tensor<4xf32>
+    %z = graph.gelu %x {approximate = "tanh"} : tensor<4xf32>
+    ```
+    """
+
+    name = "graph.gelu"
+    approximate = opt_attr_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        mode = self.approximate.data if self.approximate else "none"
+        _check(mode in ("none", "tanh"), f"approximate must be 'none' or 'tanh', got '{mode}'")
+
+
+class ElementwiseBinaryOp(IRDLOperation):
+    """Base of elementwise binary ops with numpy broadcasting.
+
+    Operands share an element type; the result has the broadcast shape and the operands'
+    element type (or i1 for comparisons).
+    """
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($output)"
+    RESULT_IS_BOOL: ClassVar[bool] = False
+    OPERAND_KIND: ClassVar[str] = "any"  # "any", "float" or "bool"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[self.infer(lhs, rhs)])
+
+    @classmethod
+    def infer(cls, lhs: SSAValue, rhs: SSAValue) -> TensorType:
+        shape = broadcast_shapes(_shape(lhs), _shape(rhs))
+        return TensorType(I1 if cls.RESULT_IS_BOOL else _elem(lhs), shape)
+
+    def verify_(self) -> None:
+        elem = _elem(self.lhs)
+        _check(elem == _elem(self.rhs), f"operand element types differ: {elem} vs {_elem(self.rhs)}")
+        if self.OPERAND_KIND == "bool":
+            _check(is_bool(elem), f"{self.name} needs i1 operands")
+        if self.OPERAND_KIND == "float":
+            _check(is_float(elem), f"{self.name} needs float operands")
+        try:
+            expected = self.infer(self.lhs, self.rhs)
+        except ValueError as error:
+            raise VerifyException(str(error)) from error
+        _check(
+            self.output.type == expected,
+            f"result type {self.output.type} should be {expected} (broadcast of the operands)",
+        )
+
+
+def _binary(op_name: str, doc: str, bool_result: bool = False, kind: str = "any"):
+    short = op_name.split(".")[1]
+    example = f"%z = {op_name} %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3x{'i1' if bool_result else 'f32'}>"
+    cls = type(
+        "".join(p.capitalize() for p in short.split("_")) + "Op",
+        (ElementwiseBinaryOp,),
+        {
+            "name": op_name,
+            "RESULT_IS_BOOL": bool_result,
+            "OPERAND_KIND": kind,
+            "__annotations__": {"RESULT_IS_BOOL": ClassVar[bool], "OPERAND_KIND": ClassVar[str]},
+            "__doc__": f"{doc}\n\n```mlir\n{example}\n```\n",
+            "__module__": __name__,
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+AddOp = _binary("graph.add", "Elementwise x + y.")
+SubOp = _binary("graph.sub", "Elementwise x - y.")
+MulOp = _binary("graph.mul", "Elementwise x * y.")
+DivOp = _binary("graph.div", "Elementwise x / y (integer division truncates, as in ONNX).")
+PowOp = _binary("graph.pow", "Elementwise x ** y.", kind="float")
+MaxOp = _binary("graph.max", "Elementwise maximum (NaN propagates).")
+MinOp = _binary("graph.min", "Elementwise minimum (NaN propagates).")
+ModOp = _binary("graph.mod", "Elementwise remainder; float uses C fmod, integer the sign of y.")
+PReluOp = _binary("graph.prelu", "x if x >= 0 else slope * x, slope broadcast to x.", kind="float")
+AndOp = _binary("graph.and", "Elementwise logical and.", kind="bool")
+OrOp = _binary("graph.or", "Elementwise logical or.", kind="bool")
+XorOp = _binary("graph.xor", "Elementwise logical xor.", kind="bool")
+EqualOp = _binary("graph.equal", "Elementwise x == y.", bool_result=True)
+LessOp = _binary("graph.less", "Elementwise x < y.", bool_result=True)
+LessEqualOp = _binary("graph.less_equal", "Elementwise x <= y.", bool_result=True)
+GreaterOp = _binary("graph.greater", "Elementwise x > y.", bool_result=True)
+GreaterEqualOp = _binary("graph.greater_equal", "Elementwise x >= y.", bool_result=True)
+
+
+@irdl_op_definition
+class WhereOp(IRDLOperation):
+    """Elementwise select: cond ? x : y, with three-way broadcasting.
+
+    ```mlir
+    %r = graph.where %c, %x, %y : tensor<2x3xi1>, tensor<3xf32>, tensor<f32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.where"
+    condition = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` "
+        "type($rhs) `->` type($output)"
+    )
+
+    def __init__(self, condition: SSAValue, lhs: SSAValue, rhs: SSAValue):
+        shape = broadcast_shapes(_shape(condition), _shape(lhs), _shape(rhs))
+        super().__init__(
+            operands=[condition, lhs, rhs], result_types=[TensorType(_elem(lhs), shape)]
+        )
+
+    def verify_(self) -> None:
+        _check(is_bool(_elem(self.condition)), "the condition must be an i1 tensor")
+        _check(_elem(self.lhs) == _elem(self.rhs), "both branches need the same element type")
+        try:
+            shape = broadcast_shapes(_shape(self.condition), _shape(self.lhs), _shape(self.rhs))
+        except ValueError as error:
+            raise VerifyException(str(error)) from error
+        expected = TensorType(_elem(self.lhs), shape)
+        _check(self.output.type == expected, f"result type should be {expected}")
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Converts the element type, with ONNX Cast semantics (float -> int truncates).
+
+    ```mlir
+    %y = graph.cast %x : tensor<4xi64> -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.cast"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        super().__init__(operands=[input], result_types=[TensorType(element_type, _shape(input))])
+
+    def verify_(self) -> None:
+        _check(_shape(self.input) == _shape(self.output), "cast keeps the shape")
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+@irdl_op_definition
+class MatMulOp(IRDLOperation):
+    """Matrix product with numpy `matmul` semantics: batched, broadcast over leading dims,
+    1-D operands promoted and their unit dim dropped. An optional `bias` (one value per output
+    column) is added and an optional fused `activation` applied, in that order.
+
+    ```mlir
+    %y = graph.matmul %a, %b : tensor<8x128x64xf32>, tensor<64x32xf32> -> tensor<8x128x32xf32>
+    ```
+    """
+
+    name = "graph.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    activation = opt_attr_def(StringAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs (`,` $bias^)? attr-dict `:` type($lhs) `,` type($rhs) "
+        "(`,` type($bias)^)? `->` type($output)"
+    )
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs, []], result_types=[self.infer(lhs, rhs)])
+
+    @staticmethod
+    def infer(lhs: SSAValue, rhs: SSAValue) -> TensorType:
+        a, b = _shape(lhs), _shape(rhs)
+        if not a or not b:
+            raise ValueError("matmul operands must have rank >= 1")
+        a2 = (1, *a) if len(a) == 1 else a
+        b2 = (*b, 1) if len(b) == 1 else b
+        if a2[-1] != b2[-2]:
+            raise ValueError(f"contraction dims differ: {shape_str(a)} @ {shape_str(b)}")
+        batch = broadcast_shapes(a2[:-2], b2[:-2])
+        out = [*batch] + ([a2[-2]] if len(a) > 1 else []) + ([b2[-1]] if len(b) > 1 else [])
+        return TensorType(_elem(lhs), out)
+
+    def verify_(self) -> None:
+        _check(_elem(self.lhs) == _elem(self.rhs), "matmul operands need one element type")
+        try:
+            expected = self.infer(self.lhs, self.rhs)
+        except ValueError as error:
+            raise VerifyException(str(error)) from error
+        _check(self.output.type == expected, f"result type should be {expected}")
+        if self.bias is not None:
+            out = _shape(self.output)
+            _check(
+                _shape(self.bias) == out[-1:],
+                f"bias must be tensor<{out[-1] if out else 1}x...>, one value per output column",
+            )
+        _verify_activation(self)
+
+
+class WindowOp(IRDLOperation):
+    """Base of ops that slide a window over the spatial dims of an N x C x D1 x ... tensor.
+
+    `pads` lists the begin pads of every spatial dim, then the end pads (ONNX order).
+    """
+
+    strides = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(DenseArrayBase)
+    dilations = opt_attr_def(DenseArrayBase)
+
+    def spatial_rank(self) -> int:
+        return len(_shape(self.operands[0])) - 2
+
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(strides, pads, dilations), defaults filled in."""
+        n = self.spatial_rank()
+        return (
+            ints_of(self.strides, [1] * n),
+            ints_of(self.pads, [0] * (2 * n)),
+            ints_of(self.dilations, [1] * n),
+        )
+
+    def out_spatial(self, kernel: Sequence[int], ceil: bool = False) -> list[int]:
+        strides, pads, dilations = self.window()
+        n = self.spatial_rank()
+        _check(len(strides) == n and len(dilations) == n, f"strides/dilations need {n} values")
+        _check(len(pads) == 2 * n, f"pads needs {2 * n} values (begins, then ends)")
+        _check(all(s > 0 for s in strides) and all(d > 0 for d in dilations), "strides and dilations must be > 0")
+        _check(all(p >= 0 for p in pads), "pads must be >= 0")
+        sizes = _shape(self.operands[0])[2:]
+        out = []
+        for i in range(n):
+            total_pad = pads[i] + pads[i + n]
+            span = sizes[i] + total_pad - dilations[i] * (kernel[i] - 1) - 1
+            _check(span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}")
+            count = -(-span // strides[i]) + 1 if ceil else span // strides[i] + 1
+            if ceil and (count - 1) * strides[i] >= sizes[i] + pads[i]:
+                count -= 1  # the last window would start in the end padding
+            out.append(count)
+        return out
+
+
+@irdl_op_definition
+class ConvOp(WindowOp):
+    """N-d grouped convolution (cross-correlation), ONNX Conv semantics; depthwise when
+    group == C_in. Weight layout: C_out x C_in/group x K1 x ...; optional bias of C_out;
+    an optional fused `activation` is applied to the result.
+
+    ```mlir
+    %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
+       : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<1x16x32x32xf32>
+    ```
+    """
+
+    name = "graph.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    group = opt_attr_def(IntegerAttr)
+    activation = opt_attr_def(StringAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
+        "(`,` type($bias)^)? `->` type($output)"
+    )
+
+    def groups(self) -> int:
+        return self.group.value.data if self.group else 1
+
+    def inferred_type(self) -> TensorType:
+        x, w = _shape(self.input), _shape(self.weight)
+        return TensorType(_elem(self.input), [x[0], w[0], *self.out_spatial(w[2:])])
+
+    def verify_(self) -> None:
+        x, w = _shape(self.input), _shape(self.weight)
+        _check(len(x) >= 3 and len(w) == len(x), "conv needs N x C x spatial input and a weight of the same rank")
+        g = self.groups()
+        _check(g > 0 and x[1] % g == 0 and w[0] % g == 0, f"group {g} must divide C_in {x[1]} and C_out {w[0]}")
+        _check(w[1] * g == x[1], f"weight expects {w[1] * g} input channels, input has {x[1]}")
+        if self.bias is not None:
+            _check(_shape(self.bias) == (w[0],), f"bias must be tensor<{w[0]}x...>")
+        _check(_elem(self.input) == _elem(self.weight), "input and weight need one element type")
+        expected = self.inferred_type()
+        _check(self.output.type == expected, f"result type should be {expected}")
+        _verify_activation(self)
+
+
+class PoolOp(WindowOp):
+    """Base of max/average pooling over the spatial dims."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_shape = opt_attr_def(DenseArrayBase)
+    ceil_mode = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def kernel(self) -> tuple[int, ...]:
+        return ints_of(self.kernel_shape)
+
+    def verify_(self) -> None:
+        x = _shape(self.input)
+        _check(len(x) >= 3, "pooling needs an N x C x spatial input")
+        _check(len(self.kernel()) == len(x) - 2, f"kernel_shape needs {len(x) - 2} values")
+        _check(all(k > 0 for k in self.kernel()), "kernel_shape values must be > 0")
+        expected = self.inferred_type()
+        _check(self.output.type == expected, f"result type should be {expected}")
+
+    def inferred_type(self) -> TensorType:
+        x = _shape(self.input)
+        out = [x[0], x[1], *self.out_spatial(self.kernel(), ceil=self.ceil_mode is not None)]
+        return TensorType(_elem(self.input), out)
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    """Max pooling; padding never wins (it is -inf).
+
+    ```mlir
+    %y = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+       : tensor<1x8x32x32xf32> -> tensor<1x8x16x16xf32>
+    ```
+    """
+
+    name = "graph.max_pool"
+
+
+@irdl_op_definition
+class AvgPoolOp(PoolOp):
+    """Average pooling; padding counts in the divisor only with `count_include_pad`.
+
+    ```mlir
+    %y = graph.avg_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>}
+       : tensor<1x8x32x32xf32> -> tensor<1x8x32x32xf32>
+    ```
+    """
+
+    name = "graph.avg_pool"
+    count_include_pad = opt_attr_def(UnitAttr)
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+@irdl_op_definition
+class BatchNormOp(IRDLOperation):
+    """Inference batch normalisation over axis 1:
+    (x - mean) / sqrt(var + epsilon) * scale + bias.
+
+    ```mlir
+    %y = graph.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f64}
+       : tensor<1x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+       -> tensor<1x16x8x8xf32>
+    ```
+    """
+
+    name = "graph.batch_norm"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    output = result_def(TensorType)
+    epsilon = opt_attr_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` type($input) `,` "
+        "type($scale) `,` type($bias) `,` type($mean) `,` type($var) `->` type($output)"
+    )
+
+    def verify_(self) -> None:
+        x = _shape(self.input)
+        _check(len(x) >= 2, "batch_norm needs N x C x ...")
+        for operand in (self.scale, self.bias, self.mean, self.var):
+            _check(_shape(operand) == (x[1],), f"per-channel operands must be tensor<{x[1]}x...>")
+        _check(self.output.type == self.input.type, "result type must equal the input type")
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """Layer normalisation over the dims from `axis` to the end:
+    (x - mean) / sqrt(var + epsilon) * scale (+ bias), scale/bias broadcast to those dims.
+
+    ```mlir
+    %y = graph.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+       : tensor<1x128x384xf32>, tensor<384xf32>, tensor<384xf32> -> tensor<1x128x384xf32>
+    ```
+    """
+
+    name = "graph.layer_norm"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    epsilon = opt_attr_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale) "
+        "(`,` type($bias)^)? `->` type($output)"
+    )
+
+    def norm_axis(self) -> int:
+        rank = len(_shape(self.input))
+        return _normalize_axis(self.axis.value.data if self.axis else -1, rank)
+
+    def verify_(self) -> None:
+        x = _shape(self.input)
+        normalized = x[self.norm_axis():]
+        for operand in (self.scale, self.bias):
+            if operand is None:
+                continue
+            try:
+                _check(broadcast_shapes(_shape(operand), normalized) == normalized, "")
+            except (ValueError, VerifyException) as error:
+                raise VerifyException(
+                    f"scale/bias {shape_str(_shape(operand))} must broadcast to the "
+                    f"normalised dims {shape_str(normalized)}"
+                ) from error
+        _check(self.output.type == self.input.type, "result type must equal the input type")
+
+
+class AxisOp(IRDLOperation):
+    """Base of ops that work along one axis and keep the input type (softmax family)."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    output = result_def(T)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($output)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(operands=[input], result_types=[input.type], attributes={"axis": IntegerAttr(axis, i64)})
+
+    def norm_axis(self) -> int:
+        return _normalize_axis(self.axis.value.data if self.axis else -1, len(_shape(self.input)))
+
+    def verify_(self) -> None:
+        self.norm_axis()
+        _check(is_float(_elem(self.input)), f"{self.name} needs a float tensor")
+
+
+@irdl_op_definition
+class SoftmaxOp(AxisOp):
+    """exp(x - max) / sum(exp(x - max)) along `axis` (default -1).
+
+    ```mlir
+    %p = graph.softmax %s {axis = -1 : i64} : tensor<1x12x128x128xf32>
+    ```
+    """
+
+    name = "graph.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(AxisOp):
+    """log(softmax(x)) along `axis`, computed stably.
+
+    ```mlir
+    %p = graph.log_softmax %s {axis = 1 : i64} : tensor<4x10xf32>
+    ```
+    """
+
+    name = "graph.log_softmax"
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+class ReduceOp(IRDLOperation):
+    """Base of reductions over `axes` (non-negative, sorted); `keepdims` keeps them as size 1."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = opt_attr_def(DenseArrayBase)
+    keepdims = opt_attr_def(UnitAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def reduced_axes(self) -> tuple[int, ...]:
+        return ints_of(self.axes)
+
+    @staticmethod
+    def infer_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> list[int]:
+        if keepdims:
+            return [1 if i in axes else d for i, d in enumerate(shape)]
+        return [d for i, d in enumerate(shape) if i not in axes]
+
+    def verify_(self) -> None:
+        x = _shape(self.input)
+        axes = self.reduced_axes()
+        _check(list(axes) == sorted(set(axes)), "axes must be sorted and unique")
+        _check(all(0 <= a < len(x) for a in axes), f"axes {list(axes)} out of range for rank {len(x)}")
+        expected = self.infer_shape(x, axes, self.keepdims is not None)
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+        _check(_elem(self.output) == self.result_element(), f"result element type should be {self.result_element()}")
+
+    def result_element(self) -> Attribute:
+        return _elem(self.input)
+
+
+def _reduce(op_name: str, doc: str) -> type[ReduceOp]:
+    short = op_name.split(".")[1]
+    example = f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
+    cls = type(
+        "".join(p.capitalize() for p in short.split("_")) + "Op",
+        (ReduceOp,),
+        {"name": op_name, "__doc__": f"{doc}\n\n```mlir\n{example}\n```\n", "__module__": __name__},
+    )
+    return irdl_op_definition(cls)
+
+
+ReduceSumOp = _reduce("graph.reduce_sum", "Sum over `axes`.")
+ReduceMeanOp = _reduce("graph.reduce_mean", "Arithmetic mean over `axes`.")
+ReduceMaxOp = _reduce("graph.reduce_max", "Maximum over `axes`.")
+ReduceMinOp = _reduce("graph.reduce_min", "Minimum over `axes`.")
+ReduceProdOp = _reduce("graph.reduce_prod", "Product over `axes`.")
+
+
+class ArgReduceOp(ReduceOp):
+    """Base of arg-reductions over one axis; the result holds i64 indices."""
+
+    select_last_index = opt_attr_def(UnitAttr)
+
+    def verify_(self) -> None:
+        _check(len(self.reduced_axes()) == 1, f"{self.name} reduces exactly one axis")
+        super().verify_()
+
+    def result_element(self) -> Attribute:
+        return i64
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReduceOp):
+    """Index of the maximum along one axis (first occurrence unless `select_last_index`).
+
+    ```mlir
+    %i = graph.argmax %x {axes = array<i64: 1>} : tensor<4x10xf32> -> tensor<4xi64>
+    ```
+    """
+
+    name = "graph.argmax"
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReduceOp):
+    """Index of the minimum along one axis (first occurrence unless `select_last_index`).
+
+    ```mlir
+    %i = graph.argmin %x {axes = array<i64: 1>, keepdims} : tensor<4x10xf32> -> tensor<4x1xi64>
+    ```
+    """
+
+    name = "graph.argmin"
+
+
+# --------------------------------------------------------------------------- data movement
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """Reinterprets the elements (row-major) with the static result shape.
+
+    ```mlir
+    %y = graph.reshape %x : tensor<1x12x64xf32> -> tensor<1x768xf32>
+    ```
+    """
+
+    name = "graph.reshape"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[TensorType(_elem(input), list(shape))])
+
+    def verify_(self) -> None:
+        _check(_elem(self.input) == _elem(self.output), "reshape keeps the element type")
+        n_in, n_out = _count(_shape(self.input)), _count(_shape(self.output))
+        _check(n_in == n_out, f"reshape changes the element count: {n_in} -> {n_out}")
+
+
+def _count(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """Permutes dims: result dim i is input dim perm[i].
+
+    ```mlir
+    %y = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x128x12x64xf32> -> tensor<1x12x128x64xf32>
+    ```
+    """
+
+    name = "graph.transpose"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    perm = opt_attr_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = [_shape(input)[p] for p in perm]
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(_elem(input), shape)],
+            attributes={"perm": ints_attr(perm)},
+        )
+
+    def permutation(self) -> tuple[int, ...]:
+        return ints_of(self.perm, reversed(range(len(_shape(self.input)))))
+
+    def verify_(self) -> None:
+        x, perm = _shape(self.input), self.permutation()
+        _check(sorted(perm) == list(range(len(x))), f"perm {list(perm)} is not a permutation of rank {len(x)}")
+        expected = TensorType(_elem(self.input), [x[p] for p in perm])
+        _check(self.output.type == expected, f"result type should be {expected}")
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Joins tensors along `axis` (non-negative); other dims must match.
+
+    ```mlir
+    %y = graph.concat %a, %b {axis = 1 : i64} : (tensor<1x8xf32>, tensor<1x4xf32>) -> tensor<1x12xf32>
+    ```
+    """
+
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs attr-dict `:` `(` type($inputs) `)` `->` type($output)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shape = list(_shape(inputs[0]))
+        shape[axis] = sum(_shape(v)[axis] for v in inputs)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[TensorType(_elem(inputs[0]), shape)],
+            attributes={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_(self) -> None:
+        _check(len(self.inputs) > 0, "concat needs at least one input")
+        first = _shape(self.inputs[0])
+        axis = self.axis.value.data if self.axis else 0
+        _check(0 <= axis < len(first), f"axis {axis} out of range for rank {len(first)}")
+        for value in self.inputs:
+            s = _shape(value)
+            _check(_elem(value) == _elem(self.inputs[0]), "concat inputs need one element type")
+            _check(len(s) == len(first) and all(
+                a == b for i, (a, b) in enumerate(zip(s, first, strict=True)) if i != axis
+            ), f"{shape_str(s)} and {shape_str(first)} differ outside axis {axis}")
+        expected = list(first)
+        expected[axis] = sum(_shape(v)[axis] for v in self.inputs)
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """Strided slice with one (start, step) per dim, normalised: start in range, step != 0;
+    the result shape gives the element count per dim, as in `tensor.extract_slice`.
+
+    ```mlir
+    %y = graph.slice %x {starts = array<i64: 0, 2>, steps = array<i64: 1, 2>} : tensor<4x10xf32> -> tensor<4x4xf32>
+    ```
+    """
+
+    name = "graph.slice"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    starts = opt_attr_def(DenseArrayBase)
+    steps = opt_attr_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def verify_(self) -> None:
+        x, out = _shape(self.input), _shape(self.output)
+        starts, steps = ints_of(self.starts, [0] * len(x)), ints_of(self.steps, [1] * len(x))
+        _check(len(starts) == len(x) == len(steps) == len(out), "starts/steps need one value per dim")
+        _check(_elem(self.input) == _elem(self.output), "slice keeps the element type")
+        for dim, start, step, count in zip(x, starts, steps, out, strict=True):
+            _check(step != 0, "steps must be non-zero")
+            if count == 0:
+                continue
+            last = start + (count - 1) * step
+            _check(0 <= start < dim and 0 <= last < dim, f"slice {start}:{step} x{count} leaves dim {dim}")
+
+
+@irdl_op_definition
+class SplitOp(IRDLOperation):
+    """Splits along `axis` into consecutive pieces, sized by the result types.
+
+    ```mlir
+    %q, %k, %v = graph.split %x {axis = 2 : i64} : tensor<1x128x1152xf32> -> tensor<1x128x384xf32>, tensor<1x128x384xf32>, tensor<1x128x384xf32>
+    ```
+    """
+
+    name = "graph.split"
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($outputs)"
+
+    def verify_(self) -> None:
+        x = _shape(self.input)
+        axis = self.axis.value.data if self.axis else 0
+        _check(0 <= axis < len(x), f"axis {axis} out of range")
+        total = 0
+        for value in self.outputs:
+            s = _shape(value)
+            _check(len(s) == len(x) and all(a == b for i, (a, b) in enumerate(zip(s, x, strict=True)) if i != axis),
+                   "split pieces must match the input outside the axis")
+            total += s[axis]
+        _check(total == x[axis], f"pieces sum to {total} along axis {axis}, input has {x[axis]}")
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """Broadcasts (numpy rules) to the static result shape (ONNX Expand).
+
+    ```mlir
+    %y = graph.broadcast %x : tensor<1x128xf32> -> tensor<4x128xf32>
+    ```
+    """
+
+    name = "graph.broadcast"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def verify_(self) -> None:
+        x, out = _shape(self.input), _shape(self.output)
+        try:
+            ok = broadcast_shapes(x, out) == out
+        except ValueError:
+            ok = False
+        _check(ok, f"{shape_str(x)} does not broadcast to {shape_str(out)}")
+
+
+@irdl_op_definition
+class TileOp(IRDLOperation):
+    """Repeats the input `repeats[i]` times along dim i.
+
+    ```mlir
+    %y = graph.tile %x {repeats = array<i64: 2, 1>} : tensor<3x4xf32> -> tensor<6x4xf32>
+    ```
+    """
+
+    name = "graph.tile"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    repeats = opt_attr_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def verify_(self) -> None:
+        x, reps = _shape(self.input), ints_of(self.repeats)
+        _check(len(reps) == len(x) and all(r >= 0 for r in reps), "repeats needs one value >= 0 per dim")
+        expected = [d * r for d, r in zip(x, reps, strict=True)]
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+
+
+@irdl_op_definition
+class PadOp(IRDLOperation):
+    """Pads each dim by (begin, end) amounts: `pads` = all begins, then all ends (ONNX order).
+    Mode `constant` (with `value`), `reflect` or `edge`.
+
+    ```mlir
+    %y = graph.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "constant", value = 0.0 : f64} : tensor<2x3xf32> -> tensor<2x5xf32>
+    ```
+    """
+
+    name = "graph.pad"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    pads = opt_attr_def(DenseArrayBase)
+    mode = opt_attr_def(StringAttr)
+    value = opt_attr_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
+
+    def pad_mode(self) -> str:
+        return self.mode.data if self.mode else "constant"
+
+    def verify_(self) -> None:
+        x, pads = _shape(self.input), ints_of(self.pads)
+        _check(len(pads) == 2 * len(x), f"pads needs {2 * len(x)} values")
+        _check(self.pad_mode() in ("constant", "reflect", "edge"), f"unknown pad mode '{self.pad_mode()}'")
+        expected = [d + pads[i] + pads[i + len(x)] for i, d in enumerate(x)]
+        _check(all(e >= 0 for e in expected), "negative pads remove more than the dim holds")
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Takes slices of `input` along `axis` at the (possibly negative) integer `indices`;
+    result shape = input[:axis] + indices + input[axis+1:]. Embedding lookups use axis 0.
+
+    ```mlir
+    %e = graph.gather %table, %ids {axis = 0 : i64} : tensor<30522x384xf32>, tensor<1x128xi64> -> tensor<1x128x384xf32>
+    ```
+    """
+
+    name = "graph.gather"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
+
+    def verify_(self) -> None:
+        x, idx = _shape(self.input), _shape(self.indices)
+        axis = self.axis.value.data if self.axis else 0
+        _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
+        idx_elem = _elem(self.indices)
+        _check(isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers")
+        expected = TensorType(_elem(self.input), [*x[:axis], *idx, *x[axis + 1 :]])
+        _check(self.output.type == expected, f"result type should be {expected}")
+
+
+Graph = Dialect(
+    "graph",
+    [
+        ConstantOp,
+        NegOp, AbsOp, SignOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, TanhOp, SigmoidOp, ReluOp,
+        ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, SoftplusOp, SoftsignOp, HardSwishOp,
+        NotOp, LeakyReluOp, EluOp, SeluOp, HardSigmoidOp, ClipOp, GeluOp,
+        AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
+        EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, CastOp,
+        MatMulOp, ConvOp, MaxPoolOp, AvgPoolOp, BatchNormOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp,
+        ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
+        ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, BroadcastOp, TileOp, PadOp, GatherOp,
+    ],
+    [],
+)  # fmt: skip
