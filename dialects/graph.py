@@ -354,7 +354,9 @@ class ElementwiseBinaryOp(IRDLOperation):
 
     def verify_(self) -> None:
         elem = _elem(self.lhs)
-        _check(elem == _elem(self.rhs), f"operand element types differ: {elem} vs {_elem(self.rhs)}")
+        _check(
+            elem == _elem(self.rhs), f"operand element types differ: {elem} vs {_elem(self.rhs)}"
+        )
         if self.OPERAND_KIND == "bool":
             _check(is_bool(elem), f"{self.name} needs i1 operands")
         if self.OPERAND_KIND == "float":
@@ -550,14 +552,19 @@ class WindowOp(IRDLOperation):
         n = self.spatial_rank()
         _check(len(strides) == n and len(dilations) == n, f"strides/dilations need {n} values")
         _check(len(pads) == 2 * n, f"pads needs {2 * n} values (begins, then ends)")
-        _check(all(s > 0 for s in strides) and all(d > 0 for d in dilations), "strides and dilations must be > 0")
+        _check(
+            all(s > 0 for s in strides) and all(d > 0 for d in dilations),
+            "strides and dilations must be > 0",
+        )
         _check(all(p >= 0 for p in pads), "pads must be >= 0")
         sizes = _shape(self.operands[0])[2:]
         out = []
         for i in range(n):
             total_pad = pads[i] + pads[i + n]
             span = sizes[i] + total_pad - dilations[i] * (kernel[i] - 1) - 1
-            _check(span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}")
+            _check(
+                span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}"
+            )
             count = -(-span // strides[i]) + 1 if ceil else span // strides[i] + 1
             if ceil and (count - 1) * strides[i] >= sizes[i] + pads[i]:
                 count -= 1  # the last window would start in the end padding
@@ -599,9 +606,15 @@ class ConvOp(WindowOp):
 
     def verify_(self) -> None:
         x, w = _shape(self.input), _shape(self.weight)
-        _check(len(x) >= 3 and len(w) == len(x), "conv needs N x C x spatial input and a weight of the same rank")
+        _check(
+            len(x) >= 3 and len(w) == len(x),
+            "conv needs N x C x spatial input and a weight of the same rank",
+        )
         g = self.groups()
-        _check(g > 0 and x[1] % g == 0 and w[0] % g == 0, f"group {g} must divide C_in {x[1]} and C_out {w[0]}")
+        _check(
+            g > 0 and x[1] % g == 0 and w[0] % g == 0,
+            f"group {g} must divide C_in {x[1]} and C_out {w[0]}",
+        )
         _check(w[1] * g == x[1], f"weight expects {w[1] * g} input channels, input has {x[1]}")
         if self.bias is not None:
             _check(_shape(self.bias) == (w[0],), f"bias must be tensor<{w[0]}x...>")
@@ -732,7 +745,7 @@ class LayerNormOp(IRDLOperation):
 
     def verify_(self) -> None:
         x = _shape(self.input)
-        normalized = x[self.norm_axis():]
+        normalized = x[self.norm_axis() :]
         for operand in (self.scale, self.bias):
             if operand is None:
                 continue
@@ -757,7 +770,9 @@ class AxisOp(IRDLOperation):
     assembly_format = "$input attr-dict `:` type($output)"
 
     def __init__(self, input: SSAValue, axis: int):
-        super().__init__(operands=[input], result_types=[input.type], attributes={"axis": IntegerAttr(axis, i64)})
+        super().__init__(
+            operands=[input], result_types=[input.type], attributes={"axis": IntegerAttr(axis, i64)}
+        )
 
     def norm_axis(self) -> int:
         return _normalize_axis(self.axis.value.data if self.axis else -1, len(_shape(self.input)))
@@ -817,10 +832,17 @@ class ReduceOp(IRDLOperation):
         x = _shape(self.input)
         axes = self.reduced_axes()
         _check(list(axes) == sorted(set(axes)), "axes must be sorted and unique")
-        _check(all(0 <= a < len(x) for a in axes), f"axes {list(axes)} out of range for rank {len(x)}")
+        _check(
+            all(0 <= a < len(x) for a in axes), f"axes {list(axes)} out of range for rank {len(x)}"
+        )
         expected = self.infer_shape(x, axes, self.keepdims is not None)
-        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
-        _check(_elem(self.output) == self.result_element(), f"result element type should be {self.result_element()}")
+        _check(
+            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
+        )
+        _check(
+            _elem(self.output) == self.result_element(),
+            f"result element type should be {self.result_element()}",
+        )
 
     def result_element(self) -> Attribute:
         return _elem(self.input)
@@ -828,7 +850,9 @@ class ReduceOp(IRDLOperation):
 
 def _reduce(op_name: str, doc: str) -> type[ReduceOp]:
     short = op_name.split(".")[1]
-    example = f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
+    example = (
+        f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
+    )
     cls = type(
         "".join(p.capitalize() for p in short.split("_")) + "Op",
         (ReduceOp,),
@@ -944,7 +968,10 @@ class TransposeOp(IRDLOperation):
 
     def verify_(self) -> None:
         x, perm = _shape(self.input), self.permutation()
-        _check(sorted(perm) == list(range(len(x))), f"perm {list(perm)} is not a permutation of rank {len(x)}")
+        _check(
+            sorted(perm) == list(range(len(x))),
+            f"perm {list(perm)} is not a permutation of rank {len(x)}",
+        )
         expected = TensorType(_elem(self.input), [x[p] for p in perm])
         _check(self.output.type == expected, f"result type should be {expected}")
 
@@ -982,12 +1009,16 @@ class ConcatOp(IRDLOperation):
         for value in self.inputs:
             s = _shape(value)
             _check(_elem(value) == _elem(self.inputs[0]), "concat inputs need one element type")
-            _check(len(s) == len(first) and all(
-                a == b for i, (a, b) in enumerate(zip(s, first, strict=True)) if i != axis
-            ), f"{shape_str(s)} and {shape_str(first)} differ outside axis {axis}")
+            _check(
+                len(s) == len(first)
+                and all(a == b for i, (a, b) in enumerate(zip(s, first, strict=True)) if i != axis),
+                f"{shape_str(s)} and {shape_str(first)} differ outside axis {axis}",
+            )
         expected = list(first)
         expected[axis] = sum(_shape(v)[axis] for v in self.inputs)
-        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+        _check(
+            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
+        )
 
 
 @irdl_op_definition
@@ -1011,14 +1042,19 @@ class SliceOp(IRDLOperation):
     def verify_(self) -> None:
         x, out = _shape(self.input), _shape(self.output)
         starts, steps = ints_of(self.starts, [0] * len(x)), ints_of(self.steps, [1] * len(x))
-        _check(len(starts) == len(x) == len(steps) == len(out), "starts/steps need one value per dim")
+        _check(
+            len(starts) == len(x) == len(steps) == len(out), "starts/steps need one value per dim"
+        )
         _check(_elem(self.input) == _elem(self.output), "slice keeps the element type")
         for dim, start, step, count in zip(x, starts, steps, out, strict=True):
             _check(step != 0, "steps must be non-zero")
             if count == 0:
                 continue
             last = start + (count - 1) * step
-            _check(0 <= start < dim and 0 <= last < dim, f"slice {start}:{step} x{count} leaves dim {dim}")
+            _check(
+                0 <= start < dim and 0 <= last < dim,
+                f"slice {start}:{step} x{count} leaves dim {dim}",
+            )
 
 
 @irdl_op_definition
@@ -1044,8 +1080,11 @@ class SplitOp(IRDLOperation):
         total = 0
         for value in self.outputs:
             s = _shape(value)
-            _check(len(s) == len(x) and all(a == b for i, (a, b) in enumerate(zip(s, x, strict=True)) if i != axis),
-                   "split pieces must match the input outside the axis")
+            _check(
+                len(s) == len(x)
+                and all(a == b for i, (a, b) in enumerate(zip(s, x, strict=True)) if i != axis),
+                "split pieces must match the input outside the axis",
+            )
             total += s[axis]
         _check(total == x[axis], f"pieces sum to {total} along axis {axis}, input has {x[axis]}")
 
@@ -1092,9 +1131,14 @@ class TileOp(IRDLOperation):
 
     def verify_(self) -> None:
         x, reps = _shape(self.input), ints_of(self.repeats)
-        _check(len(reps) == len(x) and all(r >= 0 for r in reps), "repeats needs one value >= 0 per dim")
+        _check(
+            len(reps) == len(x) and all(r >= 0 for r in reps),
+            "repeats needs one value >= 0 per dim",
+        )
         expected = [d * r for d, r in zip(x, reps, strict=True)]
-        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+        _check(
+            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
+        )
 
 
 @irdl_op_definition
@@ -1122,10 +1166,15 @@ class PadOp(IRDLOperation):
     def verify_(self) -> None:
         x, pads = _shape(self.input), ints_of(self.pads)
         _check(len(pads) == 2 * len(x), f"pads needs {2 * len(x)} values")
-        _check(self.pad_mode() in ("constant", "reflect", "edge"), f"unknown pad mode '{self.pad_mode()}'")
+        _check(
+            self.pad_mode() in ("constant", "reflect", "edge"),
+            f"unknown pad mode '{self.pad_mode()}'",
+        )
         expected = [d + pads[i] + pads[i + len(x)] for i, d in enumerate(x)]
         _check(all(e >= 0 for e in expected), "negative pads remove more than the dim holds")
-        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
+        _check(
+            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
+        )
 
 
 @irdl_op_definition
@@ -1144,14 +1193,18 @@ class GatherOp(IRDLOperation):
     output = result_def(TensorType)
     axis = opt_attr_def(IntegerAttr)
     traits = traits_def(Pure())
-    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
+    assembly_format = (
+        "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
+    )
 
     def verify_(self) -> None:
         x, idx = _shape(self.input), _shape(self.indices)
         axis = self.axis.value.data if self.axis else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         idx_elem = _elem(self.indices)
-        _check(isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers")
+        _check(
+            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers"
+        )
         expected = TensorType(_elem(self.input), [*x[:axis], *idx, *x[axis + 1 :]])
         _check(self.output.type == expected, f"result type should be {expected}")
 

@@ -65,7 +65,9 @@ class Lowering:
             return value
         if value is not None and value in self._constants:
             return self._constants[value]
-        raise Unsupported(f"input '{what}' must be a constant known at import, but it is computed at run time")
+        raise Unsupported(
+            f"input '{what}' must be a constant known at import, but it is computed at run time"
+        )
 
     # -- ops
     def emit(self, op: Operation) -> list[Value]:
@@ -77,16 +79,24 @@ class Lowering:
         self._place(op)
         return list(op.results)
 
-    def emit_inferred(self, op_type: type, operands: Sequence, attributes: dict, dtype: np.dtype) -> list[Value]:
+    def emit_inferred(
+        self, op_type: type, operands: Sequence, attributes: dict, dtype: np.dtype
+    ) -> list[Value]:
         """Builds an op whose result type its own `inferred_type()` computes (conv, pooling)."""
-        probe = op_type.build(operands=operands, result_types=[TensorType(element_type_of(dtype), [1])], attributes=attributes)
+        probe = op_type.build(
+            operands=operands,
+            result_types=[TensorType(element_type_of(dtype), [1])],
+            attributes=attributes,
+        )
         try:
             type_ = probe.inferred_type()
         except Exception as error:
             probe.drop_all_references()
             raise Unsupported(str(error)) from error
         probe.drop_all_references()
-        return self.emit(op_type.build(operands=operands, result_types=[type_], attributes=attributes))
+        return self.emit(
+            op_type.build(operands=operands, result_types=[type_], attributes=attributes)
+        )
 
     def _place(self, op: Operation) -> None:
         if self.location is not None:
@@ -118,7 +128,13 @@ class Lowering:
             return value
         return self.emit(graph.CastOp(value, element_type_of(dtype)))[0]
 
-    def reduce(self, op_type: type[graph.ReduceOp], value: Value | None, axes: Sequence[int], keepdims: bool) -> Value:
+    def reduce(
+        self,
+        op_type: type[graph.ReduceOp],
+        value: Value | None,
+        axes: Sequence[int],
+        keepdims: bool,
+    ) -> Value:
         x = self.ssa(value)
         shape = x.type.get_shape()  # pyright: ignore
         out = graph.ReduceOp.infer_shape(shape, axes, keepdims)
@@ -126,7 +142,9 @@ class Lowering:
         if keepdims:
             attributes["keepdims"] = UnitAttr()
         result_type = TensorType(x.type.get_element_type(), out)  # pyright: ignore
-        return self.emit(op_type.build(operands=[x], result_types=[result_type], attributes=attributes))[0]
+        return self.emit(
+            op_type.build(operands=[x], result_types=[result_type], attributes=attributes)
+        )[0]
 
     def check_size(self, shape: Sequence[int], what: str) -> None:
         check_dims(shape, what)
@@ -137,7 +155,7 @@ class Lowering:
     def at_node(self, node: onnx.NodeProto, index: int) -> None:
         name = node.name or f"{node.op_type}_{index}"
         self.location = NameLoc(StringAttr(name), NoneAttr())
-        self.name_hint = (node.name or node.output[0] or node.op_type)
+        self.name_hint = node.name or node.output[0] or node.op_type
 
 
 def _nbytes(type_: Attribute) -> int:
@@ -154,7 +172,11 @@ SUPPORTED_ELEMENT_TYPES = {
 
 def onnx_to_numpy(elem_type: int) -> np.dtype:
     if elem_type not in SUPPORTED_ELEMENT_TYPES:
-        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type in onnx.TensorProto.DataType.values() else str(elem_type)
+        name = (
+            onnx.TensorProto.DataType.Name(elem_type)
+            if elem_type in onnx.TensorProto.DataType.values()
+            else str(elem_type)
+        )
         raise Unsupported(f"element type {name} is not supported")
     return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
 
@@ -164,4 +186,6 @@ def check_dims(shape: Sequence[int], what: str) -> None:
     if any(d < 0 for d in shape):
         raise Unsupported(f"'{what}' has a negative dimension {list(shape)}")
     if any(d > MAX_DIM for d in shape) or int(np.prod([float(d) for d in shape])) > MAX_ELEMENTS:
-        raise Unsupported(f"'{what}' has absurd dimensions {list(shape)} (over {MAX_ELEMENTS} elements)")
+        raise Unsupported(
+            f"'{what}' has absurd dimensions {list(shape)} (over {MAX_ELEMENTS} elements)"
+        )

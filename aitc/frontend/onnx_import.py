@@ -63,7 +63,9 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
             hint="the file is truncated or not ONNX; re-export it",
         ) from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise AitcError("not an ONNX model: it has no graph", hint="the file is truncated or not ONNX")
+        raise AitcError(
+            "not an ONNX model: it has no graph", hint="the file is truncated or not ONNX"
+        )
     _load_external_data(model, path.parent)
     return model
 
@@ -80,16 +82,24 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
         location = info.get("location", "")
         target = (folder / location).resolve()
         if os.path.isabs(location) or not target.is_relative_to(root):
-            problems.append(f"initializer '{tensor.name}': external data path '{location}' leaves the model's folder")
+            problems.append(
+                f"initializer '{tensor.name}': external data path '{location}' leaves the model's folder"
+            )
         elif not target.is_file():
-            problems.append(f"initializer '{tensor.name}': external data file '{location}' is missing")
+            problems.append(
+                f"initializer '{tensor.name}': external data file '{location}' is missing"
+            )
         else:
             size = target.stat().st_size
             offset, length = int(info.get("offset", 0)), int(info.get("length", size))
             if offset + length > size:
-                problems.append(f"initializer '{tensor.name}': external data '{location}' is shorter ({size} bytes) than offset+length {offset + length}")
+                problems.append(
+                    f"initializer '{tensor.name}': external data '{location}' is shorter ({size} bytes) than offset+length {offset + length}"
+                )
     if problems:
-        raise AitcError(problems, hint="keep external data files next to the model, with relative paths")
+        raise AitcError(
+            problems, hint="keep external data files next to the model, with relative paths"
+        )
     if _external_tensors(model):
         onnx.external_data_helper.load_external_data_for_model(model, str(folder))
 
@@ -115,9 +125,13 @@ def node_support(model: onnx.ModelProto) -> list[NodeSupport]:
         name = node.name or f"{node.op_type}_{index}"
         entry = ONNX_OPS.get(node.op_type)
         if node.domain not in ("", "ai.onnx"):
-            rows.append(NodeSupport(name, node.op_type, "unsupported", f"custom domain '{node.domain}'"))
+            rows.append(
+                NodeSupport(name, node.op_type, "unsupported", f"custom domain '{node.domain}'")
+            )
         elif entry is None:
-            rows.append(NodeSupport(name, node.op_type, "unsupported", "no lowering for this op type"))
+            rows.append(
+                NodeSupport(name, node.op_type, "unsupported", "no lowering for this op type")
+            )
         else:
             problem = entry.precheck(node) if entry.precheck else None
             if problem:
@@ -186,7 +200,11 @@ def _dims(value: onnx.ValueInfoProto) -> list[int | str]:
 def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> None:
     """Writes static shapes into the graph inputs; every dim must end up static and sane."""
     inputs = {i.name: i for i in _graph_inputs(model)}
-    problems = [f"--input-shape names '{n}', which is not a model input (inputs: {', '.join(inputs)})" for n in input_shapes if n not in inputs]
+    problems = [
+        f"--input-shape names '{n}', which is not a model input (inputs: {', '.join(inputs)})"
+        for n in input_shapes
+        if n not in inputs
+    ]
     for name, value in inputs.items():
         tensor_type = value.type.tensor_type
         if not value.type.HasField("tensor_type"):
@@ -196,7 +214,9 @@ def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence
             shape = tensor_type.shape
             wanted = list(input_shapes[name])
             if shape.dim and len(shape.dim) != len(wanted):
-                problems.append(f"--input-shape {name}: rank {len(wanted)} but the model says rank {len(shape.dim)}")
+                problems.append(
+                    f"--input-shape {name}: rank {len(wanted)} but the model says rank {len(shape.dim)}"
+                )
                 continue
             del shape.dim[:]
             for d in wanted:
@@ -206,7 +226,9 @@ def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence
             problems.append(f"input '{name}' has no shape; pass --input-shape {name}=D0xD1x...")
         elif any(isinstance(d, str) for d in dims):
             example = "x".join(str(d) if isinstance(d, int) else "N" for d in dims)
-            problems.append(f"input '{name}' has dynamic dims {dims}; pin them with --input-shape {name}={example}")
+            problems.append(
+                f"input '{name}' has dynamic dims {dims}; pin them with --input-shape {name}={example}"
+            )
         else:
             try:
                 check_dims([int(d) for d in dims], f"input {name}")
@@ -218,7 +240,9 @@ def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         raise AitcError(f"inconsistent shapes or types: {' '.join(lines)[:400]}") from None
@@ -254,7 +278,9 @@ def _lower_nodes(model: onnx.ModelProto, lowering: Lowering, env: dict[str, Valu
         except Unsupported as error:
             raise AitcError(f"node '{label}' ({node.op_type}): {error}") from None
         except (VerifyException, DiagnosticException, ValueError, IndexError) as error:
-            raise AitcError(f"node '{label}' ({node.op_type}): {str(error).splitlines()[0]}") from None
+            raise AitcError(
+                f"node '{label}' ({node.op_type}): {str(error).splitlines()[0]}"
+            ) from None
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 env[name] = value
@@ -308,7 +334,9 @@ def import_onnx(
     for value in _graph_inputs(model):
         dtype = onnx_to_numpy(value.type.tensor_type.elem_type)
         shape = [int(d) for d in _dims(value)]
-        env[value.name] = block.insert_arg(TensorType(element_type_of(dtype), shape), len(block.args))
+        env[value.name] = block.insert_arg(
+            TensorType(element_type_of(dtype), shape), len(block.args)
+        )
         arg_names.append(value.name)
     lowering = Lowering(block, default_opset(model))
     lowering.constant_names = {id(v): (v, k) for k, v in env.items() if isinstance(v, np.ndarray)}

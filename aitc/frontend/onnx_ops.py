@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, UnitAttr, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute
 
 from aitc.dialects import graph
 from aitc.frontend.lowering import Lowering, Unsupported, Value
@@ -99,7 +99,10 @@ def _lower_unary(lw: Lowering, node, inputs):
 _PARAMETRIC = {
     "LeakyRelu": (graph.LeakyReluOp, {"alpha": 0.01}),
     "Elu": (graph.EluOp, {"alpha": 1.0}),
-    "Selu": (graph.SeluOp, {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}),
+    "Selu": (
+        graph.SeluOp,
+        {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+    ),
     "HardSigmoid": (graph.HardSigmoidOp, {"alpha": 0.2, "beta": 0.5}),
 }
 
@@ -324,7 +327,11 @@ def _lower_pool(lw: Lowering, node, inputs):
     return lw.emit_inferred(op_type, [lw.ssa(x)], attributes, _dtype(x))
 
 
-@_register(["GlobalAveragePool", "GlobalMaxPool"], "decomposed", note="graph.reduce_mean/max over spatial dims")
+@_register(
+    ["GlobalAveragePool", "GlobalMaxPool"],
+    "decomposed",
+    note="graph.reduce_mean/max over spatial dims",
+)
 def _lower_global_pool(lw: Lowering, node, inputs):
     rank = len(_shape(inputs[0]))
     op_type = graph.ReduceMeanOp if node.op_type == "GlobalAveragePool" else graph.ReduceMaxOp
@@ -378,7 +385,9 @@ def _lower_softmax(lw: Lowering, node, inputs):
     default = -1 if lw.opset >= 13 else 1
     axis = _axis(int(attrs(node).get("axis", default)), rank, node)  # pyright: ignore
     if lw.opset < 13 and axis != rank - 1:
-        raise Unsupported("Softmax before opset 13 flattens from `axis`; only the last axis is supported")
+        raise Unsupported(
+            "Softmax before opset 13 flattens from `axis`; only the last axis is supported"
+        )
     op_type = graph.SoftmaxOp if node.op_type == "Softmax" else graph.LogSoftmaxOp
     return lw.emit(op_type(x, axis - rank))
 
@@ -450,7 +459,9 @@ def _lower_reshape(lw: Lowering, node, inputs):
             raise Unsupported(f"cannot reshape {list(shape)} to {target}")
         out[out.index(-1)] = total // known
     if int(np.prod(out)) != int(np.prod(shape)):
-        raise Unsupported(f"cannot reshape {list(shape)} ({int(np.prod(shape))} elements) to {target}")
+        raise Unsupported(
+            f"cannot reshape {list(shape)} ({int(np.prod(shape))} elements) to {target}"
+        )
     return [lw.reshape(x, out)]
 
 
@@ -526,13 +537,17 @@ def _lower_split(lw: Lowering, node, inputs):
         chunk = -(-shape[axis] // count)
         sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
     if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
-        raise Unsupported(f"split sizes {sizes} do not cover dim {shape[axis]} in {len(node.output)} outputs")
+        raise Unsupported(
+            f"split sizes {sizes} do not cover dim {shape[axis]} in {len(node.output)} outputs"
+        )
     types = []
     for size in sizes:
         piece = list(shape)
         piece[axis] = size
         types.append(TensorType(element_type_of(_dtype(x)), piece))
-    op = graph.SplitOp.build(operands=[lw.ssa(x)], result_types=[types], attributes={"axis": IntegerAttr(axis, i64)})
+    op = graph.SplitOp.build(
+        operands=[lw.ssa(x)], result_types=[types], attributes={"axis": IntegerAttr(axis, i64)}
+    )
     return lw.emit(op)
 
 
@@ -540,8 +555,16 @@ def _slice_params(lw: Lowering, inputs, shape) -> tuple[list[int], list[int], li
     starts = lw.const(inputs[1], "starts").astype(np.int64).reshape(-1)
     ends = lw.const(inputs[2], "ends").astype(np.int64).reshape(-1)
     rank = len(shape)
-    axes = lw.const(inputs[3], "axes").astype(np.int64).reshape(-1) if len(inputs) > 3 and inputs[3] is not None else np.arange(len(starts))
-    steps = lw.const(inputs[4], "steps").astype(np.int64).reshape(-1) if len(inputs) > 4 and inputs[4] is not None else np.ones(len(starts), np.int64)
+    axes = (
+        lw.const(inputs[3], "axes").astype(np.int64).reshape(-1)
+        if len(inputs) > 3 and inputs[3] is not None
+        else np.arange(len(starts))
+    )
+    steps = (
+        lw.const(inputs[4], "steps").astype(np.int64).reshape(-1)
+        if len(inputs) > 4 and inputs[4] is not None
+        else np.ones(len(starts), np.int64)
+    )
     full_start, full_step, full_count = [0] * rank, [1] * rank, list(shape)
     for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
         ax = int(ax) % rank
@@ -579,7 +602,11 @@ def _lower_expand(lw: Lowering, node, inputs):
         raise Unsupported(f"cannot expand {list(_shape(x))} to {target}") from error
     if out == list(_shape(x)):
         return [x]
-    return lw.emit(graph.BroadcastOp.build(operands=[lw.ssa(x)], result_types=[TensorType(element_type_of(_dtype(x)), out)]))
+    return lw.emit(
+        graph.BroadcastOp.build(
+            operands=[lw.ssa(x)], result_types=[TensorType(element_type_of(_dtype(x)), out)]
+        )
+    )
 
 
 @_register(["Tile"], "supported")
@@ -598,7 +625,9 @@ def _lower_tile(lw: Lowering, node, inputs):
 def _pad_precheck(node) -> str | None:
     mode = attrs(node).get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    return None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
+    return (
+        None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
+    )
 
 
 @_register(["Pad"], "supported", _pad_precheck)
@@ -615,14 +644,25 @@ def _lower_pad(lw: Lowering, node, inputs):
         pads[ax], pads[ax + rank] = raw[i], raw[i + len(axes)]
     value = 0.0
     if len(inputs) > 2 and inputs[2] is not None:
-        value = float(lw.const(inputs[2], "constant_value").reshape(-1)[0]) if lw.const(inputs[2], "constant_value").size else 0.0
+        value = (
+            float(lw.const(inputs[2], "constant_value").reshape(-1)[0])
+            if lw.const(inputs[2], "constant_value").size
+            else 0.0
+        )
     mode = attrs(node).get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     out = [d + pads[i] + pads[i + rank] for i, d in enumerate(shape)]
-    attributes: dict[str, Attribute] = {"pads": graph.ints_attr(pads), "mode": StringAttr(str(mode))}
+    attributes: dict[str, Attribute] = {
+        "pads": graph.ints_attr(pads),
+        "mode": StringAttr(str(mode)),
+    }
     if mode == "constant":
         attributes["value"] = graph.float_attr(value)
-    op = graph.PadOp.build(operands=[lw.ssa(x)], result_types=[TensorType(element_type_of(_dtype(x)), out)], attributes=attributes)
+    op = graph.PadOp.build(
+        operands=[lw.ssa(x)],
+        result_types=[TensorType(element_type_of(_dtype(x)), out)],
+        attributes=attributes,
+    )
     return lw.emit(op)
 
 
@@ -675,13 +715,18 @@ def _lower_constant_of_shape(lw: Lowering, node, inputs):
     shape = [int(v) for v in lw.const(inputs[0], "shape").reshape(-1)]
     lw.check_size(shape, node.output[0])
     value = attrs(node).get("value")
-    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)  # pyright: ignore
+    fill = (
+        numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    )  # pyright: ignore
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
 @_register(["Range"], "decomposed", note="folded to a constant")
 def _lower_range(lw: Lowering, node, inputs):
-    start, limit, delta = (lw.const(v, name).reshape(()) for v, name in zip(inputs, ("start", "limit", "delta"), strict=True))
+    start, limit, delta = (
+        lw.const(v, name).reshape(())
+        for v, name in zip(inputs, ("start", "limit", "delta"), strict=True)
+    )
     count = max(int(np.ceil((limit - start) / delta)), 0)
     lw.check_size([count], node.output[0])
     return [(start + np.arange(count) * delta).astype(start.dtype)]

@@ -81,7 +81,9 @@ def check_inputs(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.nd
 
 
 def run_module(
-    module: ModuleOp, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], entry: str | None = None
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+    entry: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Executes the graph-level `module` and returns its outputs by name."""
     f = entry_function(module, entry)

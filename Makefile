@@ -1,0 +1,40 @@
+# aitc: two commands do everything on a fresh machine -- `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: all demo test lit pytest lint bench conformance clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP) lit pytest
+
+lit: $(STAMP)
+	$(BIN)/lit -sv test
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+conformance: $(STAMP)
+	$(BIN)/python -m aitc.conformance
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_import.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	find test -name Output -type d -prune -exec rm -rf {} +

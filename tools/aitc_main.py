@@ -1,0 +1,192 @@
+"""aitc: the model deployer's command line.
+
+    aitc import MODEL.onnx -o OUT.mlir [--input-shape NAME=1x3x224x224]
+    aitc check MODEL.onnx | aitc check --ops
+    aitc run FILE.mlir|MODEL.onnx --inputs IN.npz [--outputs OUT.npz]
+
+Every user error prints `FILE: error: ...` lines and exits with status 1, never a traceback
+(set AITC_DEBUG=1 to see one for internal errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import numpy as np
+
+from aitc.diagnostics import AitcError
+
+
+def _parse_shape(text: str) -> tuple[str, list[int]]:
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=D0xD1x..., got '{text}'")
+    try:
+        shape = [int(d) for d in dims.lower().split("x")] if dims else []
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"dims must be integers separated by 'x', got '{dims}'"
+        ) from None
+    if any(d <= 0 for d in shape):
+        raise argparse.ArgumentTypeError(f"dims must be positive, got '{dims}'")
+    return name, shape
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from aitc.files import write_atomic
+    from aitc.frontend.onnx_import import import_onnx
+    from aitc.ir import print_mlir
+
+    module = import_onnx(args.model, dict(args.input_shape or []))
+    text = print_mlir(module, generic=args.generic)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from aitc.frontend.onnx_import import check_model
+    from aitc.frontend.onnx_ops import ONNX_OPS
+    from aitc.report import format_table
+
+    if args.ops:
+        rows = [(name, entry.status, entry.note) for name, entry in sorted(ONNX_OPS.items())]
+        print(format_table(["op type", "status", "how"], rows))
+        print(f"{len(ONNX_OPS)} ONNX op types claimed")
+        return 0
+    if not args.model:
+        raise AitcError("aitc check needs MODEL.onnx (or --ops)")
+    report = check_model(args.model)
+    print(
+        format_table(
+            ["node", "op type", "status", "reason"],
+            [(r.name, r.op_type, r.status, r.reason) for r in report],
+        )
+    )
+    counts = {
+        s: sum(r.status == s for r in report) for s in ("supported", "decomposed", "unsupported")
+    }
+    print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return 1 if counts["unsupported"] else 0
+
+
+def _load_module(path: str, input_shapes):
+    from aitc.files import read_text
+    from aitc.frontend.onnx_import import import_onnx
+    from aitc.ir import parse_mlir
+
+    if path.endswith(".onnx"):
+        return import_onnx(path, dict(input_shapes or []))
+    return parse_mlir(read_text(path), path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from aitc.files import load_arrays, save_arrays
+    from aitc.interp.run import entry_function, input_names, run_module
+    from aitc.report import summarize_outputs
+
+    module = _load_module(args.file, args.input_shape)
+    if args.inputs:
+        inputs = load_arrays(args.inputs)
+    else:
+        inputs = _random_inputs(entry_function(module, args.entry), args.seed)
+        print(
+            f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(input_names(entry_function(module, args.entry)))}"
+        )
+    outputs = run_module(module, inputs, args.entry)
+    if args.outputs:
+        save_arrays(args.outputs, outputs)
+        print(f"wrote {len(outputs)} output(s) to {args.outputs}")
+    else:
+        print(summarize_outputs(outputs))
+    return 0
+
+
+def _random_inputs(function, seed: int) -> dict[str, np.ndarray]:
+    from aitc.interp.run import input_names
+    from aitc.types import numpy_dtype
+
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for name, type_ in zip(input_names(function), function.function_type.inputs.data, strict=True):
+        dtype = numpy_dtype(type_.get_element_type())
+        shape = type_.get_shape()
+        if dtype.kind == "f":
+            inputs[name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind == "b":
+            inputs[name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            inputs[name] = rng.integers(0, 2, shape).astype(dtype)
+    return inputs
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aitc", description="aitc: ONNX -> virtual NPU toolchain")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("import", help="convert an ONNX model to graph-dialect .mlir")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", help="output .mlir (default: stdout)")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=_parse_shape,
+        metavar="NAME=1x3x224x224",
+        help="pin the shape of a dynamic input (repeatable)",
+    )
+    p.add_argument("--generic", action="store_true", help="print ops in MLIR generic form")
+    p.set_defaults(handler=cmd_import)
+
+    p = sub.add_parser("check", help="per-node support table of an ONNX model")
+    p.add_argument("model", nargs="?")
+    p.add_argument("--ops", action="store_true", help="list the ONNX op types aitc claims")
+    p.set_defaults(handler=cmd_check)
+
+    p = sub.add_parser("run", help="execute a .mlir (graph level) or .onnx model on npz inputs")
+    p.add_argument("file")
+    p.add_argument("--inputs", help=".npz whose keys are the model input names")
+    p.add_argument("--outputs", help="write outputs to this .npz (keys = output names)")
+    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.add_argument("--entry", help="function to run (default @main)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed for random inputs when --inputs is absent"
+    )
+    p.set_defaults(handler=cmd_run)
+    return parser
+
+
+def _where(args: argparse.Namespace) -> str | None:
+    return getattr(args, "model", None) or getattr(args, "file", None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except AitcError as error:
+        print(error.render(_where(args)), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # an aitc bug: say so briefly, full trace only on request
+        if os.environ.get("AITC_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"{_where(args) or 'aitc'}: internal error: {type(error).__name__}: {error}",
+            file=sys.stderr,
+        )
+        print(
+            "note: this is a bug in aitc; rerun with AITC_DEBUG=1 for a traceback and report it",
+            file=sys.stderr,
+        )
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
