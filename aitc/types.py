@@ -77,9 +77,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
         dims = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0}
         dims.discard(1)
         if len(dims) > 1:
-            raise ValueError(
-                f"shapes {' and '.join(str(list(s)) for s in shapes)} do not broadcast"
-            )
+            raise ValueError(f"shapes {' and '.join(str(list(s)) for s in shapes)} do not broadcast")
         result.append(dims.pop() if dims else 1)
     return tuple(result)
 

@@ -122,8 +122,7 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
     count = int(np.prod(type_.get_shape(), dtype=np.int64))
     if len(raw) != count * dtype.itemsize:
         raise ValueError(
-            f"dense_resource<{key}> holds {len(raw)} bytes, but {type_} needs "
-            f"{count * dtype.itemsize}"
+            f"dense_resource<{key}> holds {len(raw)} bytes, but {type_} needs {count * dtype.itemsize}"
         )
     array = np.frombuffer(raw, dtype=dtype).reshape(type_.get_shape())
     RESOURCES.arrays[key] = array

@@ -354,9 +354,7 @@ class ElementwiseBinaryOp(IRDLOperation):
 
     def verify_(self) -> None:
         elem = _elem(self.lhs)
-        _check(
-            elem == _elem(self.rhs), f"operand element types differ: {elem} vs {_elem(self.rhs)}"
-        )
+        _check(elem == _elem(self.rhs), f"operand element types differ: {elem} vs {_elem(self.rhs)}")
         if self.OPERAND_KIND == "bool":
             _check(is_bool(elem), f"{self.name} needs i1 operands")
         if self.OPERAND_KIND == "float":
@@ -430,9 +428,7 @@ class WhereOp(IRDLOperation):
 
     def __init__(self, condition: SSAValue, lhs: SSAValue, rhs: SSAValue):
         shape = broadcast_shapes(_shape(condition), _shape(lhs), _shape(rhs))
-        super().__init__(
-            operands=[condition, lhs, rhs], result_types=[TensorType(_elem(lhs), shape)]
-        )
+        super().__init__(operands=[condition, lhs, rhs], result_types=[TensorType(_elem(lhs), shape)])
 
     def verify_(self) -> None:
         _check(is_bool(_elem(self.condition)), "the condition must be an i1 tensor")
@@ -562,9 +558,7 @@ class WindowOp(IRDLOperation):
         for i in range(n):
             total_pad = pads[i] + pads[i + n]
             span = sizes[i] + total_pad - dilations[i] * (kernel[i] - 1) - 1
-            _check(
-                span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}"
-            )
+            _check(span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}")
             count = -(-span // strides[i]) + 1 if ceil else span // strides[i] + 1
             if ceil and (count - 1) * strides[i] >= sizes[i] + pads[i]:
                 count -= 1  # the last window would start in the end padding
@@ -832,13 +826,9 @@ class ReduceOp(IRDLOperation):
         x = _shape(self.input)
         axes = self.reduced_axes()
         _check(list(axes) == sorted(set(axes)), "axes must be sorted and unique")
-        _check(
-            all(0 <= a < len(x) for a in axes), f"axes {list(axes)} out of range for rank {len(x)}"
-        )
+        _check(all(0 <= a < len(x) for a in axes), f"axes {list(axes)} out of range for rank {len(x)}")
         expected = self.infer_shape(x, axes, self.keepdims is not None)
-        _check(
-            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
-        )
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
         _check(
             _elem(self.output) == self.result_element(),
             f"result element type should be {self.result_element()}",
@@ -850,9 +840,7 @@ class ReduceOp(IRDLOperation):
 
 def _reduce(op_name: str, doc: str) -> type[ReduceOp]:
     short = op_name.split(".")[1]
-    example = (
-        f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
-    )
+    example = f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
     cls = type(
         "".join(p.capitalize() for p in short.split("_")) + "Op",
         (ReduceOp,),
@@ -1016,9 +1004,7 @@ class ConcatOp(IRDLOperation):
             )
         expected = list(first)
         expected[axis] = sum(_shape(v)[axis] for v in self.inputs)
-        _check(
-            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
-        )
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
 
 @irdl_op_definition
@@ -1042,9 +1028,7 @@ class SliceOp(IRDLOperation):
     def verify_(self) -> None:
         x, out = _shape(self.input), _shape(self.output)
         starts, steps = ints_of(self.starts, [0] * len(x)), ints_of(self.steps, [1] * len(x))
-        _check(
-            len(starts) == len(x) == len(steps) == len(out), "starts/steps need one value per dim"
-        )
+        _check(len(starts) == len(x) == len(steps) == len(out), "starts/steps need one value per dim")
         _check(_elem(self.input) == _elem(self.output), "slice keeps the element type")
         for dim, start, step, count in zip(x, starts, steps, out, strict=True):
             _check(step != 0, "steps must be non-zero")
@@ -1136,9 +1120,7 @@ class TileOp(IRDLOperation):
             "repeats needs one value >= 0 per dim",
         )
         expected = [d * r for d, r in zip(x, reps, strict=True)]
-        _check(
-            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
-        )
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
 
 @irdl_op_definition
@@ -1172,9 +1154,7 @@ class PadOp(IRDLOperation):
         )
         expected = [d + pads[i] + pads[i + len(x)] for i, d in enumerate(x)]
         _check(all(e >= 0 for e in expected), "negative pads remove more than the dim holds")
-        _check(
-            list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}"
-        )
+        _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
 
 @irdl_op_definition
@@ -1193,18 +1173,14 @@ class GatherOp(IRDLOperation):
     output = result_def(TensorType)
     axis = opt_attr_def(IntegerAttr)
     traits = traits_def(Pure())
-    assembly_format = (
-        "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
-    )
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
 
     def verify_(self) -> None:
         x, idx = _shape(self.input), _shape(self.indices)
         axis = self.axis.value.data if self.axis else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         idx_elem = _elem(self.indices)
-        _check(
-            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers"
-        )
+        _check(isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers")
         expected = TensorType(_elem(self.input), [*x[:axis], *idx, *x[axis + 1 :]])
         _check(self.output.type == expected, f"result type should be {expected}")
 

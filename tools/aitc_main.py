@@ -28,9 +28,7 @@ def _parse_shape(text: str) -> tuple[str, list[int]]:
     try:
         shape = [int(d) for d in dims.lower().split("x")] if dims else []
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"dims must be integers separated by 'x', got '{dims}'"
-        ) from None
+        raise argparse.ArgumentTypeError(f"dims must be integers separated by 'x', got '{dims}'") from None
     if any(d <= 0 for d in shape):
         raise argparse.ArgumentTypeError(f"dims must be positive, got '{dims}'")
     return name, shape
@@ -69,9 +67,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             [(r.name, r.op_type, r.status, r.reason) for r in report],
         )
     )
-    counts = {
-        s: sum(r.status == s for r in report) for s in ("supported", "decomposed", "unsupported")
-    }
+    counts = {s: sum(r.status == s for r in report) for s in ("supported", "decomposed", "unsupported")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
     return 1 if counts["unsupported"] else 0
 
@@ -154,9 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", help="write outputs to this .npz (keys = output names)")
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
     p.add_argument("--entry", help="function to run (default @main)")
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed for random inputs when --inputs is absent"
-    )
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs when --inputs is absent")
     p.set_defaults(handler=cmd_run)
     return parser
 

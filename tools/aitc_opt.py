@@ -50,9 +50,7 @@ class AitcOptMain(xDSLOptMain):
         if buffer is None:
             return
         target = self.args.output_file
-        fd, tmp = tempfile.mkstemp(
-            dir=os.path.dirname(os.path.abspath(target)), prefix=".aitc-opt-"
-        )
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(target)), prefix=".aitc-opt-")
         with os.fdopen(fd, "w") as handle:
             handle.write(buffer.getvalue())
         os.replace(tmp, target)

@@ -94,9 +94,7 @@ class Lowering:
             probe.drop_all_references()
             raise Unsupported(str(error)) from error
         probe.drop_all_references()
-        return self.emit(
-            op_type.build(operands=operands, result_types=[type_], attributes=attributes)
-        )
+        return self.emit(op_type.build(operands=operands, result_types=[type_], attributes=attributes))
 
     def _place(self, op: Operation) -> None:
         if self.location is not None:
@@ -142,9 +140,7 @@ class Lowering:
         if keepdims:
             attributes["keepdims"] = UnitAttr()
         result_type = TensorType(x.type.get_element_type(), out)  # pyright: ignore
-        return self.emit(
-            op_type.build(operands=[x], result_types=[result_type], attributes=attributes)
-        )[0]
+        return self.emit(op_type.build(operands=[x], result_types=[result_type], attributes=attributes))[0]
 
     def check_size(self, shape: Sequence[int], what: str) -> None:
         check_dims(shape, what)
@@ -186,6 +182,4 @@ def check_dims(shape: Sequence[int], what: str) -> None:
     if any(d < 0 for d in shape):
         raise Unsupported(f"'{what}' has a negative dimension {list(shape)}")
     if any(d > MAX_DIM for d in shape) or int(np.prod([float(d) for d in shape])) > MAX_ELEMENTS:
-        raise Unsupported(
-            f"'{what}' has absurd dimensions {list(shape)} (over {MAX_ELEMENTS} elements)"
-        )
+        raise Unsupported(f"'{what}' has absurd dimensions {list(shape)} (over {MAX_ELEMENTS} elements)")

@@ -63,9 +63,7 @@ def load_model(path: str | os.PathLike) -> onnx.ModelProto:
             hint="the file is truncated or not ONNX; re-export it",
         ) from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise AitcError(
-            "not an ONNX model: it has no graph", hint="the file is truncated or not ONNX"
-        )
+        raise AitcError("not an ONNX model: it has no graph", hint="the file is truncated or not ONNX")
     _load_external_data(model, path.parent)
     return model
 
@@ -86,9 +84,7 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
                 f"initializer '{tensor.name}': external data path '{location}' leaves the model's folder"
             )
         elif not target.is_file():
-            problems.append(
-                f"initializer '{tensor.name}': external data file '{location}' is missing"
-            )
+            problems.append(f"initializer '{tensor.name}': external data file '{location}' is missing")
         else:
             size = target.stat().st_size
             offset, length = int(info.get("offset", 0)), int(info.get("length", size))
@@ -97,9 +93,7 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
                     f"initializer '{tensor.name}': external data '{location}' is shorter ({size} bytes) than offset+length {offset + length}"
                 )
     if problems:
-        raise AitcError(
-            problems, hint="keep external data files next to the model, with relative paths"
-        )
+        raise AitcError(problems, hint="keep external data files next to the model, with relative paths")
     if _external_tensors(model):
         onnx.external_data_helper.load_external_data_for_model(model, str(folder))
 
@@ -125,13 +119,9 @@ def node_support(model: onnx.ModelProto) -> list[NodeSupport]:
         name = node.name or f"{node.op_type}_{index}"
         entry = ONNX_OPS.get(node.op_type)
         if node.domain not in ("", "ai.onnx"):
-            rows.append(
-                NodeSupport(name, node.op_type, "unsupported", f"custom domain '{node.domain}'")
-            )
+            rows.append(NodeSupport(name, node.op_type, "unsupported", f"custom domain '{node.domain}'"))
         elif entry is None:
-            rows.append(
-                NodeSupport(name, node.op_type, "unsupported", "no lowering for this op type")
-            )
+            rows.append(NodeSupport(name, node.op_type, "unsupported", "no lowering for this op type"))
         else:
             problem = entry.precheck(node) if entry.precheck else None
             if problem:
@@ -240,9 +230,7 @@ def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
-        return onnx.shape_inference.infer_shapes(
-            model, check_type=True, strict_mode=True, data_prop=True
-        )
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         raise AitcError(f"inconsistent shapes or types: {' '.join(lines)[:400]}") from None
@@ -278,9 +266,7 @@ def _lower_nodes(model: onnx.ModelProto, lowering: Lowering, env: dict[str, Valu
         except Unsupported as error:
             raise AitcError(f"node '{label}' ({node.op_type}): {error}") from None
         except (VerifyException, DiagnosticException, ValueError, IndexError) as error:
-            raise AitcError(
-                f"node '{label}' ({node.op_type}): {str(error).splitlines()[0]}"
-            ) from None
+            raise AitcError(f"node '{label}' ({node.op_type}): {str(error).splitlines()[0]}") from None
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 env[name] = value
@@ -334,9 +320,7 @@ def import_onnx(
     for value in _graph_inputs(model):
         dtype = onnx_to_numpy(value.type.tensor_type.elem_type)
         shape = [int(d) for d in _dims(value)]
-        env[value.name] = block.insert_arg(
-            TensorType(element_type_of(dtype), shape), len(block.args)
-        )
+        env[value.name] = block.insert_arg(TensorType(element_type_of(dtype), shape), len(block.args))
         arg_names.append(value.name)
     lowering = Lowering(block, default_opset(model))
     lowering.constant_names = {id(v): (v, k) for k, v in env.items() if isinstance(v, np.ndarray)}

@@ -385,9 +385,7 @@ def _lower_softmax(lw: Lowering, node, inputs):
     default = -1 if lw.opset >= 13 else 1
     axis = _axis(int(attrs(node).get("axis", default)), rank, node)  # pyright: ignore
     if lw.opset < 13 and axis != rank - 1:
-        raise Unsupported(
-            "Softmax before opset 13 flattens from `axis`; only the last axis is supported"
-        )
+        raise Unsupported("Softmax before opset 13 flattens from `axis`; only the last axis is supported")
     op_type = graph.SoftmaxOp if node.op_type == "Softmax" else graph.LogSoftmaxOp
     return lw.emit(op_type(x, axis - rank))
 
@@ -459,9 +457,7 @@ def _lower_reshape(lw: Lowering, node, inputs):
             raise Unsupported(f"cannot reshape {list(shape)} to {target}")
         out[out.index(-1)] = total // known
     if int(np.prod(out)) != int(np.prod(shape)):
-        raise Unsupported(
-            f"cannot reshape {list(shape)} ({int(np.prod(shape))} elements) to {target}"
-        )
+        raise Unsupported(f"cannot reshape {list(shape)} ({int(np.prod(shape))} elements) to {target}")
     return [lw.reshape(x, out)]
 
 
@@ -537,9 +533,7 @@ def _lower_split(lw: Lowering, node, inputs):
         chunk = -(-shape[axis] // count)
         sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
     if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
-        raise Unsupported(
-            f"split sizes {sizes} do not cover dim {shape[axis]} in {len(node.output)} outputs"
-        )
+        raise Unsupported(f"split sizes {sizes} do not cover dim {shape[axis]} in {len(node.output)} outputs")
     types = []
     for size in sizes:
         piece = list(shape)
@@ -625,9 +619,7 @@ def _lower_tile(lw: Lowering, node, inputs):
 def _pad_precheck(node) -> str | None:
     mode = attrs(node).get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    return (
-        None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
-    )
+    return None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
 
 
 @_register(["Pad"], "supported", _pad_precheck)
@@ -715,17 +707,14 @@ def _lower_constant_of_shape(lw: Lowering, node, inputs):
     shape = [int(v) for v in lw.const(inputs[0], "shape").reshape(-1)]
     lw.check_size(shape, node.output[0])
     value = attrs(node).get("value")
-    fill = (
-        numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
-    )  # pyright: ignore
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)  # pyright: ignore
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
 @_register(["Range"], "decomposed", note="folded to a constant")
 def _lower_range(lw: Lowering, node, inputs):
     start, limit, delta = (
-        lw.const(v, name).reshape(())
-        for v, name in zip(inputs, ("start", "limit", "delta"), strict=True)
+        lw.const(v, name).reshape(()) for v, name in zip(inputs, ("start", "limit", "delta"), strict=True)
     )
     count = max(int(np.ceil((limit - start) / delta)), 0)
     lw.check_size([count], node.output[0])

@@ -234,14 +234,10 @@ def _avg_pool(op: graph.AvgPoolOp, x: np.ndarray) -> np.ndarray:
     extra = _ceil_extra(op, x.shape)
     n = len(op.kernel())
     axes = tuple(range(-n, 0))
-    total = _windows(_pad_spatial(x, pads, 0.0, extra), op.kernel(), strides, dilations).sum(
-        axis=axes
-    )
+    total = _windows(_pad_spatial(x, pads, 0.0, extra), op.kernel(), strides, dilations).sum(axis=axes)
     if op.count_include_pad is not None:
         padded_sizes = [x.shape[2 + i] + pads[i] + pads[i + n] for i in range(n)]
-        mask = np.pad(
-            np.ones((1, 1, *padded_sizes), x.dtype), [(0, 0), (0, 0)] + [(0, e) for e in extra]
-        )
+        mask = np.pad(np.ones((1, 1, *padded_sizes), x.dtype), [(0, 0), (0, 0)] + [(0, e) for e in extra])
     else:
         mask = _pad_spatial(np.ones((1, 1, *x.shape[2:]), x.dtype), pads, 0.0, extra)
     count = _windows(mask, op.kernel(), strides, dilations).sum(axis=axes)
