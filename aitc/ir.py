@@ -22,19 +22,33 @@ def _graph() -> Dialect:
     return Graph
 
 
-AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph}
+def _hw() -> Dialect:
+    from aitc.dialects.hw import Hw
+
+    return Hw
+
+
+AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "hw": _hw}
 """aitc's own dialects, name -> factory (lazy, as xDSL registries are)."""
+
+
+def register_aitc_dialects(ctx: Context) -> None:
+    """Registers aitc's dialects in `ctx`. aitc's `hw` (the virtual NPU's ISA) takes the place
+    of the CIRCT `hw` dialect that xDSL also ships under that name."""
+    import aitc.weights  # noqa: F401  (installs the content-addressed resource store)
+
+    registered = ctx._registered_dialects  # pyright: ignore[reportPrivateUsage]
+    for name, factory in AITC_DIALECTS.items():
+        registered.pop(name, None)
+        ctx.register_dialect(name, factory)
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
     """A context that knows xDSL's dialects and aitc's."""
-    import aitc.weights  # noqa: F401  (installs the content-addressed resource store)
-
     ctx = Context(allow_unregistered=allow_unregistered)
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
-    for name, factory in AITC_DIALECTS.items():
-        ctx.register_dialect(name, factory)
+    register_aitc_dialects(ctx)
     return ctx
 
 

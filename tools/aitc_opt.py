@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from aitc.ir import AITC_DIALECTS
+from aitc.ir import register_aitc_dialects
 
 
 class AitcOptMain(xDSLOptMain):
@@ -25,11 +25,8 @@ class AitcOptMain(xDSLOptMain):
     version_format = "aitc-opt (xdsl {xdsl_version})"
 
     def register_all_dialects(self) -> None:
-        import aitc.weights  # noqa: F401  (content-addressed resource store)
-
         super().register_all_dialects()
-        for name, factory in AITC_DIALECTS.items():
-            self.ctx.register_dialect(name, factory)
+        register_aitc_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
