@@ -59,6 +59,10 @@ class Lowering:
         self._materialized[id(value)] = (value, result)
         return result
 
+    def is_const(self, value: Value | None) -> bool:
+        """Whether `value` is known at import (an array, or an SSA value folded from constants)."""
+        return isinstance(value, np.ndarray) or (value is not None and value in self._constants)
+
     def const(self, value: Value | None, what: str) -> np.ndarray:
         """The import-time value of an input that must be constant (a shape, axes, pads...)."""
         if isinstance(value, np.ndarray):

@@ -3,9 +3,10 @@
 `ONNX_OPS` is the one list of claimed op types (`aitc check --ops` prints it). Each entry says
 whether the op maps to one graph op ("supported"), to several or to an import-time constant
 ("decomposed"), an optional `precheck` that finds unsupported attribute combinations before any
-work is done, and the `lower` function. Lowering functions receive the node's inputs as
-`Value`s (an SSA value or, for constants known at import, a numpy array) and return one
-`Value` per node output.
+work is done, the `lower` function, and `static_inputs`: the inputs (shapes, axes, pads...)
+whose values aitc needs at import because all its shapes are static. Lowering functions receive
+the node's inputs as `Value`s (an SSA value or, for constants known at import, a numpy array)
+and return one `Value` per node output.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class OnnxOp:
     lower: Lower
     precheck: Precheck | None = None
     note: str = ""
+    static_inputs: tuple[int, ...] = ()
+    """Indices of the inputs whose values aitc needs at import (shapes, axes, pads...): the model
+    must give them as initializers or as constant subgraphs; aitc only has static shapes."""
 
 
 ONNX_OPS: dict[str, OnnxOp] = {}
@@ -44,10 +48,16 @@ def attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _register(names: Sequence[str], status: str, precheck: Precheck | None = None, note: str = ""):
+def _register(
+    names: Sequence[str],
+    status: str,
+    precheck: Precheck | None = None,
+    note: str = "",
+    static_inputs: Sequence[int] = (),
+):
     def wrap(fn: Lower) -> Lower:
         for name in names:
-            ONNX_OPS[name] = OnnxOp(status, fn, precheck, note)
+            ONNX_OPS[name] = OnnxOp(status, fn, precheck, note, tuple(static_inputs))
         return fn
 
     return wrap
@@ -79,6 +89,14 @@ def _only_first_output(node: onnx.NodeProto) -> str | None:
     return None
 
 
+def _unary_op(lw: Lowering, op_type: type, x: Value) -> Value:
+    return lw.emit(op_type(lw.ssa(x)))[0]
+
+
+def _square(lw: Lowering, x: Value) -> Value:
+    return lw.emit(graph.MulOp(lw.ssa(x), lw.ssa(x)))[0]
+
+
 # --------------------------------------------------------------------------- elementwise
 
 _UNARY = {
@@ -94,6 +112,13 @@ _UNARY = {
 @_register(list(_UNARY), "supported")
 def _lower_unary(lw: Lowering, node, inputs):
     return lw.emit(_UNARY[node.op_type](lw.ssa(inputs[0])))
+
+
+@_register(["Mish"], "decomposed", note="x * tanh(softplus(x))")
+def _lower_mish(lw: Lowering, node, inputs):
+    x = inputs[0]
+    gate = _unary_op(lw, graph.TanhOp, _unary_op(lw, graph.SoftplusOp, x))
+    return lw.emit(graph.MulOp(lw.ssa(x), lw.ssa(gate)))
 
 
 _PARAMETRIC = {
@@ -128,16 +153,35 @@ def _lower_gelu(lw: Lowering, node, inputs):
     return lw.emit(graph.GeluOp(lw.ssa(inputs[0]), extra))
 
 
-@_register(["Clip"], "supported")
+def _clip_bound(lw: Lowering, node, inputs, index: int, attr_name: str) -> Value | None:
+    """A Clip bound: an array when known at import, an SSA value when computed, None if absent."""
+    if len(inputs) > index and inputs[index] is not None:
+        value = inputs[index]
+        return lw.const(value, attr_name).reshape(()) if lw.is_const(value) else value
+    if attr_name in attrs(node):
+        return np.asarray(attrs(node)[attr_name])
+    return None
+
+
+@_register(["Clip"], "supported", note="bounds computed at run time, or on integers: graph.max/min")
 def _lower_clip(lw: Lowering, node, inputs):
-    bounds = {}
-    a = attrs(node)
-    for key, index, attr_name in (("alpha", 1, "min"), ("beta", 2, "max")):
-        if len(inputs) > index and inputs[index] is not None:
-            bounds[key] = float(lw.const(inputs[index], f"Clip {attr_name}").reshape(()))
-        elif attr_name in a:
-            bounds[key] = float(a[attr_name])  # pyright: ignore
-    return lw.emit(graph.ClipOp(lw.ssa(inputs[0]), **bounds))
+    """min(max(x, lo), hi). Float bounds known at import form one graph.clip; the others become
+    graph.max/graph.min around it, in the order that gives ONNX's `hi` everywhere when lo > hi."""
+    x = inputs[0]
+    dtype = _dtype(x)
+    low, high = _clip_bound(lw, node, inputs, 1, "min"), _clip_bound(lw, node, inputs, 2, "max")
+    folded = {
+        key: float(bound)
+        for key, bound in (("alpha", low), ("beta", high))
+        if isinstance(bound, np.ndarray) and dtype.kind == "f"
+    }
+    if low is not None and "alpha" not in folded:
+        x = lw.emit(graph.MaxOp(lw.ssa(x), lw.ssa(lw.cast(low, dtype))))[0]
+    if folded:
+        x = lw.emit(graph.ClipOp(lw.ssa(x), **folded))[0]
+    if high is not None and "beta" not in folded:
+        x = lw.emit(graph.MinOp(lw.ssa(x), lw.ssa(lw.cast(high, dtype))))[0]
+    return [x]
 
 
 _BINARY = {
@@ -149,23 +193,37 @@ _BINARY = {
 }  # fmt: skip
 
 
-def _mod_precheck(node) -> str | None:
-    return None  # fmod=1 on integers is checked once the element type is known
-
-
 @_register(list(_BINARY), "supported")
 def _lower_binary(lw: Lowering, node, inputs):
     lhs, rhs = inputs[0], inputs[1]
-    assert lhs is not None and rhs is not None
-    if node.op_type == "Pow" and _dtype(rhs) != _dtype(lhs):
-        rhs = lw.cast(rhs, _dtype(lhs))
-    if node.op_type == "Mod" and attrs(node).get("fmod", 0) == 0 and _dtype(lhs).kind == "f":
-        raise Unsupported("Mod with fmod=0 is undefined for floats in ONNX; set fmod=1")
-    if node.op_type == "Mod" and attrs(node).get("fmod", 0) == 1 and _dtype(lhs).kind != "f":
-        raise Unsupported("integer Mod with fmod=1 (C remainder) is not supported")
+    assert lhs is not None
+    assert rhs is not None
+    if node.op_type == "Pow":
+        return _lower_pow(lw, lhs, rhs)
+    if node.op_type == "Mod":
+        return _lower_mod(lw, node, lhs, rhs)
     if node.op_type == "PRelu":
         rhs = _unidirectional(lw, rhs, _shape(lhs))
     return lw.emit(_BINARY[node.op_type](lw.ssa(lhs), lw.ssa(rhs)))
+
+
+def _lower_pow(lw: Lowering, base: Value, exponent: Value) -> list[Value]:
+    """Pow takes the base's type; an integer base is raised in f64 and truncated back."""
+    dtype = _dtype(base)
+    if dtype.kind == "f":
+        return lw.emit(graph.PowOp(lw.ssa(base), lw.ssa(lw.cast(exponent, dtype))))
+    wide = np.dtype(np.float64)
+    result = lw.emit(graph.PowOp(lw.ssa(lw.cast(base, wide)), lw.ssa(lw.cast(exponent, wide))))[0]
+    return [lw.cast(result, dtype)]
+
+
+def _lower_mod(lw: Lowering, node, lhs: Value, rhs: Value) -> list[Value]:
+    """fmod=1: C remainder (sign of x); fmod=0: floored, Python-style (sign of y), also for floats."""
+    mode = "fmod" if attrs(node).get("fmod", 0) else "floor"
+    op = graph.ModOp(lw.ssa(lhs), lw.ssa(rhs))
+    if mode != op.default_mode():
+        op.attributes["mode"] = StringAttr(mode)
+    return lw.emit(op)
 
 
 def _unidirectional(lw: Lowering, slope: Value, shape: Sequence[int]) -> Value:
@@ -189,8 +247,6 @@ def _lower_variadic(lw: Lowering, node, inputs):
     if node.op_type == "Mean":
         count = np.asarray(len(values), dtype=_dtype(result))
         result = lw.emit(graph.DivOp(lw.ssa(result), lw.ssa(count)))[0]
-    if len(values) == 1 and not isinstance(result, np.ndarray):
-        return [result]
     return [result]
 
 
@@ -206,6 +262,12 @@ def _lower_cast(lw: Lowering, node, inputs):
     return [lw.cast(inputs[0], lw.onnx_dtype(to))]
 
 
+@_register(["CastLike"], "supported", note="graph.cast to the element type of the second input")
+def _lower_cast_like(lw: Lowering, node, inputs):
+    assert inputs[1] is not None
+    return [lw.cast(inputs[0], _dtype(inputs[1]))]
+
+
 @_register(["Identity"], "decomposed", note="forwards its input")
 def _lower_identity(lw: Lowering, node, inputs):
     return [inputs[0]]
@@ -214,12 +276,14 @@ def _lower_identity(lw: Lowering, node, inputs):
 def _dropout_precheck(node) -> str | None:
     if len(node.input) > 2 and node.input[2]:
         return "Dropout with a training_mode input is not supported (inference only)"
-    return _only_first_output(node)
+    return None
 
 
-@_register(["Dropout"], "decomposed", _dropout_precheck, note="inference: forwards its input")
+@_register(["Dropout"], "decomposed", _dropout_precheck, note="inference: forwards its input, mask all true")
 def _lower_dropout(lw: Lowering, node, inputs):
-    return [inputs[0]]
+    if len(node.output) < 2 or not node.output[1]:
+        return [inputs[0]]
+    return [inputs[0], np.ones(_shape(inputs[0]), dtype=np.bool_)]
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -309,7 +373,9 @@ def _lower_conv(lw: Lowering, node, inputs):
 
 
 def _pool_precheck(node) -> str | None:
-    return _auto_pad_precheck(node) or _only_first_output(node)
+    if len(node.output) > 1 and node.output[1]:
+        return "MaxPool's second output, Indices, is not supported"
+    return _auto_pad_precheck(node)
 
 
 @_register(["MaxPool", "AveragePool"], "supported", _pool_precheck)
@@ -359,23 +425,90 @@ def _lower_batch_norm(lw: Lowering, node, inputs):
     return lw.emit(op)
 
 
-@_register(["LayerNormalization"], "supported", _only_first_output)
+def _stash_type_precheck(node) -> str | None:
+    stash = int(attrs(node).get("stash_type", onnx.TensorProto.FLOAT))  # pyright: ignore
+    if stash != onnx.TensorProto.FLOAT:
+        return f"{node.op_type} stash_type {stash} (only float32 statistics are supported)"
+    return None
+
+
+@_register(["LayerNormalization"], "supported", _stash_type_precheck)
 def _lower_layer_norm(lw: Lowering, node, inputs):
     a = attrs(node)
     x = lw.ssa(inputs[0])
     rank = len(_shape(x))
     axis = _axis(int(a.get("axis", -1)), rank, node)  # pyright: ignore
-    operands = [x, lw.ssa(inputs[1])]
+    epsilon = float(a.get("epsilon", 1e-5))  # pyright: ignore
     bias = inputs[2] if len(inputs) > 2 else None
     op = graph.LayerNormOp.build(
-        operands=[x, operands[1], [lw.ssa(bias)] if bias is not None else []],
+        operands=[x, lw.ssa(inputs[1]), [lw.ssa(bias)] if bias is not None else []],
         result_types=[x.type],
-        attributes={
-            "axis": IntegerAttr(axis - rank, i64),
-            "epsilon": graph.float_attr(float(a.get("epsilon", 1e-5))),  # pyright: ignore
-        },
+        attributes={"axis": IntegerAttr(axis - rank, i64), "epsilon": graph.float_attr(epsilon)},
     )
-    return lw.emit(op)
+    outputs = lw.emit(op)
+    if any(node.output[1:]):
+        outputs += _layer_norm_statistics(lw, x, axis, epsilon)
+    return outputs
+
+
+def _layer_norm_statistics(lw: Lowering, x: Value, axis: int, epsilon: float) -> list[Value]:
+    """LayerNormalization's optional Mean and InvStdDev outputs (reduced dims kept as 1)."""
+    _, mean, inv_std = _moments(lw, x, list(range(axis, len(_shape(x)))), epsilon)
+    return [mean, inv_std]
+
+
+def _moments(lw: Lowering, x: Value, axes: Sequence[int], epsilon: float) -> tuple[Value, Value, Value]:
+    """(x - mean, mean, 1 / sqrt(var + epsilon)) over `axes`, which stay as size-1 dims."""
+    mean = lw.reduce(graph.ReduceMeanOp, x, axes, keepdims=True)
+    centered = lw.emit(graph.SubOp(lw.ssa(x), lw.ssa(mean)))[0]
+    var = lw.reduce(graph.ReduceMeanOp, _square(lw, centered), axes, keepdims=True)
+    eps = np.asarray(epsilon, dtype=_dtype(x))
+    std = _unary_op(lw, graph.SqrtOp, lw.emit(graph.AddOp(lw.ssa(var), lw.ssa(eps)))[0])
+    return centered, mean, _unary_op(lw, graph.ReciprocalOp, std)
+
+
+def _normalize(lw: Lowering, x: Value, axes: Sequence[int], epsilon: float) -> Value:
+    centered, _, inv_std = _moments(lw, x, axes, epsilon)
+    return lw.emit(graph.MulOp(lw.ssa(centered), lw.ssa(inv_std)))[0]
+
+
+def _affine(lw: Lowering, x: Value, scale: Value | None, bias: Value | None, axis: int = 1) -> Value:
+    """x * scale + bias, with 1-D scale and bias along dim `axis` of x."""
+    rank = len(_shape(x))
+    for value, op_type in ((scale, graph.MulOp), (bias, graph.AddOp)):
+        if value is None:
+            raise Unsupported("scale and bias are required")
+        shaped = lw.reshape(value, [*_shape(value), *([1] * (rank - axis - 1))])
+        x = lw.emit(op_type(lw.ssa(x), lw.ssa(shaped)))[0]
+    return x
+
+
+@_register(["InstanceNormalization"], "decomposed", note="graph.reduce_mean and elementwise ops")
+def _lower_instance_norm(lw: Lowering, node, inputs):
+    x = inputs[0]
+    rank = len(_shape(x))
+    if rank < 3:
+        raise Unsupported(f"InstanceNormalization needs an N x C x D1 x ... input, got rank {rank}")
+    epsilon = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    normalized = _normalize(lw, x, list(range(2, rank)), epsilon)
+    return [_affine(lw, normalized, inputs[1], inputs[2])]
+
+
+@_register(
+    ["GroupNormalization"], "decomposed", _stash_type_precheck, note="graph.reshape + reduce_mean + ..."
+)
+def _lower_group_norm(lw: Lowering, node, inputs):
+    """Normalises each of `num_groups` channel groups, then scales per channel (opset 21; onnx
+    rejects the per-group scale of opset 18 as deprecated)."""
+    x = inputs[0]
+    shape = _shape(x)
+    groups = int(attrs(node)["num_groups"])  # pyright: ignore
+    if len(shape) < 2 or groups <= 0 or shape[1] % groups:
+        raise Unsupported(f"num_groups {groups} must divide the channels of {list(shape)}")
+    epsilon = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    grouped = lw.reshape(x, [shape[0], groups, int(np.prod(shape[1:])) // groups])
+    normalized = _normalize(lw, grouped, [2], epsilon)
+    return [_affine(lw, lw.reshape(normalized, shape), inputs[1], inputs[2])]
 
 
 @_register(["Softmax", "LogSoftmax"], "supported")
@@ -401,23 +534,71 @@ _REDUCE = {
 }
 
 
-@_register(list(_REDUCE), "supported")
-def _lower_reduce(lw: Lowering, node, inputs):
+def _reduce_axes(lw: Lowering, node, inputs) -> list[int] | None:
+    """The sorted non-negative axes to reduce (input 1 from opset 18, else the attribute);
+    None when there are none and `noop_with_empty_axes` asks for no reduction."""
     a = attrs(node)
-    x = inputs[0]
-    rank = len(_shape(x))
+    rank = len(_shape(inputs[0]))
     if len(inputs) > 1 and inputs[1] is not None:
         axes = [int(v) for v in lw.const(inputs[1], "axes").reshape(-1)]
     else:
         axes = list(a.get("axes", []))  # pyright: ignore
     if not axes:
-        if a.get("noop_with_empty_axes", 0):
-            return [x]
-        axes = list(range(rank))
-    axes = sorted({_axis(int(ax), rank, node) for ax in axes})
-    if any(_shape(x)[ax] == 0 for ax in axes) and node.op_type in ("ReduceMax", "ReduceMin"):
-        raise Unsupported("reducing an empty dim with max/min has no identity")
-    return [lw.reduce(_REDUCE[node.op_type], x, axes, keepdims=bool(a.get("keepdims", 1)))]
+        return None if a.get("noop_with_empty_axes", 0) else list(range(rank))
+    return sorted({_axis(int(ax), rank, node) for ax in axes})
+
+
+@_register(list(_REDUCE), "supported", static_inputs=[1])
+def _lower_reduce(lw: Lowering, node, inputs):
+    axes = _reduce_axes(lw, node, inputs)
+    if axes is None:
+        return [inputs[0]]
+    keepdims = bool(attrs(node).get("keepdims", 1))
+    return [lw.reduce(_REDUCE[node.op_type], inputs[0], axes, keepdims)]
+
+
+_COMPOSITE_REDUCE: dict[str, tuple[Callable | None, Callable | None]] = {
+    "ReduceSumSquare": (_square, None),
+    "ReduceL1": (lambda lw, x: _unary_op(lw, graph.AbsOp, x), None),
+    "ReduceL2": (_square, lambda lw, x: _unary_op(lw, graph.SqrtOp, x)),
+    "ReduceLogSum": (None, lambda lw, x: _unary_op(lw, graph.LogOp, x)),
+}
+"""f(sum(g(x))) reductions as (g, f); with noop_with_empty_axes and no axes, f(g(x))."""
+
+
+@_register(
+    list(_COMPOSITE_REDUCE), "decomposed", note="elementwise ops around graph.reduce_sum", static_inputs=[1]
+)
+def _lower_composite_reduce(lw: Lowering, node, inputs):
+    before, after = _COMPOSITE_REDUCE[node.op_type]
+    x = before(lw, inputs[0]) if before else inputs[0]
+    axes = _reduce_axes(lw, node, inputs)
+    if axes is not None:
+        x = lw.reduce(graph.ReduceSumOp, x, axes, bool(attrs(node).get("keepdims", 1)))
+    return [after(lw, x) if after else x]
+
+
+def _finite_or_zero(lw: Lowering, x: Value) -> Value:
+    """x where it is finite (or NaN), else 0: a shift that keeps all -inf rows at -inf, not NaN."""
+    inf = np.asarray(np.inf, dtype=_dtype(x))
+    infinite = lw.emit(graph.EqualOp(lw.ssa(_unary_op(lw, graph.AbsOp, x)), lw.ssa(inf)))[0]
+    zero = np.zeros((), dtype=_dtype(x))
+    return lw.emit(graph.WhereOp(lw.ssa(infinite), lw.ssa(zero), lw.ssa(x)))[0]
+
+
+@_register(["ReduceLogSumExp"], "decomposed", note="max + log(sum(exp(x - max))), stable", static_inputs=[1])
+def _lower_log_sum_exp(lw: Lowering, node, inputs):
+    x = inputs[0]
+    axes = _reduce_axes(lw, node, inputs)
+    if axes is None:
+        return [x]  # log(exp(x))
+    peak = _finite_or_zero(lw, lw.reduce(graph.ReduceMaxOp, x, axes, keepdims=True))
+    shifted = _unary_op(lw, graph.ExpOp, lw.emit(graph.SubOp(lw.ssa(x), lw.ssa(peak)))[0])
+    total = _unary_op(lw, graph.LogOp, lw.reduce(graph.ReduceSumOp, shifted, axes, keepdims=True))
+    result = lw.emit(graph.AddOp(lw.ssa(total), lw.ssa(peak)))[0]
+    if attrs(node).get("keepdims", 1):
+        return [result]
+    return [lw.reshape(result, graph.ReduceOp.infer_shape(_shape(x), axes, keepdims=False))]
 
 
 @_register(["ArgMax", "ArgMin"], "supported")
@@ -441,7 +622,7 @@ def _lower_arg_reduce(lw: Lowering, node, inputs):
 # --------------------------------------------------------------------------- data movement
 
 
-@_register(["Reshape"], "supported")
+@_register(["Reshape"], "supported", static_inputs=[1])
 def _lower_reshape(lw: Lowering, node, inputs):
     x = inputs[0]
     target = [int(v) for v in lw.const(inputs[1], "shape").reshape(-1)]
@@ -465,7 +646,9 @@ def _lower_reshape(lw: Lowering, node, inputs):
 def _lower_flatten(lw: Lowering, node, inputs):
     shape = _shape(inputs[0])
     axis = int(attrs(node).get("axis", 1))  # pyright: ignore
-    axis = axis % (len(shape) + 1) if axis < 0 else axis
+    if not -len(shape) <= axis <= len(shape):
+        raise Unsupported(f"axis {axis} is out of range for rank {len(shape)}")
+    axis = axis + len(shape) if axis < 0 else axis
     return [lw.reshape(inputs[0], [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])]
 
 
@@ -476,7 +659,7 @@ def _axes_input(lw: Lowering, node, inputs) -> list[int] | None:
     return None if value is None else [int(v) for v in value]  # pyright: ignore
 
 
-@_register(["Squeeze"], "decomposed", note="graph.reshape")
+@_register(["Squeeze"], "decomposed", note="graph.reshape", static_inputs=[1])
 def _lower_squeeze(lw: Lowering, node, inputs):
     shape = _shape(inputs[0])
     axes = _axes_input(lw, node, inputs)
@@ -488,7 +671,7 @@ def _lower_squeeze(lw: Lowering, node, inputs):
     return [lw.reshape(inputs[0], [d for i, d in enumerate(shape) if i not in axes])]
 
 
-@_register(["Unsqueeze"], "decomposed", note="graph.reshape")
+@_register(["Unsqueeze"], "decomposed", note="graph.reshape", static_inputs=[1])
 def _lower_unsqueeze(lw: Lowering, node, inputs):
     shape = list(_shape(inputs[0]))
     axes = _axes_input(lw, node, inputs) or []
@@ -507,6 +690,45 @@ def _lower_transpose(lw: Lowering, node, inputs):
     return lw.emit(graph.TransposeOp(lw.ssa(inputs[0]), perm))
 
 
+def _block_mode(node) -> str:
+    mode = attrs(node).get("mode", b"DCR")
+    return (mode.decode() if isinstance(mode, bytes) else str(mode)).upper()
+
+
+def _block_precheck(node) -> str | None:
+    blocksize = int(attrs(node).get("blocksize", 0))  # pyright: ignore
+    if blocksize <= 0:
+        return f"{node.op_type} needs a blocksize > 0, got {blocksize}"
+    return None if _block_mode(node) in ("DCR", "CRD") else f"unknown mode '{_block_mode(node)}'"
+
+
+@_register(["DepthToSpace", "SpaceToDepth"], "decomposed", _block_precheck, note="graph.reshape + transpose")
+def _lower_depth_space(lw: Lowering, node, inputs):
+    x = inputs[0]
+    bs = int(attrs(node)["blocksize"])  # pyright: ignore
+    split, perm, out = _depth_space_plan(node.op_type, _shape(x), bs, _block_mode(node) == "DCR")
+    moved = lw.emit(graph.TransposeOp(lw.ssa(lw.reshape(x, split)), perm))[0]
+    return [lw.reshape(moved, out)]
+
+
+def _depth_space_plan(op_type: str, shape, bs: int, dcr: bool) -> tuple[list[int], list[int], list[int]]:
+    """(rank-6 shape, permutation, result shape); DCR orders channels depth-column-row, CRD
+    column-row-depth."""
+    if len(shape) != 4:
+        raise Unsupported(f"{op_type} needs an N x C x H x W input, got {list(shape)}")
+    n, c, h, w = shape
+    if op_type == "DepthToSpace":
+        if c % (bs * bs):
+            raise Unsupported(f"channels {c} are not a multiple of blocksize^2 = {bs * bs}")
+        split = [n, bs, bs, c // bs**2, h, w] if dcr else [n, c // bs**2, bs, bs, h, w]
+        perm = [0, 3, 4, 1, 5, 2] if dcr else [0, 1, 4, 2, 5, 3]
+        return split, perm, [n, c // bs**2, h * bs, w * bs]
+    if h % bs or w % bs:
+        raise Unsupported(f"spatial dims {h}x{w} are not multiples of blocksize {bs}")
+    perm = [0, 3, 5, 1, 2, 4] if dcr else [0, 1, 3, 5, 2, 4]
+    return [n, c, h // bs, bs, w // bs, bs], perm, [n, c * bs * bs, h // bs, w // bs]
+
+
 @_register(["Concat"], "supported")
 def _lower_concat(lw: Lowering, node, inputs):
     values = [v for v in inputs if v is not None]
@@ -518,7 +740,7 @@ def _lower_concat(lw: Lowering, node, inputs):
     return lw.emit(graph.ConcatOp([lw.ssa(v) for v in nonempty], axis))
 
 
-@_register(["Split"], "supported")
+@_register(["Split"], "supported", static_inputs=[1])
 def _lower_split(lw: Lowering, node, inputs):
     a = attrs(node)
     x = inputs[0]
@@ -571,7 +793,7 @@ def _slice_params(lw: Lowering, inputs, shape) -> tuple[list[int], list[int], li
     return full_start, full_step, full_count
 
 
-@_register(["Slice"], "supported")
+@_register(["Slice"], "supported", static_inputs=[1, 2, 3, 4])
 def _lower_slice(lw: Lowering, node, inputs):
     x = inputs[0]
     shape = _shape(x)
@@ -586,7 +808,7 @@ def _lower_slice(lw: Lowering, node, inputs):
     return lw.emit(op)
 
 
-@_register(["Expand"], "supported")
+@_register(["Expand"], "supported", static_inputs=[1])
 def _lower_expand(lw: Lowering, node, inputs):
     x = inputs[0]
     target = [int(v) for v in lw.const(inputs[1], "shape").reshape(-1)]
@@ -603,7 +825,7 @@ def _lower_expand(lw: Lowering, node, inputs):
     )
 
 
-@_register(["Tile"], "supported")
+@_register(["Tile"], "supported", static_inputs=[1])
 def _lower_tile(lw: Lowering, node, inputs):
     x = inputs[0]
     repeats = [int(v) for v in lw.const(inputs[1], "repeats").reshape(-1)]
@@ -622,7 +844,7 @@ def _pad_precheck(node) -> str | None:
     return None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
 
 
-@_register(["Pad"], "supported", _pad_precheck)
+@_register(["Pad"], "supported", _pad_precheck, static_inputs=[1, 2, 3])
 def _lower_pad(lw: Lowering, node, inputs):
     x = inputs[0]
     shape = _shape(x)
@@ -702,7 +924,7 @@ def _lower_size(lw: Lowering, node, inputs):
     return [np.asarray(int(np.prod(_shape(inputs[0]))), dtype=np.int64)]
 
 
-@_register(["ConstantOfShape"], "decomposed", note="folded to a constant")
+@_register(["ConstantOfShape"], "decomposed", note="folded to a constant", static_inputs=[0])
 def _lower_constant_of_shape(lw: Lowering, node, inputs):
     shape = [int(v) for v in lw.const(inputs[0], "shape").reshape(-1)]
     lw.check_size(shape, node.output[0])
@@ -711,7 +933,7 @@ def _lower_constant_of_shape(lw: Lowering, node, inputs):
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
-@_register(["Range"], "decomposed", note="folded to a constant")
+@_register(["Range"], "decomposed", note="folded to a constant", static_inputs=[0, 1, 2])
 def _lower_range(lw: Lowering, node, inputs):
     start, limit, delta = (
         lw.const(v, name).reshape(()) for v, name in zip(inputs, ("start", "limit", "delta"), strict=True)

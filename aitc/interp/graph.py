@@ -112,8 +112,9 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return quotient + inexact
 
 
-def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.fmod(a, b) if a.dtype.kind == "f" else np.mod(a, b)
+@kernel(graph.ModOp)
+def _mod(op: graph.ModOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmod(a, b) if op.mod_mode() == "fmod" else np.mod(a, b)
 
 
 _BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -124,7 +125,6 @@ _BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] =
     graph.PowOp: np.power,
     graph.MaxOp: np.maximum,
     graph.MinOp: np.minimum,
-    graph.ModOp: _mod,
     graph.PReluOp: lambda x, slope: np.where(x >= 0, x, x * slope),
     graph.AndOp: np.logical_and,
     graph.OrOp: np.logical_or,
@@ -291,10 +291,24 @@ _REDUCERS = {
 }
 
 
+def _empty_identity(op: graph.ReduceOp, dtype: np.dtype) -> dict[str, object]:
+    """max/min of an empty set: ONNX defines -inf/+inf (the dtype's lowest/highest for integers)."""
+    if not isinstance(op, graph.ReduceMaxOp | graph.ReduceMinOp):
+        return {}
+    if dtype.kind == "f":
+        low, high = -np.inf, np.inf
+    elif dtype.kind == "b":
+        low, high = False, True
+    else:
+        low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
+    return {"initial": low if isinstance(op, graph.ReduceMaxOp) else high}
+
+
 @kernel(*_REDUCERS)
 def _reduce(op: graph.ReduceOp, x: np.ndarray) -> np.ndarray:
     reducer = _REDUCERS[type(op)]
-    return reducer(x, axis=op.reduced_axes(), keepdims=op.keepdims is not None)
+    extra = _empty_identity(op, x.dtype) if x.size == 0 else {}
+    return reducer(x, axis=op.reduced_axes(), keepdims=op.keepdims is not None, **extra)
 
 
 @kernel(graph.ArgMaxOp, graph.ArgMinOp)
