@@ -1,0 +1,38 @@
+"""Legality checks shared by conversions: what must be gone once a conversion has run.
+
+Partial lowering is explicit, as in MLIR's conversion framework: a conversion from dialect A
+ends with `check_no_ops_left(module, "A", name)`, so an op that no pattern handled is a clear
+error at the conversion that missed it, not a confusing one three passes later.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from xdsl.ir import Operation
+from xdsl.utils.diagnostic import Diagnostic
+from xdsl.utils.exceptions import PassFailedException
+
+
+def ops_of_dialect(root: Operation, dialect_prefix: str) -> list[Operation]:
+    """Every op nested in `root` (root included) whose name is `<dialect_prefix>.<...>`."""
+    prefix = dialect_prefix.rstrip(".") + "."
+    return [op for op in root.walk() if op.name.startswith(prefix)]
+
+
+def check_no_ops_left(module: Operation, dialect_prefix: str, pass_name: str) -> None:
+    """Raises PassFailedException if any op of the source dialect `dialect_prefix` remains.
+
+    The message counts the leftovers by op name; its note is the module (generic form) with
+    each illegal op underlined, as xDSL prints verifier errors.
+    """
+    left = ops_of_dialect(module, dialect_prefix)
+    if not left:
+        return
+    dialect = dialect_prefix.rstrip(".")
+    diagnostic = Diagnostic()
+    for op in left:
+        diagnostic.add_message(op, f"illegal after {pass_name}: no pattern converted this op")
+    counts = ", ".join(f"{name} x{n}" for name, n in sorted(Counter(op.name for op in left).items()))
+    error = PassFailedException(f"{pass_name}: {len(left)} '{dialect}' op(s) left unconverted ({counts})")
+    diagnostic.raise_exception(module, error)

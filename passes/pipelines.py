@@ -1,0 +1,64 @@
+"""The pipelines of aitc: the one place that says which passes run, in which order.
+
+Each pipeline is a list of pass specs (`name` or `name{option=value ...}`), resolved through
+xDSL's and aitc's pass registries. `apply_pipeline` verifies the module after every pass, so
+a pass that breaks the IR is named in the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+GRAPH_OPTIMIZE: tuple[str, ...] = (
+    "graph-recognize-patterns",  # decomposed GELU / LayerNorm -> one op (before anything reorders)
+    "graph-canonicalize",  # drop no-op reshapes/transposes/casts, merge chains
+    "graph-fold-constants",  # shape arithmetic and weight preprocessing become constants
+    "graph-fold-batch-norm",  # conv + batch_norm -> conv, while the conv has no activation
+    "graph-fuse-bias-activation",  # matmul/conv + bias add + activation -> one op
+    "graph-canonicalize",  # clean up what fusion exposed
+    "cse",  # xDSL's: graph ops are Pure, equal constants merge too
+    "dce",  # xDSL's: erase what nothing uses any more
+)
+"""Graph-level optimisation, as run by `aitc-opt -p graph-optimize`."""
+
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "graph-optimize": GRAPH_OPTIMIZE,
+}
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's passes and aitc's (aitc's win on a name clash), name -> factory."""
+    from xdsl.transforms import get_all_passes as xdsl_passes
+
+    from aitc.passes import get_all_passes
+
+    return {**xdsl_passes(), **get_all_passes()}
+
+
+def build_pipeline(name: str) -> list[ModulePass]:
+    """The pass instances of pipeline `name`, in order."""
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})")
+    pipeline = PassPipeline.parse_spec(available_passes(), ",".join(PIPELINES[name]))
+    return list(pipeline.passes)
+
+
+def apply_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> None:
+    """Runs pipeline `name` on `module`, verifying it after every pass."""
+    if ctx is None:
+        from aitc.ir import make_context
+
+        ctx = make_context()
+    for pass_ in build_pipeline(name):
+        pass_.apply(ctx, module)
+        try:
+            module.verify()
+        except DiagnosticException as error:
+            raise PassFailedException(
+                f"pipeline '{name}': the IR is invalid after pass '{pass_.name}': {error}"
+            ) from error
