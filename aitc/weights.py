@@ -50,6 +50,7 @@ class ContentAddressedResources(OpAsmDialectInterface):
     def parse_resource(self, key: str, val: str):
         if not val.startswith("0x"):
             raise ValueError(f"blob must be a hex string starting with 0x, got {val[:16]!r}")
+        val = "0x" + val[2:].lower()  # upstream mlir-opt prints upper-case hex for the same bytes
         old = self._blob_storage.get(key)
         if old and old != val:
             raise ValueError(f"resource '{key}' already holds different bytes in this process")

@@ -10,8 +10,9 @@ semantics need and, where MLIR would infer the result type, that the result type
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -28,6 +29,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
+    AttrConstraint,
+    IntConstraint,
     IRDLOperation,
     VarConstraint,
     base,
@@ -40,6 +43,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.constraints import VerificationContext
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
@@ -58,6 +62,29 @@ def ints_attr(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
+@dataclass(frozen=True)
+class IntListConstraint(AttrConstraint[DenseArrayBase]):
+    """Every integer-list option is an `array<i64: ...>`: no i32 or float arrays.
+
+    (`DenseArrayBase.constr(i64)` would say only "Expected attribute i64 but got f32".)
+    """
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if not (isinstance(attr, DenseArrayBase) and attr.elt_type == i64):
+            raise VerifyException(f"integer-list attributes must be array<i64: ...>, got {attr}")
+
+    def get_bases(self) -> set[type[Attribute]]:
+        return {DenseArrayBase}
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[TypeVar, AttrConstraint | IntConstraint]
+    ) -> IntListConstraint:
+        return self
+
+
+INTS = IntListConstraint()
+
+
 def ints_of(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values()) if attr is not None else tuple(default)
 
@@ -69,7 +96,9 @@ def float_attr(value: float) -> FloatAttr:
 def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
     type_ = value if isinstance(value, Attribute) else value.type
     assert isinstance(type_, TensorType)
-    return tuple(type_.get_shape())
+    shape = tuple(type_.get_shape())
+    _check(all(d >= 0 for d in shape), f"graph ops need static shapes, got {type_}")
+    return shape
 
 
 def _elem(value: SSAValue) -> Attribute:
@@ -168,6 +197,7 @@ class ElementwiseUnaryOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], attributes=attributes or {})
 
     def verify_(self) -> None:
+        _shape(self.input)  # static shapes only
         if self.FLOAT_ONLY:
             _check(is_float(_elem(self.input)), f"{self.name} needs a float tensor")
 
@@ -222,6 +252,7 @@ class NotOp(ElementwiseUnaryOp):
     FLOAT_ONLY: ClassVar[bool] = False
 
     def verify_(self) -> None:
+        super().verify_()
         _check(is_bool(_elem(self.input)), "graph.not needs an i1 tensor")
 
 
@@ -371,7 +402,9 @@ class ElementwiseBinaryOp(IRDLOperation):
 
 def _binary(op_name: str, doc: str, bool_result: bool = False, kind: str = "any"):
     short = op_name.split(".")[1]
-    example = f"%z = {op_name} %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3x{'i1' if bool_result else 'f32'}>"
+    elem = "i1" if kind == "bool" else "f32"
+    result = "i1" if bool_result else elem
+    example = f"%z = {op_name} %x, %y : tensor<2x3x{elem}>, tensor<3x{elem}> -> tensor<2x3x{result}>"
     cls = type(
         "".join(p.capitalize() for p in short.split("_")) + "Op",
         (ElementwiseBinaryOp,),
@@ -394,7 +427,34 @@ DivOp = _binary("graph.div", "Elementwise x / y (integer division truncates, as 
 PowOp = _binary("graph.pow", "Elementwise x ** y.", kind="float")
 MaxOp = _binary("graph.max", "Elementwise maximum (NaN propagates).")
 MinOp = _binary("graph.min", "Elementwise minimum (NaN propagates).")
-ModOp = _binary("graph.mod", "Elementwise remainder; float uses C fmod, integer the sign of y.")
+
+
+@irdl_op_definition
+class ModOp(ElementwiseBinaryOp):
+    """Elementwise remainder. `mode` "fmod" is the C remainder (sign of x), "floor" the floored,
+    Python-style one (sign of y); without `mode`, floats use "fmod" and integers "floor".
+
+    ```mlir
+    %z = graph.mod %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
+    %r = graph.mod %a, %b {mode = "floor"} : tensor<6xf32>, tensor<6xf32> -> tensor<6xf32>
+    ```
+    """
+
+    name = "graph.mod"
+    mode = opt_attr_def(StringAttr)
+
+    def default_mode(self) -> str:
+        return "fmod" if is_float(_elem(self.lhs)) else "floor"
+
+    def mod_mode(self) -> str:
+        return self.mode.data if self.mode else self.default_mode()
+
+    def verify_(self) -> None:
+        super().verify_()
+        mode = self.mod_mode()
+        _check(mode in ("fmod", "floor"), f"mode must be 'fmod' or 'floor', got '{mode}'")
+
+
 PReluOp = _binary("graph.prelu", "x if x >= 0 else slope * x, slope broadcast to x.", kind="float")
 AndOp = _binary("graph.and", "Elementwise logical and.", kind="bool")
 OrOp = _binary("graph.or", "Elementwise logical or.", kind="bool")
@@ -513,11 +573,8 @@ class MatMulOp(IRDLOperation):
             raise VerifyException(str(error)) from error
         _check(self.output.type == expected, f"result type should be {expected}")
         if self.bias is not None:
-            out = _shape(self.output)
-            _check(
-                _shape(self.bias) == out[-1:],
-                f"bias must be tensor<{out[-1] if out else 1}x...>, one value per output column",
-            )
+            bias = TensorType(_elem(self.lhs), _shape(self.output)[-1:])
+            _check(self.bias.type == bias, f"bias must be {bias}, one value per output column")
         _verify_activation(self)
 
 
@@ -527,9 +584,9 @@ class WindowOp(IRDLOperation):
     `pads` lists the begin pads of every spatial dim, then the end pads (ONNX order).
     """
 
-    strides = opt_attr_def(DenseArrayBase)
-    pads = opt_attr_def(DenseArrayBase)
-    dilations = opt_attr_def(DenseArrayBase)
+    strides = opt_attr_def(INTS)
+    pads = opt_attr_def(INTS)
+    dilations = opt_attr_def(INTS)
 
     def spatial_rank(self) -> int:
         return len(_shape(self.operands[0])) - 2
@@ -558,7 +615,11 @@ class WindowOp(IRDLOperation):
         for i in range(n):
             total_pad = pads[i] + pads[i + n]
             span = sizes[i] + total_pad - dilations[i] * (kernel[i] - 1) - 1
-            _check(span >= 0, f"window {kernel[i]} (dilation {dilations[i]}) exceeds padded dim {i}")
+            _check(
+                span >= 0,
+                f"window {kernel[i]} (dilation {dilations[i]}) exceeds spatial dim {i}: "
+                f"size {sizes[i]}, padded by {total_pad}",
+            )
             count = -(-span // strides[i]) + 1 if ceil else span // strides[i] + 1
             if ceil and (count - 1) * strides[i] >= sizes[i] + pads[i]:
                 count -= 1  # the last window would start in the end padding
@@ -611,7 +672,8 @@ class ConvOp(WindowOp):
         )
         _check(w[1] * g == x[1], f"weight expects {w[1] * g} input channels, input has {x[1]}")
         if self.bias is not None:
-            _check(_shape(self.bias) == (w[0],), f"bias must be tensor<{w[0]}x...>")
+            bias = TensorType(_elem(self.input), [w[0]])
+            _check(self.bias.type == bias, f"bias must be {bias}, one value per output channel")
         _check(_elem(self.input) == _elem(self.weight), "input and weight need one element type")
         expected = self.inferred_type()
         _check(self.output.type == expected, f"result type should be {expected}")
@@ -623,7 +685,7 @@ class PoolOp(WindowOp):
 
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    kernel_shape = opt_attr_def(DenseArrayBase)
+    kernel_shape = opt_attr_def(INTS)
     ceil_mode = opt_attr_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
@@ -704,8 +766,10 @@ class BatchNormOp(IRDLOperation):
     def verify_(self) -> None:
         x = _shape(self.input)
         _check(len(x) >= 2, "batch_norm needs N x C x ...")
+        _check(is_float(_elem(self.input)), "batch_norm needs a float tensor")
+        channel = TensorType(_elem(self.input), [x[1]])
         for operand in (self.scale, self.bias, self.mean, self.var):
-            _check(_shape(operand) == (x[1],), f"per-channel operands must be tensor<{x[1]}x...>")
+            _check(operand.type == channel, f"per-channel operands must be {channel}, got {operand.type}")
         _check(self.output.type == self.input.type, "result type must equal the input type")
 
 
@@ -740,9 +804,11 @@ class LayerNormOp(IRDLOperation):
     def verify_(self) -> None:
         x = _shape(self.input)
         normalized = x[self.norm_axis() :]
+        _check(is_float(_elem(self.input)), "layer_norm needs a float tensor")
         for operand in (self.scale, self.bias):
             if operand is None:
                 continue
+            _check(_elem(operand) == _elem(self.input), "scale/bias need the element type of the input")
             try:
                 _check(broadcast_shapes(_shape(operand), normalized) == normalized, "")
             except (ValueError, VerifyException) as error:
@@ -808,7 +874,7 @@ class ReduceOp(IRDLOperation):
 
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axes = opt_attr_def(DenseArrayBase)
+    axes = opt_attr_def(INTS)
     keepdims = opt_attr_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
@@ -932,14 +998,15 @@ class TransposeOp(IRDLOperation):
     """Permutes dims: result dim i is input dim perm[i].
 
     ```mlir
-    %y = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x128x12x64xf32> -> tensor<1x12x128x64xf32>
+    %y = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>}
+       : tensor<1x128x12x64xf32> -> tensor<1x12x128x64xf32>
     ```
     """
 
     name = "graph.transpose"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    perm = opt_attr_def(DenseArrayBase)
+    perm = opt_attr_def(INTS)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
@@ -1013,15 +1080,16 @@ class SliceOp(IRDLOperation):
     the result shape gives the element count per dim, as in `tensor.extract_slice`.
 
     ```mlir
-    %y = graph.slice %x {starts = array<i64: 0, 2>, steps = array<i64: 1, 2>} : tensor<4x10xf32> -> tensor<4x4xf32>
+    %y = graph.slice %x {starts = array<i64: 0, 2>, steps = array<i64: 1, 2>}
+       : tensor<4x10xf32> -> tensor<4x4xf32>
     ```
     """
 
     name = "graph.slice"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    starts = opt_attr_def(DenseArrayBase)
-    steps = opt_attr_def(DenseArrayBase)
+    starts = opt_attr_def(INTS)
+    steps = opt_attr_def(INTS)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
@@ -1037,7 +1105,7 @@ class SliceOp(IRDLOperation):
             last = start + (count - 1) * step
             _check(
                 0 <= start < dim and 0 <= last < dim,
-                f"slice {start}:{step} x{count} leaves dim {dim}",
+                f"start {start}, step {step}, count {count}: indices {start}..{last} leave [0, {dim})",
             )
 
 
@@ -1046,7 +1114,8 @@ class SplitOp(IRDLOperation):
     """Splits along `axis` into consecutive pieces, sized by the result types.
 
     ```mlir
-    %q, %k, %v = graph.split %x {axis = 2 : i64} : tensor<1x128x1152xf32> -> tensor<1x128x384xf32>, tensor<1x128x384xf32>, tensor<1x128x384xf32>
+    %q, %k, %v = graph.split %x {axis = 2 : i64}
+       : tensor<1x128x1152xf32> -> tensor<1x128x384xf32>, tensor<1x128x384xf32>, tensor<1x128x384xf32>
     ```
     """
 
@@ -1060,10 +1129,11 @@ class SplitOp(IRDLOperation):
     def verify_(self) -> None:
         x = _shape(self.input)
         axis = self.axis.value.data if self.axis else 0
-        _check(0 <= axis < len(x), f"axis {axis} out of range")
+        _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         total = 0
         for value in self.outputs:
             s = _shape(value)
+            _check(_elem(value) == _elem(self.input), "split pieces keep the element type")
             _check(
                 len(s) == len(x)
                 and all(a == b for i, (a, b) in enumerate(zip(s, x, strict=True)) if i != axis),
@@ -1095,6 +1165,7 @@ class BroadcastOp(IRDLOperation):
         except ValueError:
             ok = False
         _check(ok, f"{shape_str(x)} does not broadcast to {shape_str(out)}")
+        _check(_elem(self.input) == _elem(self.output), "broadcast keeps the element type")
 
 
 @irdl_op_definition
@@ -1109,7 +1180,7 @@ class TileOp(IRDLOperation):
     name = "graph.tile"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    repeats = opt_attr_def(DenseArrayBase)
+    repeats = opt_attr_def(INTS)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
@@ -1119,6 +1190,7 @@ class TileOp(IRDLOperation):
             len(reps) == len(x) and all(r >= 0 for r in reps),
             "repeats needs one value >= 0 per dim",
         )
+        _check(_elem(self.input) == _elem(self.output), "tile keeps the element type")
         expected = [d * r for d, r in zip(x, reps, strict=True)]
         _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
@@ -1129,14 +1201,15 @@ class PadOp(IRDLOperation):
     Mode `constant` (with `value`), `reflect` or `edge`.
 
     ```mlir
-    %y = graph.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "constant", value = 0.0 : f64} : tensor<2x3xf32> -> tensor<2x5xf32>
+    %y = graph.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "constant", value = 0.0 : f64}
+       : tensor<2x3xf32> -> tensor<2x5xf32>
     ```
     """
 
     name = "graph.pad"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    pads = opt_attr_def(DenseArrayBase)
+    pads = opt_attr_def(INTS)
     mode = opt_attr_def(StringAttr)
     value = opt_attr_def(FloatAttr)
     traits = traits_def(Pure())
@@ -1154,6 +1227,7 @@ class PadOp(IRDLOperation):
         )
         expected = [d + pads[i] + pads[i + len(x)] for i, d in enumerate(x)]
         _check(all(e >= 0 for e in expected), "negative pads remove more than the dim holds")
+        _check(_elem(self.input) == _elem(self.output), "pad keeps the element type")
         _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
 
@@ -1163,7 +1237,8 @@ class GatherOp(IRDLOperation):
     result shape = input[:axis] + indices + input[axis+1:]. Embedding lookups use axis 0.
 
     ```mlir
-    %e = graph.gather %table, %ids {axis = 0 : i64} : tensor<30522x384xf32>, tensor<1x128xi64> -> tensor<1x128x384xf32>
+    %e = graph.gather %table, %ids {axis = 0 : i64}
+       : tensor<30522x384xf32>, tensor<1x128xi64> -> tensor<1x128x384xf32>
     ```
     """
 
@@ -1180,7 +1255,10 @@ class GatherOp(IRDLOperation):
         axis = self.axis.value.data if self.axis else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         idx_elem = _elem(self.indices)
-        _check(isinstance(idx_elem, IntegerType) and not is_bool(idx_elem), "indices must be integers")
+        _check(
+            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem),
+            f"indices must be an integer tensor (not i1), got {self.indices.type}",
+        )
         expected = TensorType(_elem(self.input), [*x[:axis], *idx, *x[axis + 1 :]])
         _check(self.output.type == expected, f"result type should be {expected}")
 

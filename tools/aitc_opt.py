@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from aitc.diagnostics import AitcError
 from aitc.ir import register_aitc_dialects
 
 
@@ -27,6 +29,9 @@ class AitcOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         register_aitc_dialects(self.ctx)
+        # A pass may create a file's first dense_resource (e.g. constant folding); the printer
+        # finds resource bytes only through *loaded* dialects, so load builtin up front.
+        self.ctx.get_optional_dialect("builtin")
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -66,6 +71,28 @@ def _input_name(args: Sequence[str] | None) -> str:
     return files[0] if files else "<stdin>"
 
 
+_UNDERLINE = re.compile(r"\s*\^+-*")
+"""The line under the failing op in xDSL's annotated module (`^^^^----`)."""
+
+
+def excerpt(annotated: str, context: int = 3) -> str:
+    """The failing op of xDSL's annotated module, its message box and `context` lines around it.
+
+    The whole module can be thousands of lines; the diagnostic must fit on one screen.
+    """
+    lines = annotated.rstrip("\n").splitlines()
+    marks = [i for i, line in enumerate(lines) if _UNDERLINE.fullmatch(line)]
+    if not marks:
+        return annotated.rstrip("\n")
+    end = marks[-1] + 1
+    while end < len(lines) and lines[end].lstrip().startswith(("|", "-")):
+        end += 1
+    first, last = max(marks[0] - 1 - context, 0), min(end + context, len(lines))
+    head = ["  ..."] if first > 0 else []
+    tail = ["  ..."] if last < len(lines) else []
+    return "\n".join([*head, *lines[first:last], *tail])
+
+
 def main(args: Sequence[str] | None = None) -> int:
     try:
         driver = AitcOptMain(args=args)
@@ -75,12 +102,12 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         driver.run()
     except ParseError as error:
-        print(str(error).rstrip(), file=sys.stderr)
+        print(AitcError(str(error)).render(), file=sys.stderr)
         return 1
     except (DiagnosticException, PassFailedException) as error:
         print(f"{_input_name(args)}: error: {error}", file=sys.stderr)
         for note in getattr(error, "__notes__", []):
-            print(note, file=sys.stderr)
+            print(excerpt(note), file=sys.stderr)
         return 1
     except (ValueError, FileNotFoundError) as error:
         print(f"aitc-opt: error: {error}", file=sys.stderr)
