@@ -121,48 +121,52 @@ _OPTIONAL = {"description"}
 _MAY_BE_ZERO = {"matrix.latency", "vector.latency", "dma.latency", "link.latency"}
 
 
+def _check_scalar(path: str, kind: type, value: object, problems: list[str]) -> None:
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        problems.append(f"'{path}' must be an integer, got {value!r}")
+    elif not isinstance(value, kind):
+        problems.append(f"'{path}' must be a {kind.__name__}, got {value!r}")
+    elif kind is int and (value < 0 or (value == 0 and path not in _MAY_BE_ZERO)):  # pyright: ignore
+        problems.append(f"'{path}' must be {'>= 0' if path in _MAY_BE_ZERO else '> 0'}, got {value}")
+
+
 def _check_keys(data: dict, schema: dict, prefix: str, problems: list[str]) -> None:
-    for key in data:
-        if key not in schema:
-            problems.append(f"unknown key '{prefix}{key}' (expected one of: {', '.join(schema)})")
+    expected = ", ".join(schema)
+    unknown = [key for key in data if key not in schema]
+    problems.extend(f"unknown key '{prefix}{key}' (expected one of: {expected})" for key in unknown)
     for key, kind in schema.items():
         path = f"{prefix}{key}"
         if key not in data:
             if key not in _OPTIONAL:
                 problems.append(f"missing key '{path}'")
-            continue
-        value = data[key]
-        if isinstance(kind, dict):
-            if not isinstance(value, dict):
-                problems.append(f"'{path}' must be a table [{path}]")
-            else:
-                _check_keys(value, kind, f"{path}.", problems)
-            continue
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            problems.append(f"'{path}' must be an integer, got {value!r}")
-        elif not isinstance(value, kind):
-            problems.append(f"'{path}' must be a {kind.__name__}, got {value!r}")
-        elif kind is int and (value < 0 or (value == 0 and path not in _MAY_BE_ZERO)):
-            problems.append(f"'{path}' must be {'>= 0' if path in _MAY_BE_ZERO else '> 0'}, got {value}")
+        elif not isinstance(kind, dict):
+            _check_scalar(path, kind, data[key], problems)
+        elif isinstance(data[key], dict):
+            _check_keys(data[key], kind, f"{path}.", problems)
+        else:
+            problems.append(f"'{path}' must be a table [{path}]")
 
 
-def _check_semantics(d: dict, problems: list[str]) -> None:
-    """Cross-field rules, run only when every field has the right type."""
-    m, v, core = d["matrix"], d["vector"], d["core"]
-    bad_dtypes = [t for t in m["dtypes"] if t not in MATRIX_DTYPES]
-    if bad_dtypes or not m["dtypes"]:
+def _check_engines(d: dict, problems: list[str]) -> None:
+    m, v = d["matrix"], d["vector"]
+    if not m["dtypes"] or any(t not in MATRIX_DTYPES for t in m["dtypes"]):
         problems.append(f"'matrix.dtypes' must list some of {sorted(MATRIX_DTYPES)}, got {m['dtypes']}")
     if "default" not in v["op_cycles"]:
         problems.append("'vector.op_cycles' needs a 'default' entry")
     for op, cycles in v["op_cycles"].items():
         if not isinstance(cycles, int) or isinstance(cycles, bool) or cycles <= 0:
             problems.append(f"'vector.op_cycles.{op}' must be a positive integer, got {cycles!r}")
+    if d["dma"]["queues"] < 2:
+        queues = d["dma"]["queues"]
+        problems.append(f"'dma.queues' must be >= 2 (a DMA-in and a DMA-out engine), got {queues}")
+
+
+def _check_sizes(d: dict, problems: list[str]) -> None:
+    m, core = d["matrix"], d["core"]
     if not 1 <= d["cores"] <= 64:
         problems.append(f"'cores' must be 1..64, got {d['cores']}")
     if not 1 <= d["semaphores"] <= 1024:
         problems.append(f"'semaphores' must be 1..1024, got {d['semaphores']}")
-    if d["dma"]["queues"] < 2:
-        problems.append(f"'dma.queues' must be >= 2 (one DMA-in and one DMA-out engine), got {d['dma']['queues']}")
     tile_bytes = 4 * m["rows"] * m["cols"]
     if core["acc_bytes"] < tile_bytes:
         problems.append(
@@ -171,8 +175,8 @@ def _check_semantics(d: dict, problems: list[str]) -> None:
         )
     if core["sram_bytes"] < 3 * tile_bytes:
         problems.append(
-            f"the {m['rows']}x{m['cols']} matrix engine is wider than SRAM can feed: "
-            f"'core.sram_bytes' ({core['sram_bytes']}) must hold at least 3 f32 tiles ({3 * tile_bytes} bytes)"
+            f"the {m['rows']}x{m['cols']} matrix engine is wider than SRAM can feed: 'core.sram_bytes' "
+            f"({core['sram_bytes']}) must hold at least 3 f32 tiles ({3 * tile_bytes} bytes)"
         )
     if d["dram"]["bytes"] < d["cores"] * core["sram_bytes"]:
         problems.append("'dram.bytes' is smaller than the SRAM of all cores together")
@@ -183,9 +187,11 @@ def target_from_dict(data: dict, source: str = "<target>") -> Target:
     problems: list[str] = []
     _check_keys(data, _SCHEMA, "", problems)
     if not problems:
-        _check_semantics(data, problems)
+        _check_engines(data, problems)
+        _check_sizes(data, problems)
     if problems:
-        raise AitcError([f"{source}: {p}" for p in problems], hint="see `aitc target show edge` for a valid target")
+        hint = "see `aitc target show edge` for a valid target"
+        raise AitcError([f"{source}: {p}" for p in problems], hint=hint)
     m, v = data["matrix"], data["vector"]
     return Target(
         name=data["name"],
@@ -243,7 +249,8 @@ def describe(target: Target) -> str:
         f"op cycles {target.vector.op_cycles}",
         f"  DMA              {target.dma.queues} engines/core, {target.dma.bytes_per_cycle} B/cycle, "
         f"latency {target.dma.latency}",
-        f"  DRAM             {target.dram.bytes // (1 << 20)} MiB, {target.dram.bytes_per_cycle} B/cycle shared",
+        f"  DRAM             {target.dram.bytes // (1 << 20)} MiB, "
+        f"{target.dram.bytes_per_cycle} B/cycle shared",
         f"  link             {target.link.bytes_per_cycle} B/cycle, latency {target.link.latency}",
         f"  peak             {peak_macs} MAC/cycle = {peak_macs * 2 * target.clock_mhz / 1e6:.2f} TFLOP/s",
     ]

@@ -51,7 +51,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    model, inputs = encoder(layers=args.layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq)
+    model, inputs = encoder(
+        layers=args.layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq
+    )
     weight_bytes = sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "encoder.onnx"
@@ -78,8 +80,8 @@ def main() -> None:
         ("process peak RSS", f"{peak_rss_mb:.0f} MB"),
         ("print .mlir", f"{print_s:.2f} s ({len(text) / 1e6:.0f} MB of text)"),
         ("parse .mlir", f"{parse_s:.2f} s"),
-        ("onnxruntime run (best of %d)" % args.repeat, f"{ort_s * 1e3:.1f} ms"),
-        ("graph interpreter run (best of %d)" % args.repeat, f"{interp_s * 1e3:.1f} ms"),
+        (f"onnxruntime run (best of {args.repeat})", f"{ort_s * 1e3:.1f} ms"),
+        (f"graph interpreter run (best of {args.repeat})", f"{interp_s * 1e3:.1f} ms"),
         ("interpreter / onnxruntime", f"{interp_s / ort_s:.1f}x"),
         ("max |error| / max(1, max|ref|)", f"{error / scale:.2e}"),
     ]
