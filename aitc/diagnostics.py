@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+_LOCATED = re.compile(
+    r"(?P<loc>[^\n]+:\d+:\d+)\n(?P<source>[^\n]*)\n(?P<caret> *\^+)\n(?P<message>.*)", re.DOTALL
+)
+"""xDSL's parse errors: `file:line:col`, the source line, a caret line, then the message."""
 
 
 class AitcError(Exception):
@@ -19,8 +25,17 @@ class AitcError(Exception):
         super().__init__("\n".join(problems))
 
     def render(self, where: str | None = None) -> str:
+        """`where: error: problem` lines (a problem that has its own `file:line:col` keeps it,
+        compiler style, followed by the source line and a caret), then `where: note: hint`."""
         prefix = f"{where}: " if where else ""
-        lines = [f"{prefix}error: {p}" for p in self.problems]
+        lines = []
+        for problem in self.problems:
+            located = _LOCATED.fullmatch(problem.strip("\n"))
+            if located:
+                message = " ".join(located["message"].split())
+                lines += [f"{located['loc']}: error: {message}", located["source"], located["caret"]]
+            else:
+                lines.append(f"{prefix}error: {problem}")
         if self.hint:
             lines.append(f"{prefix}note: {self.hint}")
         return "\n".join(lines)

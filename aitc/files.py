@@ -20,17 +20,28 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise AitcError(f"cannot write {target}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.")
+    if target.is_dir():
+        raise AitcError(f"cannot write {target}: it is a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.")
+    except OSError as error:
+        raise AitcError(f"cannot write {target}: {error.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, target)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise AitcError(f"cannot write {target}: {error.strerror}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
 def read_text(path: str | os.PathLike) -> str:
+    """The text of `path` (an .mlir file); a missing, binary or unreadable file is an AitcError."""
+    if Path(path).is_dir():
+        raise AitcError(f"{path} is a folder, not a file")
     try:
         return Path(path).read_text()
     except FileNotFoundError:
@@ -42,21 +53,37 @@ def read_text(path: str | os.PathLike) -> str:
 
 
 def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Tensors from an .npz (names = model input names) or a single .npy."""
+    """Tensors from an .npz (names = model input names) or a single .npy (named after the file)."""
     path = Path(path)
     if not path.is_file():
         raise AitcError(f"no such file: {path}")
     try:
         loaded = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+        if isinstance(loaded, np.ndarray):
+            arrays = {path.stem: loaded}
+        else:
+            with loaded:
+                arrays = {name: loaded[name] for name in loaded.files}
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise AitcError(f"{path} is not a readable .npz/.npy file ({error})") from None
-    if isinstance(loaded, np.ndarray):
-        return {path.stem: loaded}
-    with loaded:
-        return {name: loaded[name] for name in loaded.files}
+    problems = [
+        f"{path}: entry '{name}' is not a numeric array ({_describe(value)})"
+        for name, value in arrays.items()
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf"
+    ]
+    if problems:
+        raise AitcError(problems, hint="save inputs with numpy.savez(PATH, name=array, ...)")
+    return arrays
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"dtype {value.dtype}"
+    return f"{type(value).__name__}; the member is not in .npy format"
 
 
 def save_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
+    """Writes `arrays` as an .npz (keys = names), atomically."""
     buffer = io.BytesIO()
     np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
     write_atomic(path, buffer.getvalue())

@@ -1,9 +1,12 @@
 """ONNX model -> `graph` dialect module.
 
-    load (protobuf, external data confined to the model's folder)
-      -> validate (opset, onnx.checker, undefined names, support of every node: all problems at once)
+    load (protobuf)
+      -> validate (opset, undefined names, element types, absurd sizes, support of every node,
+         external data references: all problems at once, before any work)
+      -> read external data (confined to the model's folder, checked against tensor sizes)
       -> pin input shapes (--input-shape), reject dynamic or absurd dims
-      -> onnx shape inference (strict) to catch inconsistent shapes
+      -> onnx.checker
+      -> onnx shape inference (strict) to catch inconsistent shapes, reported per node
       -> lower node by node (onnx_ops.ONNX_OPS), folding constant subgraphs to constants
       -> func.func @main with `graph.name` on arguments and results, verified
 
@@ -12,7 +15,9 @@ Every user-facing problem is an `AitcError` with one line per problem, naming th
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +25,23 @@ from pathlib import Path
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from aitc.diagnostics import AitcError
-from aitc.frontend.lowering import Lowering, Unsupported, Value, check_dims, onnx_to_numpy
+from aitc.frontend.lowering import (
+    MAX_DIM,
+    MAX_ELEMENTS,
+    SUPPORTED_ELEMENT_TYPES,
+    Lowering,
+    Unsupported,
+    Value,
+    check_dims,
+    onnx_to_numpy,
+)
 from aitc.frontend.onnx_ops import ONNX_OPS
 from aitc.types import element_type_of
 
@@ -47,24 +61,76 @@ class NodeSupport:
 
 # --------------------------------------------------------------------------- loading
 
+_NOT_ONNX_HINT = "the file is truncated or is not an ONNX model; re-export it (torch.onnx.export, onnx.save)"
 
-def load_model(path: str | os.PathLike) -> onnx.ModelProto:
-    """Reads an ONNX file; external data must stay inside the model's folder."""
+_MAGIC = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"PK\x03\x04", "a zip archive (a PyTorch .pt checkpoint or an .npz?)"),
+    (b"\x1f\x8b", "a gzip file"),
+    (b"\x93NUMPY", "a NumPy .npy file"),
+    (b"\x89HDF", "an HDF5 file (a Keras .h5 model?)"),
+    (b"\x80\x02", "a Python pickle (a PyTorch checkpoint?)"),
+    (b"\x80\x04", "a Python pickle (a PyTorch checkpoint?)"),
+)
+
+
+def _looks_like(data: bytes) -> str | None:
+    """What a file that failed to parse as ONNX seems to be, to name it in the error."""
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            return what
+    if data[4:8] == b"TFL3":
+        return "a TensorFlow Lite model"
+    head = data[:4096]
+    for cut in range(4):  # a multi-byte character may straddle the cut
+        try:
+            text = head[: len(head) - cut].decode("utf-8")
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        return None
+    if not text.strip() or not all(c.isprintable() or c in "\t\r\n" for c in text):
+        return None
+    if text.lstrip().startswith(("builtin.module", "module", "func.func", '"builtin.module"')):
+        return "an MLIR text file"
+    first = text.strip().splitlines()[0]
+    return f"a text file starting with {first[:40]!r}"
+
+
+def _not_onnx(data: bytes, reason: str) -> AitcError:
+    what = _looks_like(data)
+    looks = f"; it looks like {what}" if what else ""
+    return AitcError(f"not an ONNX model ({len(data)} bytes{looks}): {reason}", hint=_NOT_ONNX_HINT)
+
+
+def load_model(path: str | os.PathLike, external_data: bool = True) -> onnx.ModelProto:
+    """Reads an ONNX file; external data must stay inside the model's folder.
+
+    With `external_data=False` the weights kept in external files are not read (their
+    references are still there: `external_data_problems` checks them without reading).
+    """
     path = Path(path)
+    if path.is_dir():
+        raise AitcError(f"{path} is a folder, not an ONNX file")
     if not path.is_file():
         raise AitcError(f"no such file: {path}")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise AitcError(f"cannot read {path}: {error.strerror}") from None
+    if not data:
+        raise AitcError("the file is empty (0 bytes), not an ONNX model", hint=_NOT_ONNX_HINT)
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as error:
-        raise AitcError(
-            f"not a valid ONNX model ({len(data)} bytes): protobuf parse failed ({error})",
-            hint="the file is truncated or not ONNX; re-export it",
-        ) from None
+        raise _not_onnx(data, f"protobuf parse failed ({str(error).strip()})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise AitcError("not an ONNX model: it has no graph", hint="the file is truncated or not ONNX")
-    _load_external_data(model, path.parent)
+        raise _not_onnx(data, "it has no graph")
+    if external_data:
+        _load_external_data(model, path.parent)
     return model
 
 
@@ -72,43 +138,107 @@ def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     return [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
 
 
-def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
+def _tensor_nbytes(tensor: onnx.TensorProto) -> int | None:
+    """Bytes of a fixed-size tensor's data (None for strings and unknown element types)."""
+    if tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
+        return None
+    try:
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    except (KeyError, TypeError, ValueError):
+        return None
+    return math.prod(int(d) for d in tensor.dims) * itemsize
+
+
+def _external_problem(tensor: onnx.TensorProto, folder: Path) -> str | None:
+    """What is wrong with one initializer's external data reference, if anything."""
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    location = info.get("location", "")
+    if not location:
+        return "its external data has no location"
+    target = (folder / location).resolve()
+    if os.path.isabs(location) or not target.is_relative_to(folder.resolve()):
+        return f"external data path '{location}' leaves the model's folder"
+    if not target.exists():
+        return f"external data file '{location}' is missing"
+    if not target.is_file():
+        return f"external data path '{location}' is not a file"
+    try:
+        offset = int(info.get("offset", 0))
+        length = int(info["length"]) if "length" in info else None
+    except ValueError:
+        return f"external data offset/length {info.get('offset')!r}/{info.get('length')!r} are not integers"
+    size = target.stat().st_size
+    if offset < 0 or (length is not None and length < 0):
+        return f"external data offset {offset} / length {length} is negative"
+    available = size - offset if length is None else length
+    if offset + available > size:
+        return (
+            f"external data file '{location}' holds {size} bytes, "
+            f"fewer than offset {offset} + length {length}"
+        )
+    needed = _tensor_nbytes(tensor)
+    if needed is not None and available != needed:
+        dims = "x".join(str(d) for d in tensor.dims) or "scalar"
+        return (
+            f"external data '{location}' gives {available} bytes (offset {offset}), "
+            f"but the {dims} {onnx.TensorProto.DataType.Name(tensor.data_type)} tensor needs {needed}"
+        )
+    return None
+
+
+def external_data_problems(model: onnx.ModelProto, folder: str | os.PathLike) -> list[str]:
+    """What is wrong with the external data references (paths, files, sizes), without reading."""
     problems = []
-    root = folder.resolve()
     for tensor in _external_tensors(model):
-        info = {entry.key: entry.value for entry in tensor.external_data}
-        location = info.get("location", "")
-        target = (folder / location).resolve()
-        if os.path.isabs(location) or not target.is_relative_to(root):
-            problems.append(
-                f"initializer '{tensor.name}': external data path '{location}' leaves the model's folder"
-            )
-        elif not target.is_file():
-            problems.append(f"initializer '{tensor.name}': external data file '{location}' is missing")
-        else:
-            size = target.stat().st_size
-            offset, length = int(info.get("offset", 0)), int(info.get("length", size))
-            if offset + length > size:
-                problems.append(
-                    f"initializer '{tensor.name}': external data '{location}' is shorter ({size} bytes) than offset+length {offset + length}"
-                )
+        problem = _external_problem(tensor, Path(folder))
+        if problem:
+            problems.append(f"initializer '{tensor.name}': {problem}")
+    return problems
+
+
+_EXTERNAL_HINT = "keep external data files next to the model, with relative paths"
+
+
+def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
+    problems = external_data_problems(model, folder)
     if problems:
-        raise AitcError(problems, hint="keep external data files next to the model, with relative paths")
+        raise AitcError(problems, hint=_EXTERNAL_HINT)
     if _external_tensors(model):
-        onnx.external_data_helper.load_external_data_for_model(model, str(folder))
+        try:
+            onnx.external_data_helper.load_external_data_for_model(model, str(folder))
+        except (OSError, ValueError) as error:
+            raise AitcError(f"cannot read the model's external data: {error}") from None
 
 
 def _as_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
-    return source if isinstance(source, onnx.ModelProto) else load_model(source)
+    if not isinstance(source, onnx.ModelProto):
+        return load_model(source)
+    unloaded = _external_tensors(source)
+    if unloaded:
+        raise AitcError(
+            [
+                f"initializer '{t.name}' keeps its data in an external file that was not loaded"
+                for t in unloaded
+            ],
+            hint="pass the model's path (external data is read from its folder), "
+            "or onnx.load() it with its external data first",
+        )
+    return source
 
 
 # --------------------------------------------------------------------------- validation
 
 
 def default_opset(model: onnx.ModelProto) -> int:
+    """The version of the default (ai.onnx) opset that the model imports."""
     for entry in model.opset_import:
         if entry.domain in ("", "ai.onnx"):
             return entry.version
+    if not model.opset_import:
+        raise AitcError(
+            "the model declares no opset (opset_import is empty)",
+            hint="the file is truncated or was not written by an ONNX exporter",
+        )
     raise AitcError("the model imports no default-domain (ai.onnx) opset")
 
 
@@ -149,27 +279,101 @@ def _undefined_names(model: onnx.ModelProto) -> list[str]:
     return problems
 
 
-def validate(model: onnx.ModelProto) -> None:
-    """All structural problems at once: opset, undefined names, unsupported nodes."""
+def _type_name(elem_type: int) -> str:
+    values = onnx.TensorProto.DataType.values()
+    return onnx.TensorProto.DataType.Name(elem_type) if elem_type in values else str(elem_type)
+
+
+def _type_problems(model: onnx.ModelProto) -> list[str]:
+    """Graph inputs/outputs must be tensors, and every boundary tensor of a supported element type."""
+    problems = []
+    values = [("input", v) for v in _graph_inputs(model)] + [("output", v) for v in model.graph.output]
+    for kind, value in values:
+        if not value.type.HasField("tensor_type"):
+            problems.append(
+                f"graph {kind} '{value.name}' is not a tensor (sequences and maps are not supported)"
+            )
+        elif kind == "output" and not value.type.tensor_type.HasField("shape"):
+            problems.append(
+                f"graph output '{value.name}' declares no shape (ONNX requires one; symbolic dims are "
+                "fine): re-export the model, or set it with onnx.shape_inference.infer_shapes"
+            )
+        elif value.type.tensor_type.elem_type not in SUPPORTED_ELEMENT_TYPES:
+            name = _type_name(value.type.tensor_type.elem_type)
+            problems.append(
+                f"graph {kind} '{value.name}' has element type {name}, which aitc does not support"
+            )
+    for tensor in model.graph.initializer:
+        if tensor.data_type not in SUPPORTED_ELEMENT_TYPES:
+            problems.append(
+                f"initializer '{tensor.name}' has element type {_type_name(tensor.data_type)}, "
+                "which aitc does not support"
+            )
+    return problems
+
+
+def _dims_problem(dims: Sequence[int], what: str) -> str | None:
+    """Rejects negative and absurd shapes before anything is allocated."""
+    if any(d < 0 for d in dims):
+        return f"{what} has a negative dimension {list(dims)}"
+    count = math.prod(dims)
+    if any(d > MAX_DIM for d in dims) or count > MAX_ELEMENTS:
+        return f"{what} has absurd dimensions {list(dims)}: {count} elements (aitc's limit: {MAX_ELEMENTS})"
+    return None
+
+
+def _size_problems(model: onnx.ModelProto) -> list[str]:
+    problems = [
+        _dims_problem([int(d) for d in t.dims], f"initializer '{t.name}'") for t in model.graph.initializer
+    ]
+    return [p for p in problems if p]
+
+
+def _check_opset(model: onnx.ModelProto) -> None:
     opset = default_opset(model)
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise AitcError(
             f"opset {opset} is not supported (aitc imports opsets {MIN_OPSET}..{MAX_OPSET})",
             hint="convert the model with onnx.version_converter.convert_version(model, 17)",
         )
-    problems = _undefined_names(model)
-    if problems:
-        raise AitcError(problems)
+
+
+def model_problems(model: onnx.ModelProto) -> list[str]:
+    """What would stop an import besides unsupported nodes: opset, undefined names, element
+    types, absurd initializer sizes (one line each; `aitc check` prints them)."""
+    try:
+        _check_opset(model)
+    except AitcError as error:
+        return error.problems
+    return _undefined_names(model) + _type_problems(model) + _size_problems(model)
+
+
+def validate(model: onnx.ModelProto, folder: str | os.PathLike | None = None) -> None:
+    """All structural problems at once, before any work: opset (alone: nothing else means much
+    under a wrong opset), then undefined names, element types, absurd sizes, unsupported nodes
+    and, given the model's folder, bad external data references (checked, not read)."""
+    _check_opset(model)
+    problems = model_problems(model)
+    external = external_data_problems(model, folder) if folder is not None else []
     unsupported = [r for r in node_support(model) if r.status == "unsupported"]
-    if unsupported:
-        raise AitcError(
-            [f"node '{r.name}' ({r.op_type}): unsupported: {r.reason}" for r in unsupported],
-            hint="`aitc check MODEL` lists every node; `aitc check --ops` lists the supported op types",
-        )
+    problems += external + [f"node '{r.name}' ({r.op_type}): unsupported: {r.reason}" for r in unsupported]
+    if problems:
+        hint = _EXTERNAL_HINT if external else None
+        if unsupported:
+            hint = "`aitc check MODEL` lists every node; `aitc check --ops` lists the supported op types"
+        raise AitcError(problems, hint=hint)
+
+
+def check_onnx(model: onnx.ModelProto) -> None:
+    """onnx.checker, its complaint reduced to one line with the offending node or tensor."""
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as error:
-        raise AitcError(f"invalid ONNX model: {str(error).strip().splitlines()[0]}") from None
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        context = [line.removeprefix("==> Context:").strip() for line in lines if line.startswith("==>")]
+        message = lines[0] if lines else "onnx.checker failed"
+        where = f" ({context[0]})" if context else ""
+        raise AitcError(f"invalid ONNX model: {message}{where}") from None
 
 
 # --------------------------------------------------------------------------- shapes
@@ -197,43 +401,78 @@ def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence
     ]
     for name, value in inputs.items():
         tensor_type = value.type.tensor_type
-        if not value.type.HasField("tensor_type"):
-            problems.append(f"input '{name}' is not a tensor")
-            continue
         if name in input_shapes:
-            shape = tensor_type.shape
             wanted = list(input_shapes[name])
-            if shape.dim and len(shape.dim) != len(wanted):
+            if tensor_type.HasField("shape") and len(tensor_type.shape.dim) != len(wanted):
                 problems.append(
-                    f"--input-shape {name}: rank {len(wanted)} but the model says rank {len(shape.dim)}"
+                    f"--input-shape {name}: rank {len(wanted)}, but the model says rank "
+                    f"{len(tensor_type.shape.dim)} {_dims(value)}"
                 )
                 continue
+            shape = tensor_type.shape
             del shape.dim[:]
             for d in wanted:
                 shape.dim.add().dim_value = d
-        dims = _dims(value)
-        if not tensor_type.HasField("shape"):
-            problems.append(f"input '{name}' has no shape; pass --input-shape {name}=D0xD1x...")
-        elif any(isinstance(d, str) for d in dims):
-            example = "x".join(str(d) if isinstance(d, int) else "N" for d in dims)
-            problems.append(
-                f"input '{name}' has dynamic dims {dims}; pin them with --input-shape {name}={example}"
-            )
-        else:
-            try:
-                check_dims([int(d) for d in dims], f"input {name}")
-            except Unsupported as error:
-                problems.append(str(error))
+        problems += _input_shape_problems(name, value)
     if problems:
         raise AitcError(problems)
+
+
+def _input_shape_problems(name: str, value: onnx.ValueInfoProto) -> list[str]:
+    if not value.type.tensor_type.HasField("shape"):
+        return [f"input '{name}' has no shape; pass --input-shape {name}=D0xD1x..."]
+    dims = _dims(value)
+    if any(isinstance(d, str) for d in dims):
+        example = "x".join(str(d) if isinstance(d, int) else "1" for d in dims)
+        symbolic = ", ".join(f"'{d}'" for d in dims if isinstance(d, str))
+        return [
+            f"input '{name}' has dynamic dims {symbolic} (shape {dims}); "
+            f"pin them with --input-shape {name}={example}"
+        ]
+    problem = _dims_problem([int(d) for d in dims], f"input '{name}'")
+    return [problem] if problem else []
+
+
+_INFERENCE_LINE = re.compile(r"\(op_type:(\w*), node name: ([^)]*)\): (?:\[\w+\] )?(.*)")
+
+
+def _declared_types(model: onnx.ModelProto) -> dict[str, str]:
+    """`name -> f32[3x4]` for every value whose type the model states (inputs, initializers, value_info)."""
+    types = {}
+    for value in [*model.graph.input, *model.graph.value_info]:
+        if value.type.HasField("tensor_type"):
+            elem = _type_name(value.type.tensor_type.elem_type).lower()
+            types[value.name] = f"{elem}[{'x'.join(str(d) for d in _dims(value))}]"
+    for tensor in model.graph.initializer:
+        types[tensor.name] = f"{_type_name(tensor.data_type).lower()}[{'x'.join(map(str, tensor.dims))}]"
+    return types
+
+
+def _inference_problems(model: onnx.ModelProto, text: str) -> list[str]:
+    """onnx's shape inference complaints, one line per node, with the node's input types."""
+    nodes = {n.name: n for n in model.graph.node if n.name}
+    types = _declared_types(model)
+    problems = []
+    for match in _INFERENCE_LINE.finditer(text):
+        op_type, name, message = match.groups()
+        if "instead is null" in message and problems:
+            continue  # a consequence of an earlier problem
+        node = nodes.get(name)
+        known = [f"{i} {types[i]}" for i in (node.input if node else []) if i in types]
+        inputs = f" (inputs: {', '.join(known)})" if known else ""
+        problems.append(f"node '{name}' ({op_type}): inconsistent shapes or types: {message.strip()}{inputs}")
+    return problems
 
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        raise AitcError(f"inconsistent shapes or types: {' '.join(lines)[:400]}") from None
+        problems = _inference_problems(model, str(error))
+        if not problems:
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            problems = [f"inconsistent shapes or types: {' '.join(lines)[:400]}"]
+        raise AitcError(problems, hint="onnx's strict shape inference rejects the model") from None
 
 
 # --------------------------------------------------------------------------- lowering
@@ -261,8 +500,10 @@ def _lower_nodes(model: onnx.ModelProto, lowering: Lowering, env: dict[str, Valu
         lowering.at_node(node, index)
         label = node.name or f"{node.op_type}_{index}"
         inputs = [env[name] if name else None for name in node.input]
+        last = lowering.block.last_op
         try:
             outputs = ONNX_OPS[node.op_type].lower(lowering, node, inputs)
+            _verify_new_ops(lowering.block, last)
         except Unsupported as error:
             raise AitcError(f"node '{label}' ({node.op_type}): {error}") from None
         except (VerifyException, DiagnosticException, ValueError, IndexError) as error:
@@ -270,6 +511,15 @@ def _lower_nodes(model: onnx.ModelProto, lowering: Lowering, env: dict[str, Valu
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 env[name] = value
+
+
+def _verify_new_ops(block: Block, last: Operation | None) -> None:
+    """Verifies the ops added after `last`, so that a bad attribute is blamed on its ONNX node
+    (onnx's shape inference does not check everything, e.g. Conv's group against the channels)."""
+    op = last.next_op if last is not None else block.first_op
+    while op is not None:
+        op.verify()
+        op = op.next_op
 
 
 def _value_type(value: Value) -> TensorType:
@@ -309,10 +559,16 @@ def import_onnx(
     The entry function is `@main`; its arguments and results carry the ONNX names as
     `graph.name` attributes, and every op's location is the ONNX node name.
     """
-    model = onnx.ModelProto()
-    model.CopyFrom(_as_model(source))
-    validate(model)
+    if isinstance(source, onnx.ModelProto):
+        model = onnx.ModelProto()
+        model.CopyFrom(_as_model(source))
+        validate(model)
+    else:  # validate before reading external weights: a model aitc cannot import costs nothing
+        model = load_model(source, external_data=False)
+        validate(model, Path(source).parent)
+        _load_external_data(model, Path(source).parent)
     pin_input_shapes(model, input_shapes or {})
+    check_onnx(model)
     inferred = _infer_shapes(model)
     env: dict[str, Value] = dict(_initializers(model))
     block = Block()
@@ -355,6 +611,7 @@ def _erase_unused_constants(block: Block) -> None:
 def check_model(
     source: str | os.PathLike | onnx.ModelProto,
 ) -> list[NodeSupport]:
-    """The per-node support table of `aitc check` (loading errors still raise AitcError)."""
-    model = _as_model(source)
+    """The per-node support table of `aitc check` (loading errors still raise AitcError; weights
+    in external files are not needed, so not read)."""
+    model = source if isinstance(source, onnx.ModelProto) else load_model(source, external_data=False)
     return node_support(model)

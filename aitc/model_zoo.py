@@ -1,0 +1,486 @@
+"""Small ONNX models built in code, for tests, examples and benchmarks.
+
+Every builder returns `(model, example_inputs)`: an `onnx.ModelProto` that passes
+`onnx.checker` and runs in onnxruntime, and a dict of deterministic example inputs keyed by the
+model's input names. Weights are random but seeded, so a builder called twice with the same
+arguments returns byte-identical models.
+
+Node names follow torch.onnx's export style (`/layer.0/attn/MatMul`), and the batch dim of
+every image/sequence input is dynamic (`N`), so importing needs `--input-shape` (or the
+`input_shapes` argument of `import_onnx`) unless you pin it (`with_static_batch`). The
+benchmark `encoder` is static by default (`dynamic_batch=True` makes it dynamic too).
+
+    mlp()                        Gemm / MatMul+Add / Relu / Softmax
+    cnn_bn_pool()                Conv+BN+Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Gemm
+    residual_block()             two ResNet basic blocks (identity and projection shortcut)
+    depthwise_separable()        MobileNet block: depthwise Conv, BN, Clip 0..6, pointwise Conv
+    transformer_encoder_layer()  one BERT-style layer as torch.onnx exports it (opset 13..20)
+    encoder()                    a BERT-style encoder for benchmarks (~90 MB of weights by default)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+Inputs = dict[str, np.ndarray]
+Dims = Sequence[int | str]
+
+
+class GraphBuilder:
+    """Collects nodes, initializers and graph inputs/outputs for one ONNX graph."""
+
+    def __init__(self, name: str, opset: int = 17, seed: int = 0):
+        self.name = name
+        self.opset = opset
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self._names: set[str] = set()
+
+    # -- values
+    def input(self, name: str, dims: Dims, elem_type: int = TensorProto.FLOAT) -> str:
+        """Declares a graph input; string dims are symbolic (dynamic)."""
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
+        return name
+
+    def output(self, value: str, name: str, dims: Dims, elem_type: int = TensorProto.FLOAT) -> str:
+        """Declares a graph output `name`, renaming the last node output `value` to it."""
+        for node in reversed(self.nodes):
+            for i, out in enumerate(node.output):
+                if out == value:
+                    node.output[i] = name
+                    self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
+                    return name
+        raise ValueError(f"no node produces '{value}'")
+
+    def const(self, name: str, value: np.ndarray | float | int | Sequence) -> str:
+        """An initializer holding `value` (int lists become int64, floats float32)."""
+        array = np.asarray(value)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif array.dtype.kind == "i":
+            array = array.astype(np.int64)
+        name = self._unique(name)
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def weight(self, name: str, shape: Sequence[int], fan_in: int | None = None) -> str:
+        """A random float32 weight, scaled by 1/sqrt(fan_in) so activations stay O(1)."""
+        fan = fan_in if fan_in is not None else (shape[0] if len(shape) > 0 else 1)
+        value = self.rng.standard_normal(tuple(shape)).astype(np.float32) / np.float32(math.sqrt(fan))
+        return self.const(name, value)
+
+    def uniform(self, name: str, shape: Sequence[int], low: float, high: float) -> str:
+        """A random float32 initializer drawn uniformly from [low, high)."""
+        return self.const(name, self.rng.uniform(low, high, tuple(shape)).astype(np.float32))
+
+    # -- nodes
+    def node(self, op_type: str, inputs: Sequence[str], name: str, outputs: int = 1, **attributes) -> str:
+        """Adds a node named `name`; returns its (first) output, named `name` + ':0'-style suffixes."""
+        name = self._unique(name)
+        out_names = [f"{name}_output_{i}" for i in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), out_names, name=name, **attributes))
+        return out_names[0]
+
+    def _unique(self, name: str) -> str:
+        candidate, index = name, 1
+        while candidate in self._names:
+            candidate = f"{name}_{index}"
+            index += 1
+        self._names.add(candidate)
+        return candidate
+
+    # -- model
+    def model(self) -> onnx.ModelProto:
+        """The finished, checked model."""
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
+        opsets = [helper.make_opsetid("", self.opset)]
+        model = helper.make_model(
+            graph,
+            opset_imports=opsets,
+            ir_version=helper.find_min_ir_version_for(opsets),
+            producer_name="aitc.model_zoo",
+        )
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+# --------------------------------------------------------------------------- layer helpers
+
+
+def _linear(b: GraphBuilder, x: str, prefix: str, n_in: int, n_out: int) -> str:
+    """torch.nn.Linear on a rank >= 2 input: MatMul by W^T (stored transposed) then Add bias."""
+    w = b.weight(f"{prefix}.weight_t", [n_in, n_out])
+    bias = b.uniform(f"{prefix}.bias", [n_out], -0.1, 0.1)
+    y = b.node("MatMul", [x, w], f"/{prefix}/MatMul")
+    return b.node("Add", [y, bias], f"/{prefix}/Add")
+
+
+def _conv(
+    b: GraphBuilder,
+    x: str,
+    prefix: str,
+    c_in: int,
+    c_out: int,
+    kernel: int,
+    stride: int = 1,
+    group: int = 1,
+    bias: bool = False,
+) -> str:
+    """A square Conv with 'same' padding for odd kernels."""
+    w = b.weight(f"{prefix}.weight", [c_out, c_in // group, kernel, kernel], fan_in=c_in // group * kernel**2)
+    inputs = [x, w] + ([b.uniform(f"{prefix}.bias", [c_out], -0.1, 0.1)] if bias else [])
+    pad = kernel // 2
+    attributes = {"kernel_shape": [kernel, kernel], "pads": [pad] * 4, "strides": [stride, stride]}
+    if group != 1:
+        attributes["group"] = group
+    return b.node("Conv", inputs, f"/{prefix}/Conv", **attributes)
+
+
+def _batch_norm(b: GraphBuilder, x: str, prefix: str, channels: int) -> str:
+    """Inference BatchNormalization with random running statistics."""
+    scale = b.uniform(f"{prefix}.weight", [channels], 0.5, 1.5)
+    shift = b.uniform(f"{prefix}.bias", [channels], -0.2, 0.2)
+    mean = b.uniform(f"{prefix}.running_mean", [channels], -0.2, 0.2)
+    var = b.uniform(f"{prefix}.running_var", [channels], 0.5, 1.5)
+    return b.node(
+        "BatchNormalization", [x, scale, shift, mean, var], f"/{prefix}/BatchNormalization", epsilon=1e-5
+    )
+
+
+def _relu6(b: GraphBuilder, x: str, prefix: str) -> str:
+    """Relu6 as torch exports it since opset 11: Clip with min/max inputs."""
+    low = b.const(f"{prefix}.clip_min", np.float32(0.0))
+    high = b.const(f"{prefix}.clip_max", np.float32(6.0))
+    return b.node("Clip", [x, low, high], f"/{prefix}/Clip")
+
+
+def _unsqueeze(b: GraphBuilder, x: str, axes: Sequence[int], name: str) -> str:
+    if b.opset >= 13:
+        return b.node("Unsqueeze", [x, b.const(f"{name}.axes", list(axes))], name)
+    return b.node("Unsqueeze", [x], name, axes=list(axes))
+
+
+def _reduce_mean(b: GraphBuilder, x: str, axes: Sequence[int], name: str) -> str:
+    if b.opset >= 18:
+        return b.node("ReduceMean", [x, b.const(f"{name}.axes", list(axes))], name, keepdims=1)
+    return b.node("ReduceMean", [x], name, axes=list(axes), keepdims=1)
+
+
+def _layer_norm(b: GraphBuilder, x: str, prefix: str, hidden: int, decomposed: bool) -> str:
+    """LayerNormalization (opset 17+) or torch's opset-13 export of it.
+
+    Decomposed: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta.
+    """
+    gamma = b.uniform(f"{prefix}.weight", [hidden], 0.8, 1.2)
+    beta = b.uniform(f"{prefix}.bias", [hidden], -0.1, 0.1)
+    if not decomposed:
+        return b.node(
+            "LayerNormalization", [x, gamma, beta], f"/{prefix}/LayerNormalization", axis=-1, epsilon=1e-5
+        )
+    p = f"/{prefix}"
+    mean = _reduce_mean(b, x, [-1], f"{p}/ReduceMean")
+    centered = b.node("Sub", [x, mean], f"{p}/Sub")
+    squared = b.node("Pow", [centered, b.const(f"{prefix}.pow_exponent", np.float32(2.0))], f"{p}/Pow")
+    var = _reduce_mean(b, squared, [-1], f"{p}/ReduceMean_1")
+    var_eps = b.node("Add", [var, b.const(f"{prefix}.eps", np.float32(1e-5))], f"{p}/Add")
+    std = b.node("Sqrt", [var_eps], f"{p}/Sqrt")
+    normed = b.node("Div", [centered, std], f"{p}/Div")
+    scaled = b.node("Mul", [normed, gamma], f"{p}/Mul")
+    return b.node("Add", [scaled, beta], f"{p}/Add_1")
+
+
+def _gelu(b: GraphBuilder, x: str, prefix: str, use_op: bool) -> str:
+    """Gelu (opset 20 op) or torch's exact-erf export: x * 0.5 * (1 + erf(x / sqrt 2))."""
+    p = f"/{prefix}"
+    if use_op:
+        return b.node("Gelu", [x], f"{p}/Gelu")
+    scaled = b.node("Div", [x, b.const(f"{prefix}.sqrt2", np.float32(math.sqrt(2.0)))], f"{p}/Div")
+    erf = b.node("Erf", [scaled], f"{p}/Erf")
+    shifted = b.node("Add", [erf, b.const(f"{prefix}.one", np.float32(1.0))], f"{p}/Add")
+    product = b.node("Mul", [x, shifted], f"{p}/Mul")
+    return b.node("Mul", [product, b.const(f"{prefix}.half", np.float32(0.5))], f"{p}/Mul_1")
+
+
+def _batch_dim(b: GraphBuilder, x: str, prefix: str) -> str:
+    """torch's dynamic-batch idiom: Shape -> Gather(0) -> Unsqueeze(0), a 1-element int64 tensor."""
+    shape = b.node("Shape", [x], f"/{prefix}/Shape")
+    batch = b.node(
+        "Gather", [shape, b.const(f"{prefix}.batch_index", np.int64(0))], f"/{prefix}/Gather", axis=0
+    )
+    return _unsqueeze(b, batch, [0], f"/{prefix}/Unsqueeze")
+
+
+def _split_heads(
+    b: GraphBuilder, x: str, batch: str, prefix: str, heads: Sequence[int], perm: list[int]
+) -> str:
+    """[N, S, H*D] -> heads: Reshape to [N, S, H, D] (target computed by Concat), then Transpose."""
+    target = b.node("Concat", [batch, b.const(f"{prefix}.shape", list(heads))], f"/{prefix}/Concat", axis=0)
+    split = b.node("Reshape", [x, target], f"/{prefix}/Reshape")
+    return b.node("Transpose", [split], f"/{prefix}/Transpose", perm=perm)
+
+
+def _attention(b: GraphBuilder, x: str, mask: str, prefix: str, hidden: int, heads: int, seq: int) -> str:
+    """Multi-head self-attention as torch.onnx exports BERT's: returns the output projection."""
+    head_dim = hidden // heads
+    batch = _batch_dim(b, x, f"{prefix}/batch")
+    per_head = [seq, heads, head_dim]
+    q = _linear(b, x, f"{prefix}/query", hidden, hidden)
+    q = _split_heads(b, q, batch, f"{prefix}/q_heads", per_head, perm=[0, 2, 1, 3])  # N H S D
+    k = _linear(b, x, f"{prefix}/key", hidden, hidden)
+    k_t = _split_heads(b, k, batch, f"{prefix}/k_heads", per_head, perm=[0, 2, 3, 1])  # N H D S
+    v = _linear(b, x, f"{prefix}/value", hidden, hidden)
+    v = _split_heads(b, v, batch, f"{prefix}/v_heads", per_head, perm=[0, 2, 1, 3])  # N H S D
+    scores = b.node("MatMul", [q, k_t], f"/{prefix}/MatMul")
+    scale = b.const(f"{prefix}.scale", np.float32(math.sqrt(head_dim)))
+    scores = b.node("Div", [scores, scale], f"/{prefix}/Div")
+    scores = b.node("Add", [scores, mask], f"/{prefix}/Add")
+    probs = b.node("Softmax", [scores], f"/{prefix}/Softmax", axis=-1)
+    context = b.node("MatMul", [probs, v], f"/{prefix}/MatMul_1")
+    context = b.node("Transpose", [context], f"/{prefix}/Transpose", perm=[0, 2, 1, 3])
+    merged = b.const(f"{prefix}.merged_shape", [0, seq, hidden])  # 0 keeps the batch dim
+    context = b.node("Reshape", [context, merged], f"/{prefix}/Reshape")
+    return _linear(b, context, f"{prefix}/output/dense", hidden, hidden)
+
+
+def _extended_mask(b: GraphBuilder, mask: str, prefix: str) -> str:
+    """HF BERT's additive mask: (1 - mask[:, None, None, :]) * -10000, shape [N, 1, 1, S]."""
+    expanded = _unsqueeze(b, mask, [1, 2], f"/{prefix}/Unsqueeze")
+    inverted = b.node("Sub", [b.const(f"{prefix}.one", np.float32(1.0)), expanded], f"/{prefix}/Sub")
+    return b.node("Mul", [inverted, b.const(f"{prefix}.neg_inf", np.float32(-10000.0))], f"/{prefix}/Mul")
+
+
+def _encoder_layer(
+    b: GraphBuilder,
+    x: str,
+    mask: str,
+    prefix: str,
+    hidden: int,
+    heads: int,
+    seq: int,
+    ffn: int,
+    decomposed: bool,
+) -> str:
+    """Post-norm BERT layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+    attn = _attention(b, x, mask, f"{prefix}/attention", hidden, heads, seq)
+    x = b.node("Add", [attn, x], f"/{prefix}/attention/residual/Add")
+    x = _layer_norm(b, x, f"{prefix}/attention/LayerNorm", hidden, decomposed)
+    h = _linear(b, x, f"{prefix}/intermediate/dense", hidden, ffn)
+    h = _gelu(b, h, f"{prefix}/intermediate/gelu", use_op=not decomposed and b.opset >= 20)
+    h = _linear(b, h, f"{prefix}/output/dense", ffn, hidden)
+    x = b.node("Add", [h, x], f"/{prefix}/output/residual/Add")
+    return _layer_norm(b, x, f"{prefix}/output/LayerNorm", hidden, decomposed)
+
+
+def _mask_example(batch: int, seq: int) -> np.ndarray:
+    mask = np.ones((batch, seq), np.float32)
+    for row in range(1, batch):  # later rows are padded sequences
+        mask[row, seq - (row * seq) // (2 * batch) - 1 :] = 0.0
+    return mask
+
+
+# --------------------------------------------------------------------------- models
+
+
+def mlp(batch: int = 4, features: int = 64, hidden: int = 128, classes: int = 10, seed: int = 0):
+    """Two hidden layers (Gemm transB=1 + Relu, MatMul + Add + Relu), Gemm head, Softmax.
+
+    Input `x` [N, features]; output `probs` [N, classes].
+    """
+    b = GraphBuilder("mlp", opset=17, seed=seed)
+    x = b.input("x", ["N", features])
+    w1 = b.weight("fc1.weight", [hidden, features], fan_in=features)  # torch layout: [out, in]
+    h = b.node("Gemm", [x, w1, b.uniform("fc1.bias", [hidden], -0.1, 0.1)], "/fc1/Gemm", transB=1)
+    h = b.node("Relu", [h], "/relu1/Relu")
+    h = b.node("Relu", [_linear(b, h, "fc2", hidden, hidden)], "/relu2/Relu")
+    w3 = b.weight("fc3.weight", [classes, hidden], fan_in=hidden)
+    logits = b.node("Gemm", [h, w3, b.uniform("fc3.bias", [classes], -0.1, 0.1)], "/fc3/Gemm", transB=1)
+    probs = b.node("Softmax", [logits], "/Softmax", axis=-1)
+    b.output(probs, "probs", ["N", classes])
+    return b.model(), {"x": b.rng.standard_normal((batch, features)).astype(np.float32)}
+
+
+def cnn_bn_pool(batch: int = 2, image: int = 16, classes: int = 10, seed: int = 0):
+    """A small CNN: Conv+BN+Relu, MaxPool, Conv+BN+Relu, AveragePool, Conv+Relu,
+    GlobalAveragePool, Flatten, Gemm.
+
+    Input `image` [N, 3, image, image]; output `logits` [N, classes].
+    """
+    b = GraphBuilder("cnn_bn_pool", opset=17, seed=seed)
+    x = b.input("image", ["N", 3, image, image])
+    x = _conv(b, x, "conv1", 3, 8, 3)
+    x = b.node("Relu", [_batch_norm(b, x, "bn1", 8)], "/relu1/Relu")
+    x = b.node("MaxPool", [x], "/pool1/MaxPool", kernel_shape=[2, 2], strides=[2, 2])
+    x = _conv(b, x, "conv2", 8, 16, 3)
+    x = b.node("Relu", [_batch_norm(b, x, "bn2", 16)], "/relu2/Relu")
+    x = b.node("AveragePool", [x], "/pool2/AveragePool", kernel_shape=[2, 2], strides=[2, 2])
+    x = b.node("Relu", [_conv(b, x, "conv3", 16, 32, 3, bias=True)], "/relu3/Relu")
+    x = b.node("GlobalAveragePool", [x], "/gap/GlobalAveragePool")
+    x = b.node("Flatten", [x], "/Flatten", axis=1)
+    w = b.weight("fc.weight", [classes, 32], fan_in=32)
+    logits = b.node("Gemm", [x, w, b.uniform("fc.bias", [classes], -0.1, 0.1)], "/fc/Gemm", transB=1)
+    b.output(logits, "logits", ["N", classes])
+    return b.model(), {"image": b.rng.standard_normal((batch, 3, image, image)).astype(np.float32)}
+
+
+def _basic_block(b: GraphBuilder, x: str, prefix: str, c_in: int, c_out: int, stride: int) -> str:
+    """ResNet BasicBlock: conv-bn-relu-conv-bn, + shortcut (1x1 conv-bn when shape changes), relu."""
+    h = _conv(b, x, f"{prefix}/conv1", c_in, c_out, 3, stride=stride)
+    h = b.node("Relu", [_batch_norm(b, h, f"{prefix}/bn1", c_out)], f"/{prefix}/relu/Relu")
+    h = _batch_norm(b, _conv(b, h, f"{prefix}/conv2", c_out, c_out, 3), f"{prefix}/bn2", c_out)
+    shortcut = x
+    if stride != 1 or c_in != c_out:
+        shortcut = _conv(b, x, f"{prefix}/downsample/0", c_in, c_out, 1, stride=stride)
+        shortcut = _batch_norm(b, shortcut, f"{prefix}/downsample/1", c_out)
+    h = b.node("Add", [h, shortcut], f"/{prefix}/Add")
+    return b.node("Relu", [h], f"/{prefix}/relu_1/Relu")
+
+
+def residual_block(batch: int = 2, channels: int = 8, image: int = 12, seed: int = 0):
+    """Two ResNet basic blocks: identity shortcut, then stride 2 with a projection shortcut.
+
+    Input `x` [N, channels, image, image]; output `y` [N, 2*channels, image/2, image/2].
+    """
+    b = GraphBuilder("residual_block", opset=17, seed=seed)
+    x = b.input("x", ["N", channels, image, image])
+    h = _basic_block(b, x, "layer1.0", channels, channels, 1)
+    h = _basic_block(b, h, "layer2.0", channels, 2 * channels, 2)
+    out = image // 2
+    b.output(h, "y", ["N", 2 * channels, out, out])
+    return b.model(), {"x": b.rng.standard_normal((batch, channels, image, image)).astype(np.float32)}
+
+
+def depthwise_separable(batch: int = 2, channels: int = 8, image: int = 12, seed: int = 0):
+    """MobileNet's block: depthwise 3x3 Conv (group=C), BN, Relu6 (Clip 0..6), pointwise 1x1 Conv,
+    BN, Relu6.
+
+    Input `x` [N, channels, image, image]; output `y` [N, 2*channels, image, image].
+    """
+    b = GraphBuilder("depthwise_separable", opset=17, seed=seed)
+    x = b.input("x", ["N", channels, image, image])
+    h = _conv(b, x, "dw", channels, channels, 3, group=channels)
+    h = _relu6(b, _batch_norm(b, h, "dw_bn", channels), "dw_relu6")
+    h = _conv(b, h, "pw", channels, 2 * channels, 1)
+    h = _relu6(b, _batch_norm(b, h, "pw_bn", 2 * channels), "pw_relu6")
+    b.output(h, "y", ["N", 2 * channels, image, image])
+    return b.model(), {"x": 2 * b.rng.standard_normal((batch, channels, image, image)).astype(np.float32)}
+
+
+def transformer_encoder_layer(
+    opset: int = 17,
+    hidden: int = 64,
+    heads: int = 4,
+    seq: int = 16,
+    ffn: int = 128,
+    decomposed: bool = False,
+    batch: int = 2,
+    seed: int = 0,
+):
+    """One BERT encoder layer as torch.onnx exports it.
+
+    Inputs `x` [N, seq, hidden] and `attention_mask` [N, seq] (1 = token, 0 = padding);
+    output `y` [N, seq, hidden]. The attention reshapes its heads through the dynamic-batch
+    idiom Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+
+    LayerNormalization exists from opset 17 and Gelu from opset 20; `decomposed=True` (forced
+    below opset 17) writes both as torch's opset-13 export does, and below opset 20 GELU is
+    always the Div/Erf/Add/Mul/Mul form.
+    """
+    if hidden % heads:
+        raise ValueError(f"hidden {hidden} is not a multiple of heads {heads}")
+    decomposed = decomposed or opset < 17
+    b = GraphBuilder("transformer_encoder_layer", opset=opset, seed=seed)
+    x = b.input("x", ["N", seq, hidden])
+    mask = _extended_mask(b, b.input("attention_mask", ["N", seq]), "mask")
+    y = _encoder_layer(b, x, mask, "layer.0", hidden, heads, seq, ffn, decomposed)
+    b.output(y, "y", ["N", seq, hidden])
+    example = {
+        "x": b.rng.standard_normal((batch, seq, hidden)).astype(np.float32),
+        "attention_mask": _mask_example(batch, seq),
+    }
+    return b.model(), example
+
+
+def encoder(
+    layers: int = 6,
+    hidden: int = 512,
+    heads: int = 8,
+    ffn: int = 2048,
+    seq: int = 128,
+    vocab: int = 7000,
+    opset: int = 17,
+    decomposed: bool = False,
+    batch: int = 1,
+    dynamic_batch: bool = False,
+    seed: int = 0,
+):
+    """A BERT-style encoder for benchmarks: embeddings (token Gather + position Add + LayerNorm),
+    then `layers` encoder layers.
+
+    Inputs `input_ids` int64 [B, seq] and `attention_mask` [B, seq]; output `last_hidden_state`
+    [B, seq, hidden], where B is `batch` (static, so a benchmark imports it as is) or, with
+    `dynamic_batch=True`, the symbolic dim `N`.
+
+    The defaults hold 90,260,248 bytes of weights (86.1 MiB): 6 layers of 12,609,656 bytes
+    each, a 14,336,000-byte token embedding (vocab 7000 x 512), 262,144 bytes of position
+    embeddings, a 4,096-byte LayerNorm and 72 bytes of shape constants; see `weight_bytes`.
+    """
+    if hidden % heads:
+        raise ValueError(f"hidden {hidden} is not a multiple of heads {heads}")
+    decomposed = decomposed or opset < 17
+    b = GraphBuilder("encoder", opset=opset, seed=seed)
+    n: int | str = "N" if dynamic_batch else batch
+    ids = b.input("input_ids", [n, seq], TensorProto.INT64)
+    mask = _extended_mask(b, b.input("attention_mask", [n, seq]), "mask")
+    table = b.weight("embeddings.word_embeddings.weight", [vocab, hidden], fan_in=1)
+    x = b.node("Gather", [table, ids], "/embeddings/word_embeddings/Gather", axis=0)
+    positions = b.weight("embeddings.position_embeddings", [1, seq, hidden], fan_in=1)
+    x = b.node("Add", [x, positions], "/embeddings/Add")
+    x = _layer_norm(b, x, "embeddings/LayerNorm", hidden, decomposed)
+    for index in range(layers):
+        x = _encoder_layer(b, x, mask, f"encoder/layer.{index}", hidden, heads, seq, ffn, decomposed)
+    b.output(x, "last_hidden_state", [n, seq, hidden])
+    example = {
+        "input_ids": b.rng.integers(0, vocab, (batch, seq)).astype(np.int64),
+        "attention_mask": _mask_example(batch, seq),
+    }
+    return b.model(), example
+
+
+def with_static_batch(model: onnx.ModelProto, batch: int = 1) -> onnx.ModelProto:
+    """A copy of `model` whose symbolic (dynamic) input/output dims are pinned to `batch`."""
+    pinned = onnx.ModelProto()
+    pinned.CopyFrom(model)
+    for value in [*pinned.graph.input, *pinned.graph.output]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.dim_value = batch
+    onnx.checker.check_model(pinned, full_check=True)
+    return pinned
+
+
+def weight_bytes(model: onnx.ModelProto) -> int:
+    """Total bytes of the model's initializers (its weights)."""
+    total = 0
+    for tensor in model.graph.initializer:
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+        total += int(np.prod(tensor.dims, dtype=np.int64)) * itemsize
+    return total
+
+
+ZOO = {
+    "mlp": mlp,
+    "cnn_bn_pool": cnn_bn_pool,
+    "residual_block": residual_block,
+    "depthwise_separable": depthwise_separable,
+    "transformer_encoder_layer": transformer_encoder_layer,
+    "encoder": encoder,
+}
+"""Builder name -> builder function."""

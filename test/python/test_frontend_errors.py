@@ -1,0 +1,570 @@
+"""One test per user-facing diagnostic of `aitc import` / `aitc run`.
+
+Each bad input must give: exit status 1, `FILE: error: ...` lines that say what is wrong (and,
+where it helps, how to fix it), no traceback, and no output file (nor a temporary one) left
+behind. Most tests call the CLI in-process; `test_real_process_*` run the installed `aitc`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from aitc import model_zoo
+from aitc.diagnostics import AitcError
+from aitc.frontend import onnx_import
+from aitc.frontend.onnx_import import import_onnx
+from aitc.tools.aitc_main import main
+
+AITC = Path(sys.executable).with_name("aitc")
+F32 = TensorProto.FLOAT
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def tensor(name: str, dims: Sequence[int | str | None] | None, elem_type: int = F32) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, None if dims is None else list(dims))
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset: int = 17, extra_opsets=()) -> onnx.ModelProto:
+    """A model built without onnx.checker, so that it can be as broken as a test needs."""
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", opset), *extra_opsets]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def relu_model(dims: Sequence[int | str], opset: int = 17) -> onnx.ModelProto:
+    return make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [tensor("x", dims)],
+        [tensor("y", dims)],
+        opset=opset,
+    )
+
+
+def add_weight_model(weight: onnx.TensorProto) -> onnx.ModelProto:
+    """y = x + w, with `w` an initializer the test has prepared (external, absurd...)."""
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return make_model([node], [tensor("x", [4, 4])], [tensor("y", [4, 4])], [weight])
+
+
+def save(model: onnx.ModelProto, path: Path) -> Path:
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def run_cli(capsys, argv: Sequence[str | os.PathLike]) -> tuple[int, str, str]:
+    """`aitc ARGV` in-process: (exit status, stdout, stderr)."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit_:  # argparse usage errors
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_user_error(code: int, err: str, where: str | os.PathLike, *fragments: str) -> None:
+    """Exit 1; every line `WHERE: error|note: ...` (or a compiler-style located error); fragments present."""
+    assert code == 1, err
+    assert "Traceback" not in err
+    assert "internal error" not in err
+    assert err.strip(), "no message"
+    for fragment in fragments:
+        assert fragment in err, f"{fragment!r} not in:\n{err}"
+    first = err.splitlines()[0]
+    assert first.startswith(f"{where}: error: ") or re.match(r"\S+:\d+:\d+: error: ", first), first
+
+
+def assert_nothing_written(folder: Path, *kept: Path) -> None:
+    """`folder` holds only the inputs the test wrote (no output, no temporary file)."""
+    leftovers = sorted(p.name for p in folder.iterdir() if p not in kept)
+    assert leftovers == [], leftovers
+
+
+def import_fails(capsys, tmp_path: Path, model_path: Path, *fragments: str, extra=()) -> str:
+    """`aitc import MODEL -o OUT` fails cleanly with `fragments` in the message; returns stderr."""
+    inputs = set(tmp_path.iterdir())
+    out = tmp_path / "out.mlir"
+    code, _, err = run_cli(capsys, ["import", model_path, "-o", out, *extra])
+    assert_user_error(code, err, model_path, *fragments)
+    assert_nothing_written(tmp_path, *inputs)
+    return err
+
+
+# --------------------------------------------------------------------------- not an ONNX file
+
+
+def test_truncated_file(capsys, tmp_path):
+    data = model_zoo.mlp()[0].SerializeToString()
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    import_fails(
+        capsys, tmp_path, path, "not an ONNX model", "protobuf parse failed", "note: the file is truncated"
+    )
+
+
+def test_truncated_before_the_opset(capsys, tmp_path):
+    """Cut exactly where opset_import starts: protobuf parses it, the opset is missing."""
+    model = relu_model([2, 4])
+    full = model.SerializeToString()
+    del model.opset_import[:]
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(full[: len(model.SerializeToString())])
+    import_fails(capsys, tmp_path, path, "declares no opset", "truncated")
+
+
+def test_png_file(capsys, tmp_path):
+    path = tmp_path / "photo.onnx"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00")
+    import_fails(capsys, tmp_path, path, "not an ONNX model", "looks like a PNG image")
+
+
+def test_text_file(capsys, tmp_path):
+    path = tmp_path / "notes.onnx"
+    path.write_text("this is not a model\nat all\n")
+    import_fails(
+        capsys, tmp_path, path, "not an ONNX model", "a text file starting with 'this is not a model'"
+    )
+
+
+def test_mlir_file_given_to_import(capsys, tmp_path):
+    path = tmp_path / "model.onnx"
+    path.write_text("builtin.module {\n}\n")
+    import_fails(capsys, tmp_path, path, "looks like an MLIR text file")
+
+
+def test_empty_file(capsys, tmp_path):
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    import_fails(capsys, tmp_path, path, "empty (0 bytes)", "not an ONNX model")
+
+
+def test_missing_file(capsys, tmp_path):
+    import_fails(capsys, tmp_path, tmp_path / "nothere.onnx", "no such file")
+
+
+def test_folder_instead_of_file(capsys, tmp_path):
+    folder = tmp_path / "model.onnx"
+    folder.mkdir()
+    import_fails(capsys, tmp_path, folder, "is a folder")
+
+
+# --------------------------------------------------------------------------- broken models
+
+
+def test_missing_initializer(capsys, tmp_path):
+    node = helper.make_node("MatMul", ["x", "weight"], ["y"], name="/fc/MatMul")
+    path = save(make_model([node], [tensor("x", [2, 3])], [tensor("y", [2, 4])]), tmp_path / "m.onnx")
+    import_fails(capsys, tmp_path, path, "node '/fc/MatMul' (MatMul) reads 'weight'", "missing initializer")
+
+
+def test_inconsistent_matmul_shapes(capsys, tmp_path):
+    node = helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")
+    model = make_model([node], [tensor("a", [3, 4]), tensor("b", [5, 6])], [tensor("y", [3, 6])])
+    err = import_fails(
+        capsys, tmp_path, save(model, tmp_path / "m.onnx"), "node 'mm' (MatMul)", "Incompatible dimensions"
+    )
+    assert "a float[3x4]" in err
+    assert "b float[5x6]" in err
+
+
+def test_declared_output_shape_contradicts_inference(capsys, tmp_path):
+    node = helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")
+    model = make_model([node], [tensor("a", [3, 4]), tensor("b", [4, 6])], [tensor("y", [3, 7])])
+    import_fails(capsys, tmp_path, save(model, tmp_path / "m.onnx"), "node 'mm' (MatMul)", "(6) vs (7)")
+
+
+def test_graph_op_verification_blames_the_onnx_node(capsys, tmp_path):
+    """onnx's shape inference lets Conv's group=3 on 8 channels through; the graph verifier does not."""
+    model, _ = model_zoo.depthwise_separable(channels=8)
+    conv = next(n for n in model.graph.node if n.name == "/dw/Conv")
+    next(a for a in conv.attribute if a.name == "group").i = 3
+    path = save(model, tmp_path / "m.onnx")
+    import_fails(
+        capsys, tmp_path, path, "node '/dw/Conv' (Conv): ", "group", extra=["--input-shape", "x=1x8x12x12"]
+    )
+
+
+def test_output_without_shape(capsys, tmp_path):
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    model = make_model([node], [tensor("x", [2, 4])], [tensor("y", None)])
+    import_fails(capsys, tmp_path, save(model, tmp_path / "m.onnx"), "graph output 'y' declares no shape")
+
+
+def test_opset_too_old(capsys, tmp_path):
+    path = save(relu_model([2, 4], opset=9), tmp_path / "old.onnx")
+    import_fails(capsys, tmp_path, path, "opset 9 is not supported", "convert_version")
+
+
+def test_unsupported_element_type(capsys, tmp_path):
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    model = make_model(
+        [node], [tensor("x", [2], TensorProto.BFLOAT16)], [tensor("y", [2], TensorProto.BFLOAT16)]
+    )
+    import_fails(
+        capsys, tmp_path, save(model, tmp_path / "m.onnx"), "graph input 'x' has element type BFLOAT16"
+    )
+
+
+def _unsupported_model() -> onnx.ModelProto:
+    """A custom-domain op and NonMaxSuppression, on an input with a dynamic batch."""
+    nodes = [
+        helper.make_node("FancyOp", ["boxes"], ["fancy"], name="/head/FancyOp", domain="com.example"),
+        helper.make_node(
+            "NonMaxSuppression", ["fancy", "scores"], ["selected"], name="/nms/NonMaxSuppression"
+        ),
+    ]
+    inputs = [tensor("boxes", ["N", 10, 4]), tensor("scores", ["N", 1, 10])]
+    outputs = [tensor("selected", [None, 3], TensorProto.INT64)]
+    return make_model(nodes, inputs, outputs, extra_opsets=[helper.make_opsetid("com.example", 1)])
+
+
+def test_unsupported_ops_are_all_listed_before_any_work(capsys, tmp_path, monkeypatch):
+    def no_work(*args, **kwargs):
+        raise AssertionError("validation must fail before shapes are pinned or inferred")
+
+    monkeypatch.setattr(onnx_import, "_load_external_data", no_work)
+    monkeypatch.setattr(onnx_import, "pin_input_shapes", no_work)
+    monkeypatch.setattr(onnx_import, "_infer_shapes", no_work)
+    path = save(_unsupported_model(), tmp_path / "detector.onnx")
+    err = import_fails(
+        capsys,
+        tmp_path,
+        path,
+        "node '/head/FancyOp' (FancyOp): unsupported: custom domain 'com.example'",
+        "node '/nms/NonMaxSuppression' (NonMaxSuppression): unsupported",
+        "aitc check",
+    )
+    assert err.count(": error: ") == 2
+
+
+def test_structural_problems_come_together(capsys, tmp_path):
+    """An undefined name and an unsupported op in one model: both reported in one run."""
+    nodes = [
+        helper.make_node("Add", ["x", "bias"], ["a"], name="add"),
+        helper.make_node("NonMaxSuppression", ["a", "a"], ["y"], name="nms"),
+    ]
+    model = make_model(nodes, [tensor("x", [1, 4, 4])], [tensor("y", [None, 3], TensorProto.INT64)])
+    err = import_fails(capsys, tmp_path, save(model, tmp_path / "m.onnx"), "reads 'bias'", "node 'nms'")
+    assert err.count(": error: ") == 2
+
+
+def test_check_lists_unsupported_ops_and_exits_1(capsys, tmp_path):
+    path = save(_unsupported_model(), tmp_path / "detector.onnx")
+    code, out, _ = run_cli(capsys, ["check", path])
+    assert code == 1
+    assert "/head/FancyOp" in out
+    assert "/nms/NonMaxSuppression" in out
+    assert "2 unsupported" in out
+
+
+# --------------------------------------------------------------------------- sizes and shapes
+
+
+def test_absurd_input_dims(capsys, tmp_path):
+    path = save(relu_model([10**12, 4]), tmp_path / "huge.onnx")
+    import_fails(capsys, tmp_path, path, "input 'x' has absurd dimensions [1000000000000, 4]")
+
+
+def test_absurd_initializer_dims(capsys, tmp_path):
+    weight = onnx.TensorProto(name="w", data_type=F32, dims=[10**6, 10**6], raw_data=b"\0" * 16)
+    path = save(add_weight_model(weight), tmp_path / "huge.onnx")
+    import_fails(capsys, tmp_path, path, "initializer 'w' has absurd dimensions [1000000, 1000000]")
+
+
+def test_absurd_input_shape_option(capsys, tmp_path):
+    path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
+    for shape in ("100000x100000", "4000000000x4"):
+        import_fails(capsys, tmp_path, path, "absurd dimensions", extra=["--input-shape", f"x={shape}"])
+
+
+def test_dynamic_dims_need_input_shape(capsys, tmp_path):
+    model, _ = model_zoo.transformer_encoder_layer(hidden=16, heads=2, seq=4, ffn=32)
+    path = save(model, tmp_path / "layer.onnx")
+    err = import_fails(capsys, tmp_path, path, "input 'x' has dynamic dims 'N'", "--input-shape x=1x4x16")
+    assert "--input-shape attention_mask=1x4" in err
+    # the suggested options work as given
+    options = [arg for m in re.findall(r"(--input-shape \S+)", err) for arg in m.split()]
+    out = tmp_path / "layer.mlir"
+    code, _, err = run_cli(capsys, ["import", path, "-o", out, *options])
+    assert code == 0, err
+    assert "tensor<1x4x16xf32>" in out.read_text()
+
+
+def test_input_without_shape(capsys, tmp_path):
+    path = save(relu_model([2, 4]), tmp_path / "m.onnx")
+    model = onnx.load(path)
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    save(model, path)
+    import_fails(capsys, tmp_path, path, "input 'x' has no shape", "--input-shape x=")
+
+
+def test_input_shape_names_unknown_input(capsys, tmp_path):
+    path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
+    import_fails(
+        capsys,
+        tmp_path,
+        path,
+        "--input-shape names 'image', which is not a model input (inputs: x)",
+        extra=["--input-shape", "x=2x4", "--input-shape", "image=1x3"],
+    )
+
+
+def test_input_shape_with_wrong_rank(capsys, tmp_path):
+    path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
+    import_fails(
+        capsys, tmp_path, path, "rank 3, but the model says rank 2", extra=["--input-shape", "x=2x4x1"]
+    )
+
+
+def test_malformed_input_shape_option(capsys, tmp_path):
+    path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
+    code, _, err = run_cli(capsys, ["import", path, "--input-shape", "x=2xfour"])
+    assert code == 2  # argparse's usage error
+    assert "dims must be integers" in err
+    assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- external data
+
+
+def external_weight(location: str, **extra: str) -> onnx.TensorProto:
+    weight = onnx.TensorProto(name="w", data_type=F32, dims=[4, 4], data_location=TensorProto.EXTERNAL)
+    for key, value in {"location": location, **extra}.items():
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    return weight
+
+
+@pytest.mark.parametrize("location", ["../secret.bin", "sub/../../secret.bin", "/etc/passwd"])
+def test_external_data_outside_the_model_folder(capsys, tmp_path, location):
+    (tmp_path / "secret.bin").write_bytes(b"\0" * 64)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    path = save(add_weight_model(external_weight(location)), folder / "m.onnx")
+    import_fails(
+        capsys, folder, path, f"initializer 'w': external data path '{location}' leaves the model's folder"
+    )
+
+
+def test_external_data_symlink_out_of_the_folder(capsys, tmp_path):
+    (tmp_path / "secret.bin").write_bytes(b"\0" * 64)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "w.bin").symlink_to(tmp_path / "secret.bin")
+    path = save(add_weight_model(external_weight("w.bin")), folder / "m.onnx")
+    import_fails(capsys, folder, path, "leaves the model's folder")
+
+
+def test_missing_external_data_file(capsys, tmp_path):
+    path = save(add_weight_model(external_weight("weights.bin")), tmp_path / "m.onnx")
+    import_fails(capsys, tmp_path, path, "external data file 'weights.bin' is missing")
+
+
+def test_external_data_too_short(capsys, tmp_path):
+    (tmp_path / "weights.bin").write_bytes(b"\0" * 10)
+    path = save(add_weight_model(external_weight("weights.bin")), tmp_path / "m.onnx")
+    import_fails(capsys, tmp_path, path, "gives 10 bytes", "needs 64")
+
+
+def test_external_data_with_garbage_offset(capsys, tmp_path):
+    (tmp_path / "weights.bin").write_bytes(b"\0" * 64)
+    path = save(add_weight_model(external_weight("weights.bin", offset="abc")), tmp_path / "m.onnx")
+    import_fails(capsys, tmp_path, path, "are not integers")
+
+
+def test_external_data_problems_come_with_the_unsupported_ops(capsys, tmp_path):
+    """Checked (not read) before any weight is loaded, and reported together with the other problems."""
+    model = add_weight_model(external_weight("weights.bin"))
+    model.graph.node.append(helper.make_node("NonMaxSuppression", ["y", "y"], ["boxes"], name="nms"))
+    model.graph.output.append(tensor("boxes", [None, 3], TensorProto.INT64))
+    path = save(model, tmp_path / "m.onnx")
+    err = import_fails(capsys, tmp_path, path, "'weights.bin' is missing", "node 'nms' (NonMaxSuppression)")
+    assert err.count(": error: ") == 2
+    code, _, err = run_cli(capsys, ["check", path])
+    assert code == 1
+    assert "'weights.bin' is missing" in err
+
+
+def test_external_data_loads_from_the_model_folder(capsys, tmp_path):
+    (tmp_path / "weights.bin").write_bytes(np.arange(16, dtype=np.float32).tobytes())
+    path = save(
+        add_weight_model(external_weight("weights.bin", offset="0", length="64")), tmp_path / "m.onnx"
+    )
+    code, _, err = run_cli(capsys, ["import", path, "-o", tmp_path / "m.mlir"])
+    assert code == 0, err
+
+
+def test_model_proto_with_unloaded_external_data(tmp_path, monkeypatch):
+    """The API never reads external data relative to the current folder."""
+    (tmp_path / "weights.bin").write_bytes(b"\0" * 64)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AitcError, match="keeps its data in an external file that was not loaded"):
+        import_onnx(add_weight_model(external_weight("weights.bin")))
+
+
+# --------------------------------------------------------------------------- aitc run
+
+
+@pytest.fixture
+def mlp_mlir(tmp_path, capsys) -> Path:
+    """The zoo MLP imported at batch 4: input `x` float32[4, 64], output `probs`."""
+    model, _ = model_zoo.mlp(batch=4)
+    onnx_path = save(model, tmp_path / "mlp.onnx")
+    code, _, err = run_cli(
+        capsys, ["import", onnx_path, "-o", tmp_path / "mlp.mlir", "--input-shape", "x=4x64"]
+    )
+    assert code == 0, err
+    return tmp_path / "mlp.mlir"
+
+
+def run_fails(capsys, mlir: Path, inputs: Path, *fragments: str) -> str:
+    folder = mlir.parent
+    before = set(folder.iterdir())
+    code, _, err = run_cli(capsys, ["run", mlir, "--inputs", inputs, "--outputs", folder / "out.npz"])
+    assert_user_error(code, err, mlir, *fragments)
+    assert_nothing_written(folder, *before)
+    return err
+
+
+@pytest.mark.parametrize(
+    ("arrays", "fragments"),
+    [
+        ({}, ["missing input(s): x"]),
+        ({"x": np.zeros((4, 64), np.float32), "y": np.zeros(3, np.float32)}, ["unknown input(s): y"]),
+        ({"image": np.zeros((4, 64), np.float32)}, ["missing input(s): x", "unknown input(s): image"]),
+        (
+            {"x": np.zeros((4, 65), np.float32)},
+            ["input 'x' is float32[4, 65], the model expects float32[4, 64]"],
+        ),
+        ({"x": np.zeros((4, 64))}, ["input 'x' is float64[4, 64], the model expects float32[4, 64]"]),
+    ],
+    ids=["missing", "extra", "renamed", "wrong-shape", "wrong-dtype"],
+)
+def test_run_with_wrong_inputs(capsys, tmp_path, mlp_mlir, arrays, fragments):
+    np.savez(tmp_path / "in.npz", **arrays)
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", *fragments)
+
+
+def test_run_with_truncated_npz(capsys, tmp_path, mlp_mlir):
+    np.savez(tmp_path / "good.npz", x=np.zeros((4, 64), np.float32))
+    data = (tmp_path / "good.npz").read_bytes()
+    (tmp_path / "bad.npz").write_bytes(data[: len(data) // 2])
+    run_fails(capsys, mlp_mlir, tmp_path / "bad.npz", "bad.npz is not a readable .npz/.npy file")
+
+
+def test_run_with_text_as_npz(capsys, tmp_path, mlp_mlir):
+    (tmp_path / "in.npz").write_text("x = 1, 2, 3\n")
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "is not a readable .npz/.npy file")
+
+
+def test_run_with_object_array_npz(capsys, tmp_path, mlp_mlir):
+    np.savez(tmp_path / "in.npz", x=np.array([{"a": 1}], dtype=object))
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "is not a readable .npz/.npy file", "allow_pickle")
+
+
+def test_run_with_npz_member_not_npy(capsys, tmp_path, mlp_mlir):
+    with zipfile.ZipFile(tmp_path / "in.npz", "w") as archive:
+        archive.writestr("x.npy", b"not numpy data")
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "entry 'x' is not a numeric array")
+
+
+def test_run_with_missing_npz(capsys, tmp_path, mlp_mlir):
+    run_fails(capsys, mlp_mlir, tmp_path / "nothere.npz", "no such file")
+
+
+MALFORMED_MLIR = """builtin.module {
+  func.func @main(%0: tensor<2xf32>) -> tensor<2xf32> {
+    %1 = graph.relu %0 : tensor<2xf32>
+    func.return %1
+  }
+}
+"""
+
+
+def test_run_malformed_mlir_shows_file_line_col(capsys, tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(MALFORMED_MLIR)
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, f"{path}:5:3: error: Expected ':'")
+    assert err.splitlines()[1:] == ["  }", "  ^"]
+
+
+def test_run_unknown_op_in_mlir(capsys, tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text("builtin.module {\n  %0 = graph.frobnicate : tensor<2xf32>\n}\n")
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, f"{path}:2:", "graph.frobnicate")
+
+
+def test_run_invalid_ir(capsys, tmp_path):
+    path = tmp_path / "bad.mlir"
+    text = MALFORMED_MLIR.replace("func.return %1", "func.return %1 : tensor<2xf32>")
+    path.write_text(text.replace("-> tensor<2xf32> {", "-> tensor<3xf32> {"))
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, "invalid IR", "tensor<3xf32>")
+
+
+def test_run_mlir_without_its_weights(tmp_path, mlp_mlir):
+    """In a fresh process (this one already holds the weights: the resource store is per process)."""
+    text = mlp_mlir.read_text()
+    mlp_mlir.write_text(text[: text.index("{-#")])  # drop the dialect_resources section
+    result = subprocess.run([AITC, "run", mlp_mlir], capture_output=True, text=True, check=False)
+    assert_user_error(result.returncode, result.stderr, mlp_mlir, "has no bytes", "dialect_resources")
+
+
+def test_run_binary_file_as_mlir(capsys, tmp_path):
+    path = tmp_path / "model.mlir"
+    path.write_bytes(model_zoo.mlp()[0].SerializeToString())
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, "is not a text (.mlir) file")
+
+
+def test_run_without_main(capsys, tmp_path):
+    path = tmp_path / "two.mlir"
+    body = (
+        "  func.func @{0}(%0: tensor<2xf32>) -> tensor<2xf32> {{\n    func.return %0 : tensor<2xf32>\n  }}\n"
+    )
+    path.write_text("builtin.module {\n" + body.format("foo") + body.format("bar") + "}\n")
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, "no function @main to run (functions: @foo, @bar)", "--entry")
+
+
+def test_run_onnx_with_dynamic_dims(capsys, tmp_path):
+    path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
+    code, _, err = run_cli(capsys, ["run", path])
+    assert_user_error(code, err, path, "--input-shape x=1x4")
+
+
+# --------------------------------------------------------------------------- in a real process
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [(b"", "empty"), (b"\x89PNG\r\n\x1a\n", "PNG"), (None, "unsupported")],
+    ids=["empty", "png", "unsupported"],
+)
+def test_real_process_reports_without_traceback(tmp_path, content, fragment):
+    path = tmp_path / "m.onnx"
+    if content is None:
+        save(_unsupported_model(), path)
+    else:
+        path.write_bytes(content)
+    result = subprocess.run(
+        [AITC, "import", path, "-o", tmp_path / "out.mlir"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 1
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "out.mlir").exists()
