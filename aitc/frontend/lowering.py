@@ -154,8 +154,14 @@ class Lowering:
 
     def at_node(self, node: onnx.NodeProto, index: int) -> None:
         name = node.name or f"{node.op_type}_{index}"
-        self.location = NameLoc(StringAttr(name), NoneAttr())
+        self.location = NameLoc(StringAttr(location_text(name)), NoneAttr())
         self.name_hint = node.name or node.output[0] or node.op_type
+
+
+def location_text(name: str) -> str:
+    """An ONNX node name as location text: xDSL cannot parse non-ASCII `loc("...")` strings back,
+    so non-ASCII characters are written as Python-style escapes (`nœud` -> `n\\u0153ud`)."""
+    return name.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def _nbytes(type_: Attribute) -> int:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
 
@@ -39,6 +39,8 @@ def _names(f: func.FuncOp, key: str, count: int, prefix: str) -> list[str]:
             value = attrs.data[i].data.get("graph.name")
             if isinstance(value, StringAttr):
                 name = value.data
+            elif isinstance(value, BytesAttr):  # non-ASCII names print as escaped bytes
+                name = value.data.decode("utf-8", "replace")
         names.append(name or f"{prefix}{i}")
     return names
 
@@ -76,7 +78,7 @@ def check_inputs(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.nd
             )
         args.append(value)
     if problems:
-        raise AitcError("; ".join(problems))
+        raise AitcError(problems)
     return args
 
 

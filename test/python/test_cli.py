@@ -275,3 +275,26 @@ def test_real_process_import_then_run(tmp_path, layer):
     with np.load(tmp_path / "out.npz") as saved:
         assert saved.files == ["y"]
         assert_close(saved["y"], reference(model, inputs)["y"])
+
+
+def test_non_ascii_names_survive_import_print_and_run(capsys, tmp_path):
+    """ONNX allows any UTF-8 name: node names become escaped ASCII locations (xDSL cannot parse
+    non-ASCII `loc` strings) and input names round-trip through the printed .mlir."""
+    node = onnx.helper.make_node("Relu", ["entrée"], ["y"], name="nœud")
+    graph = onnx.helper.make_graph(
+        [node],
+        "g",
+        [onnx.helper.make_tensor_value_info("entrée", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+    )
+    onnx.save(
+        onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), tmp_path / "u.onnx"
+    )
+    np.savez(tmp_path / "in.npz", **{"entrée": np.array([-1.0, 2.0], np.float32)})
+    assert run_cli(capsys, ["import", tmp_path / "u.onnx", "-o", tmp_path / "u.mlir"])[0] == 0
+    assert 'loc("n\\\\u0153ud")' in (tmp_path / "u.mlir").read_text()
+    code, _, err = run_cli(
+        capsys, ["run", tmp_path / "u.mlir", "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "o.npz"]
+    )
+    assert code == 0, err
+    assert np.load(tmp_path / "o.npz")["y"].tolist() == [0.0, 2.0]
