@@ -3,6 +3,9 @@
     aitc import MODEL.onnx -o OUT.mlir [--input-shape NAME=1x3x224x224]
     aitc check MODEL.onnx | aitc check --ops
     aitc run FILE.mlir|MODEL.onnx --inputs IN.npz [--outputs OUT.npz]
+    aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
+    aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
+    aitc target list | aitc target show NAME|FILE.toml
 
 Every user error prints `FILE: error: ...` lines and exits with status 1, never a traceback
 (set AITC_DEBUG=1 to see one for internal errors).
@@ -49,7 +52,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from aitc.frontend.onnx_import import check_model
+    from aitc.frontend.onnx_import import check_model, external_data_problems, load_model, model_problems
     from aitc.frontend.onnx_ops import ONNX_OPS
     from aitc.report import format_table
 
@@ -60,7 +63,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise AitcError("aitc check needs MODEL.onnx (or --ops)")
-    report = check_model(args.model)
+    model = load_model(args.model, external_data=False)  # the table needs no weights
+    report = check_model(model)
     print(
         format_table(
             ["node", "op type", "status", "reason"],
@@ -69,7 +73,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     counts = {s: sum(r.status == s for r in report) for s in ("supported", "decomposed", "unsupported")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
-    return 1 if counts["unsupported"] else 0
+    problems = model_problems(model) + external_data_problems(model, os.path.dirname(args.model) or ".")
+    for problem in problems:
+        print(f"{args.model}: error: {problem}", file=sys.stderr)
+    return 1 if counts["unsupported"] or problems else 0
 
 
 def _load_module(path: str, input_shapes):
@@ -79,7 +86,27 @@ def _load_module(path: str, input_shapes):
 
     if path.endswith(".onnx"):
         return import_onnx(path, dict(input_shapes or []))
-    return parse_mlir(read_text(path), path)
+    module = parse_mlir(read_text(path), path)
+    _check_weights(module)
+    return module
+
+
+def _check_weights(module) -> None:
+    """Every `dense_resource` must have its bytes in the file (else running would fail midway)."""
+    from xdsl.dialects.builtin import DenseResourceAttr
+
+    from aitc.weights import attr_to_array
+
+    problems = []
+    for op in module.walk():
+        for attr in [*op.attributes.values(), *op.properties.values()]:
+            if isinstance(attr, DenseResourceAttr):
+                try:
+                    attr_to_array(attr)
+                except ValueError as error:
+                    problems.append(f"{op.name}: {error}")
+    if problems:
+        raise AitcError(problems, hint="the file's dialect_resources section is missing or cut short")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -91,10 +118,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
-        inputs = _random_inputs(entry_function(module, args.entry), args.seed)
-        print(
-            f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(input_names(entry_function(module, args.entry)))}"
-        )
+        function = entry_function(module, args.entry)
+        inputs = _random_inputs(function, args.seed)
+        names = ", ".join(input_names(function))
+        print(f"no --inputs: using random inputs (seed {args.seed}) for {names}")
     outputs = run_module(module, inputs, args.entry)
     if args.outputs:
         save_arrays(args.outputs, outputs)
@@ -120,6 +147,84 @@ def _random_inputs(function, seed: int) -> dict[str, np.ndarray]:
         else:
             inputs[name] = rng.integers(0, 2, shape).astype(dtype)
     return inputs
+
+
+def cmd_asm(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from aitc.binary import declared_target, save_program
+    from aitc.files import read_text
+    from aitc.ir import parse_mlir
+    from aitc.target import load_target
+
+    module = parse_mlir(read_text(args.file), args.file)
+    target = load_target(args.target) if args.target else declared_target(module)
+    output = args.output or str(Path(args.file).with_suffix(".aitb"))
+    size = save_program(output, module, target)
+    print(f"wrote {output}: {size} bytes for target '{target.name}'")
+    return 0
+
+
+def cmd_disasm(args: argparse.Namespace) -> int:
+    from aitc.binary import load_program
+    from aitc.files import write_atomic
+    from aitc.ir import print_mlir
+    from aitc.target import load_target
+
+    module = load_program(args.file, load_target(args.target) if args.target else None)
+    text = print_mlir(module, generic=args.generic)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_target_list(args: argparse.Namespace) -> int:
+    from aitc.report import format_table
+    from aitc.target import load_target, preset_names
+
+    rows = []
+    for name in preset_names():
+        t = load_target(name)
+        matrix = f"{t.matrix.rows}x{t.matrix.cols}"
+        rows.append(
+            (name, t.cores, f"{t.sram_bytes // 1024} KiB", matrix, f"{t.clock_mhz} MHz", t.description)
+        )
+    print(format_table(["target", "cores", "SRAM/core", "matrix", "clock", "summary"], rows))
+    return 0
+
+
+def cmd_target_show(args: argparse.Namespace) -> int:
+    from aitc.target import describe, load_target
+
+    print(describe(load_target(args.target)))
+    return 0
+
+
+def _add_binary_commands(sub) -> None:
+    """`asm`, `disasm` and `target list|show`."""
+    target_help = "a preset name (see `aitc target list`) or a target FILE.toml"
+    p = sub.add_parser("asm", help="assemble a hw-dialect .mlir program into a .aitb binary")
+    p.add_argument("file", metavar="PROG.mlir")
+    p.add_argument("-o", "--output", metavar="PROG.aitb", help="output binary (default: PROG.aitb)")
+    p.add_argument("--target", help=f"{target_help} (default: the program's target attribute)")
+    p.set_defaults(handler=cmd_asm)
+
+    p = sub.add_parser("disasm", help="print a .aitb binary as hw-dialect .mlir")
+    p.add_argument("file", metavar="PROG.aitb")
+    p.add_argument("-o", "--output", metavar="OUT.mlir", help="output .mlir (default: stdout)")
+    p.add_argument("--target", help=f"{target_help}; refuse a binary assembled for another target")
+    p.add_argument("--generic", action="store_true", help="print ops in MLIR generic form")
+    p.set_defaults(handler=cmd_disasm)
+
+    p = sub.add_parser("target", help="list the preset targets or describe one")
+    target_sub = p.add_subparsers(dest="target_command", required=True)
+    q = target_sub.add_parser("list", help="the preset targets, one line each")
+    q.set_defaults(handler=cmd_target_list)
+    q = target_sub.add_parser("show", help="describe a preset or a target FILE.toml")
+    q.add_argument("target", metavar="NAME|FILE.toml", help=target_help)
+    q.set_defaults(handler=cmd_target_show)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--entry", help="function to run (default @main)")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs when --inputs is absent")
     p.set_defaults(handler=cmd_run)
+    _add_binary_commands(sub)
     return parser
 
 
