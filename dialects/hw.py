@@ -279,7 +279,7 @@ class InstructionOp(IRDLOperation):
 
     def verify_instruction(self) -> None:
         """Instruction-specific rules (sizes, alignment); target limits are checked by
-        `aitc.sim.check_program` against a Target."""
+        `aitc.hw_checks.check_program` against a Target."""
 
     # -- assembly syntax
     def print(self, printer: Printer) -> None:
@@ -362,7 +362,10 @@ def _parse_value(parser: Parser, field: Field) -> object:
 
 
 def _adopt(region: Region, parsed: Region) -> None:
-    """Replaces the (empty) block of `region` with the block parsed into `parsed`."""
+    """Replaces the (empty) block of `region` with the block parsed into `parsed` (`{ }` parses
+    to a region without blocks: then the empty block stays)."""
+    if not parsed.blocks:
+        return
     region.detach_block(0).erase()
     region.add_block(parsed.detach_block(0))
 
@@ -915,6 +918,15 @@ class ProgramOp(IRDLOperation):
         _require(len(ids) == len(set(ids)), f"hw.program: duplicate core ids {sorted(ids)}")
         for op in self.body.block.ops:
             _require(isinstance(op, CoreOp | TensorOp | ConstOp), f"hw.program cannot hold {op.name}")
+        self.verify_target()
+
+    def verify_target(self) -> None:
+        """When `target` names a preset, checks the program against its limits (every problem
+        at once; see `aitc.hw_checks`). Programs for a TOML target are checked by `aitc asm`."""
+        from aitc.hw_checks import preset_violations
+
+        report = preset_violations(self)
+        _require(not report, report)
 
     def print(self, printer: Printer) -> None:
         assert self.sym_name and self.target

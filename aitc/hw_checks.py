@@ -1,0 +1,383 @@
+"""Target-limit verification of hw programs: can *this* NPU run the program?
+
+The dialect verifiers (`aitc/dialects/hw.py`) check what the ISA allows on any target (memory
+spaces, required fields, loop indices in scope). This module checks one program against one
+`Target`, and reports every problem at once:
+
+- core ids < `cores`; DMA `queue` < `dma.queues`; engines named `dmaN` exist; `peer` is another
+  existing core;
+- matmul `k <= matrix.rows`, `n <= matrix.cols`, `dtype` in `matrix.dtypes`;
+- semaphore ids < `semaphores`;
+- element alignment (f32/i32: 4 bytes) of matmul/vector/gather-index addresses and their loop
+  steps (a loop step that breaks alignment breaks it on the second iteration);
+- every address range inside its memory (`sram_bytes`, `acc_bytes`, `dram.bytes`), over the
+  whole loop iteration box: an address `base + s0*i0 + s1*i1` under loops of counts c0, c1 spans
+  [base + sum(min(0, s*(c-1))), base + sum(max(0, s*(c-1)))] plus the bytes one access touches;
+- `hw.tensor` / `hw.const` regions inside DRAM and disjoint.
+
+How many bytes one instruction touches from each address is `accesses(op)`; it must agree with
+the simulator's footprints (`aitc/sim/footprint.py`, the ISA's living definition), which
+`test_hw_dialect.py` cross-checks instruction by instruction.
+
+`ProgramOp.verify_` runs these checks when the program's `target` names a preset, so
+`aitc-opt` rejects a program that does not fit; `aitc asm` runs them for any target.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import FileLineColLoc, NameLoc, TensorType
+from xdsl.ir import Attribute, Operation
+
+from aitc.diagnostics import AitcError
+from aitc.dialects import hw
+from aitc.target import Target, load_target, preset_names
+
+ACC_ELEMENT_BYTES = 4
+"""Matmul accumulates f32 (f32 inputs) or i32 (i8 inputs): 4 bytes per ACC element."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """The bytes one instruction touches from its address field `field`: `extent` bytes from the
+    (loop-advanced) address, which with its loop steps must be a multiple of `align`."""
+
+    field: str
+    extent: int
+    align: int = 1
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an instruction sits: its core, its ordinal in the core's program order, and the
+    trip counts of its enclosing loops (outermost first)."""
+
+    core: int
+    index: int
+    loop_counts: tuple[int, ...]
+
+
+# --------------------------------------------------------------------------- access extents
+
+
+def _rows(rows: int, row_bytes: int, stride: int) -> int:
+    """Bytes spanned by `rows` rows of `row_bytes`, `stride` bytes apart (0 = dense)."""
+    return (rows - 1) * (stride or row_bytes) + row_bytes
+
+
+def _tile(field: str, rows: int, cols: int, stride: int, element: int) -> Access:
+    """A rows x cols tile of `element`-byte values, rows `stride` elements apart (0 = dense)."""
+    return Access(field, _rows(rows, cols, stride) * element, element)
+
+
+def _dma_accesses(op: hw.InstructionOp) -> list[Access]:
+    v = op.values()
+    return [
+        Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
+        Access("src", _rows(v["rows"], v["row_bytes"], v["src_stride"])),  # pyright: ignore
+    ]
+
+
+def _gather_accesses(op: hw.InstructionOp) -> list[Access]:
+    v = op.values()
+    return [
+        Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
+        Access("src", _rows(v["table_rows"], v["row_bytes"], v["src_stride"])),  # pyright: ignore
+        Access("indices", 4 * v["rows"], 4),  # pyright: ignore
+    ]
+
+
+def _matmul_accesses(op: hw.InstructionOp) -> list[Access]:
+    v = op.values()
+    m, k, n, size = v["m"], v["k"], v["n"], hw.DTYPES[v["dtype"]]  # pyright: ignore
+    rhs_rows, rhs_cols = (n, k) if v["transpose_rhs"] else (k, n)
+    return [
+        _tile("lhs", m, k, v["lhs_stride"], size),  # pyright: ignore
+        _tile("rhs", rhs_rows, rhs_cols, v["rhs_stride"], size),  # pyright: ignore
+        _tile("acc", m, n, v["acc_stride"], ACC_ELEMENT_BYTES),  # pyright: ignore
+    ]
+
+
+def _vector_accesses(op: hw.InstructionOp) -> list[Access]:
+    """dst and every source as rows x cols tiles of `dtype` (vcast reads `from`, writes `to`);
+    vreduce's dst is a dense column (one value per row) and vbinary's `b` follows `broadcast`."""
+    v = op.values()
+    rows, cols = v["rows"], v["cols"]
+    src_type, dst_type = (v["from"], v["to"]) if isinstance(op, hw.VCastOp) else (v["dtype"], v["dtype"])
+    src_size, dst_size = hw.DTYPES[src_type], hw.DTYPES[dst_type]  # pyright: ignore
+    dst_shape = (rows, 1, 0) if isinstance(op, hw.VReduceOp) else (rows, cols, v["dst_stride"])
+    found = [_tile("dst", *dst_shape, dst_size)]  # pyright: ignore
+    for field in op.FIELDS:
+        if field.role != "src":
+            continue
+        if field.name == "b" and isinstance(op, hw.VBinaryOp):
+            found.append(_broadcast_operand(op, rows, cols, src_size))  # pyright: ignore
+        else:
+            found.append(_tile(field.name, rows, cols, v["src_stride"], src_size))  # pyright: ignore
+    return found
+
+
+def _broadcast_operand(op: hw.InstructionOp, rows: int, cols: int, element: int) -> Access:
+    """vbinary's `b`: a full tile, one row, one column or one value, by `broadcast`."""
+    shapes = {"none": (rows, cols), "row": (1, cols), "col": (rows, 1), "scalar": (1, 1)}
+    shape = shapes[str(op.get("broadcast"))]
+    return _tile("b", *shape, op.get("b_stride"), element)  # pyright: ignore
+
+
+_ACCESSES: dict[type[hw.InstructionOp], Callable[[hw.InstructionOp], list[Access]]] = {
+    hw.DmaInOp: _dma_accesses,
+    hw.DmaOutOp: _dma_accesses,
+    hw.DmaLocalOp: _dma_accesses,
+    hw.DmaPeerOp: _dma_accesses,
+    hw.DmaGatherOp: _gather_accesses,
+    hw.MatmulOp: _matmul_accesses,
+}
+
+
+def accesses(op: hw.InstructionOp) -> list[Access]:
+    """The memory each address field of `op` touches. Vector ops share one rule; an
+    instruction without a rule is checked for its first byte only (extent 1)."""
+    rule = _ACCESSES.get(type(op))
+    if rule is not None:
+        return rule(op)
+    if isinstance(op, hw.VectorOp):
+        return _vector_accesses(op)
+    return [Access(f.name, 1) for f in op.FIELDS if f.kind == "addr"]
+
+
+# --------------------------------------------------------------------------- address ranges
+
+
+def address_range(address: hw.AddressAttr, loop_counts: tuple[int, ...]) -> tuple[int, int]:
+    """(lowest, highest) value of `address` over the iteration box of its enclosing loops."""
+    low = high = address.base.data
+    for step, count in zip(address.step_values, loop_counts, strict=False):
+        span = step * (count - 1)
+        low, high = low + min(0, span), high + max(0, span)
+    return low, high
+
+
+def memory_bytes(target: Target, space: str) -> int:
+    """Size of memory `space` (per core for sram/acc, shared for dram)."""
+    return {"sram": target.sram_bytes, "acc": target.acc_bytes, "dram": target.dram.bytes}[space]
+
+
+def _access_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+    for access in accesses(op):
+        address = op.get(access.field)
+        if not isinstance(address, hw.AddressAttr):
+            continue
+        yield from _alignment_problems(address, access)
+        yield from _bounds_problems(address, access, site, target)
+
+
+def _alignment_problems(address: hw.AddressAttr, access: Access) -> Iterator[str]:
+    if address.base.data % access.align:
+        yield f"'{access.field}' address 0x{address.base.data:x} is not {access.align}-byte aligned"
+    for depth, step in enumerate(address.step_values):
+        if step % access.align:
+            yield f"'{access.field}' step {step} of loop i{depth} is not a multiple of {access.align} bytes"
+
+
+def _bounds_problems(address: hw.AddressAttr, access: Access, site: Site, target: Target) -> Iterator[str]:
+    space = address.space.data
+    size = memory_bytes(target, space)
+    low, high = address_range(address, site.loop_counts)
+    end = high + access.extent
+    looped = " over its loop iterations" if address.step_values else ""
+    if low < 0:
+        yield f"'{access.field}' {address.text()} goes below address 0{looped} (down to {low})"
+    if end > size:
+        yield (
+            f"'{access.field}' {address.text()} reaches byte 0x{end:x}{looped} "
+            f"({access.extent} bytes per access), beyond the {size} bytes of {space.upper()}"
+        )
+
+
+# --------------------------------------------------------------------------- per-instruction limits
+
+
+def _dma_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+    queue = op.get("queue")
+    assert isinstance(queue, int)
+    if queue != -1 and not 0 <= queue < target.dma.queues:
+        queues = target.dma.queues
+        yield f"queue={queue} does not exist (the target has {queues} DMA queues, 0..{queues - 1}; -1 = auto)"
+    if isinstance(op, hw.DmaPeerOp):
+        peer = op.get("peer")
+        assert isinstance(peer, int)
+        if not 0 <= peer < target.cores:
+            yield f"peer={peer} is not a core (the target has {target.cores} cores)"
+        elif peer == site.core:
+            yield f"peer={peer} is this core itself (use hw.dma_local)"
+
+
+def _matmul_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+    matrix = target.matrix
+    if op.get("k") > matrix.rows:  # pyright: ignore
+        yield f"k={op.get('k')} exceeds the matrix engine's {matrix.rows} rows (matrix.rows)"
+    if op.get("n") > matrix.cols:  # pyright: ignore
+        yield f"n={op.get('n')} exceeds the matrix engine's {matrix.cols} cols (matrix.cols)"
+    if op.get("dtype") not in matrix.dtypes:
+        yield f"dtype={op.get('dtype')} is not one of the matrix engine's dtypes {list(matrix.dtypes)}"
+
+
+def _engine_problems(op: hw.InstructionOp, target: Target) -> Iterator[str]:
+    engine = str(op.get("engine"))
+    if engine.startswith("dma") and engine[3:].isdigit() and int(engine[3:]) >= target.dma.queues:
+        yield f"engine={engine} does not exist (the target has {target.dma.queues} DMA queues)"
+
+
+def _semaphore_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+    sem = op.get("sem")
+    assert isinstance(sem, int)
+    if not 0 <= sem < target.semaphores:
+        count = target.semaphores
+        yield f"semaphore {sem} does not exist (the target has {count} per core, 0..{count - 1})"
+    if op.get("count") < 1:  # pyright: ignore
+        yield f"count={op.get('count')} must be >= 1"
+    yield from _engine_problems(op, target)
+
+
+def _barrier_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+    yield from _engine_problems(op, target)
+
+
+_LIMITS: dict[type[hw.InstructionOp], Callable[[hw.InstructionOp, Site, Target], Iterator[str]]] = {
+    hw.MatmulOp: _matmul_problems,
+    hw.SemSignalOp: _semaphore_problems,
+    hw.SemWaitOp: _semaphore_problems,
+    hw.BarrierOp: _barrier_problems,
+}
+
+
+def instruction_problems(op: hw.InstructionOp, site: Site, target: Target) -> list[str]:
+    """Every target-limit problem of one instruction (without its name/site prefix)."""
+    rule = _LIMITS.get(type(op))
+    if rule is None and isinstance(op, hw.DmaOp):
+        rule = _dma_problems
+    found = list(rule(op, site, target)) if rule else []
+    return found + list(_access_problems(op, site, target))
+
+
+# --------------------------------------------------------------------------- program walk
+
+
+def source_name(location: Attribute) -> str | None:
+    """The ONNX node name (or file:line:col) a location names, if any."""
+    if isinstance(location, NameLoc):
+        return location.desc.data
+    if isinstance(location, FileLineColLoc):
+        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
+    return None
+
+
+def describe_instruction(op: Operation, site: Site) -> str:
+    """`core 0, instruction 3 (hw.matmul, node "fc1")`: how problems name an instruction."""
+    node = source_name(op.location)
+    where = f', node "{node}"' if node else ""
+    return f"core {site.core}, instruction {site.index} ({op.name}{where})"
+
+
+def _walk_core(
+    ops: list[Operation], core: int, counts: tuple[int, ...], counter: list[int]
+) -> Iterator[tuple[hw.InstructionOp, Site]]:
+    """(instruction, Site) in program order; `counter` numbers instructions across loops."""
+    for op in ops:
+        if isinstance(op, hw.LoopOp):
+            yield from _walk_core(list(op.body.block.ops), core, (*counts, op.trip_count()), counter)
+        elif isinstance(op, hw.InstructionOp):
+            yield op, Site(core, counter[0], counts)
+            counter[0] += 1
+
+
+def instructions(program: hw.ProgramOp) -> Iterator[tuple[hw.InstructionOp, Site]]:
+    """Every instruction of `program` with its Site, core by core, in program order."""
+    for core in program.cores():
+        yield from _walk_core(list(core.body.block.ops), core.core_id(), (), [0])
+
+
+def _element_bytes(type_: TensorType) -> int:
+    bits = getattr(type_.get_element_type(), "bitwidth", 8)
+    return max(1, (bits + 7) // 8)
+
+
+def _regions(program: hw.ProgramOp) -> list[tuple[int, int, str]]:
+    """(start, end, description) of every hw.tensor and hw.const in DRAM."""
+    found = []
+    for op in program.body.block.ops:
+        if isinstance(op, hw.TensorOp) and op.addr and op.type and op.sym:
+            size = math.prod(op.type.get_shape()) * _element_bytes(op.type)
+            found.append((op.addr.base.data, op.addr.base.data + size, f'hw.tensor "{op.sym.data}"'))
+        elif isinstance(op, hw.ConstOp) and op.addr and op.value:
+            type_ = op.value.get_type()
+            assert isinstance(type_, TensorType)
+            size = math.prod(type_.get_shape()) * _element_bytes(type_)
+            start = op.addr.base.data
+            found.append((start, start + size, f"hw.const at dram[0x{start:x}]"))
+    return found
+
+
+def layout_problems(program: hw.ProgramOp, target: Target) -> list[str]:
+    """hw.tensor / hw.const regions outside DRAM or overlapping each other."""
+    problems = []
+    regions = sorted(_regions(program))
+    for start, end, what in regions:
+        if end > target.dram.bytes:
+            problems.append(f"{what} ends at 0x{end:x}, beyond the {target.dram.bytes} bytes of DRAM")
+    reach = (0, "")  # the furthest end so far, and whose it is
+    for start, end, what in regions:
+        if start < reach[0]:
+            problems.append(f"{what} (from 0x{start:x}) overlaps {reach[1]} (up to 0x{reach[0]:x})")
+        reach = max(reach, (end, what))
+    return problems
+
+
+def program_problems(program: hw.ProgramOp, target: Target) -> list[str]:
+    """Every way `program` exceeds `target`, one line each (empty when it fits)."""
+    problems = [
+        f"hw.core {core.core_id()} does not exist (the target has {target.cores} cores)"
+        for core in program.cores()
+        if core.core_id() >= target.cores
+    ]
+    problems += layout_problems(program, target)
+    for op, site in instructions(program):
+        prefix = describe_instruction(op, site)
+        problems += [f"{prefix}: {problem}" for problem in instruction_problems(op, site, target)]
+    return problems
+
+
+def check_program(program: hw.ProgramOp, target: Target) -> None:
+    """Raises one AitcError listing every way `program` exceeds `target`."""
+    problems = program_problems(program, target)
+    if problems:
+        raise AitcError(
+            [f"target '{target.name}': {p}" for p in problems],
+            hint=f"see `aitc target show {_target_argument(target)}` for the target's limits",
+        )
+
+
+def _target_argument(target: Target) -> str:
+    return target.name if target.name in preset_names() else "FILE.toml"
+
+
+@functools.cache
+def preset(name: str) -> Target | None:
+    """The preset target called `name`, or None if there is no such preset (cached)."""
+    return load_target(name) if name in preset_names() else None
+
+
+def preset_violations(program: hw.ProgramOp) -> str:
+    """A one-screen report of how `program` exceeds the preset its `target` names; "" when it
+    fits or when `target` is not a preset (a TOML target is checked by `aitc asm`)."""
+    target = preset(program.target.data) if program.target else None
+    problems = program_problems(program, target) if target else []
+    if not problems:
+        return ""
+    name = program.sym_name.data if program.sym_name else "?"
+    header = f"hw.program @{name} does not fit target '{target.name}' ({len(problems)} problem(s)):"  # pyright: ignore
+    return "\n  ".join([header, *problems])
