@@ -513,7 +513,8 @@ _STRIDES = (num("dst_stride", 0), num("src_stride", 0))
 
 class VectorOp(InstructionOp):
     """Base of vector-engine instructions on rows x cols tiles (strides in elements between
-    rows, 0 = dense). Cycles: latency + rows * ceil(cols / lanes) * op cycles."""
+    rows, 0 = dense). Cycles: latency + rows * ceil(cols / lanes) * op cycles. An operand in
+    ACC holds 32-bit values (f32 or i32): the simulator refuses i8 views of ACC."""
 
     ENGINE: ClassVar[str] = "vector"
     FLOAT_ONLY: ClassVar[bool] = False
@@ -554,7 +555,8 @@ class VBinaryOp(VectorOp):
 
 @irdl_op_definition
 class VImmOp(VectorOp):
-    """dst = a <op> imm elementwise with an immediate scalar (e.g. relu = max with 0.0).
+    """dst = a <op> imm elementwise with an immediate scalar (e.g. relu = max with 0.0); for
+    i8/i32 tiles `imm` must be an integer value of that type.
     Simulator: `aitc/sim/execute.py:vbinary`.
 
     ```mlir
@@ -602,7 +604,8 @@ class VSelectOp(VectorOp):
 
 @irdl_op_definition
 class VReduceOp(VectorOp):
-    """Row reduction: dst[r] = sum/max over the cols of row r (dst is rows x 1, dense).
+    """Row reduction: dst[r] = sum/max over the cols of row r (dst is rows x 1, dense: the
+    simulator refuses a nonzero dst_stride).
     Simulator: `aitc/sim/execute.py:vreduce`.
 
     ```mlir
@@ -638,7 +641,8 @@ class VCastOp(VectorOp):
 
 @irdl_op_definition
 class AccReadOp(VectorOp):
-    """ACC -> SRAM on the vector engine with an optional fused activation (and bias row).
+    """ACC -> SRAM on the vector engine with an optional fused activation (a bias row is added
+    by `hw.vbinary` with `a` in ACC and `broadcast=row`; acc_read has no bias operand).
     Simulator: `aitc/sim/execute.py:acc_read`.
 
     ```mlir

@@ -1,0 +1,257 @@
+"""The simulator's always-on checks: bounds, alignment, races, deadlock and caps.
+
+Bounds and alignment: every region an instruction touches (`footprint.py`) must lie inside its
+memory (DRAM `dram.bytes`, SRAM `sram_bytes` and ACC `acc_bytes` per core) and start at a
+multiple of its element size. Decoding already proves this statically for affine addresses
+(`aitc.hw_checks`, over the whole loop nest), so the per-instance check is a backstop that names
+the exact loop iteration and cycle; a gather's indices are checked here, at run time.
+
+Races, with vector clocks (as in ThreadSanitizer/FastTrack, per engine instead of per thread):
+
+- Every engine of every core has a vector clock (a row of `clocks`); each instruction ticks its
+  engine's own entry, and `clock[e]` then is the epoch of that instruction.
+- `sem_signal` puts `count` copies of the signaller's clock on the semaphore's FIFO; `sem_wait`
+  takes `count` of them and joins (element-wise max) them into the waiter's clock. A barrier joins
+  the clocks of all its participants. These are the only happens-before edges besides the
+  program order of each (in-order) engine.
+- Each access is recorded as (engine, epoch, byte intervals, read/write, instruction): intervals
+  are numpy arrays, one per row of a strided region, and every search is vectorised. A new
+  access conflicts with a record of another engine that does not happen before it
+  (`record.epoch > clock[record.engine]`) when their intervals overlap and at least one of them
+  writes. Reads and writes are kept in separate logs, so a read is only compared with writes.
+- Records every engine that can still touch that memory has already seen are pruned, so the
+  logs stay short for programs that synchronise.
+
+A race, a deadlock (reported by `engine.py` with `deadlock_error`), an access outside memory,
+or an exceeded cap stops the simulation with a `SimulationError` naming the instructions.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+from aitc.sim.errors import SimulationError
+from aitc.sim.execute import Memories
+from aitc.sim.footprint import Region
+from aitc.sim.program import Instr
+
+PRUNE_MIN = 4096
+"""Intervals a log may hold before the first pruning pass (the limit then adapts)."""
+
+RACE_HINT = (
+    "make the later engine wait for the earlier one: hw.sem_signal on the first engine after its "
+    "access, hw.sem_wait on the second before its access (or a hw.barrier across cores)"
+)
+
+
+def check_region(
+    mem: Memories, key: int, base: int, region: Region, ins: Instr, engine: str, cycle: int
+) -> None:
+    """Raises unless `region` at `base` lies inside memory `key` and is aligned."""
+    if base % region.align:
+        raise SimulationError(
+            "alignment",
+            f"{ins.describe(engine, cycle)}: '{region.field}' address 0x{base:x} is not a multiple of "
+            f"{region.align} (its element size)",
+            hint="element addresses must be aligned to their element size",
+        )
+    size = mem.sizes[key]
+    if base < 0 or base + region.extent > size:
+        action = "writes" if region.write else "reads"
+        raise SimulationError(
+            "bounds",
+            f"{ins.describe(engine, cycle)}: '{region.field}' {action} {Memories.describe_key(key)} bytes "
+            f"[0x{base:x}, 0x{base + region.extent:x}), outside its {size} bytes",
+            hint="addresses are base + step*index: check the loop steps, sizes and the target's memory sizes",
+        )
+
+
+class AccessLog:
+    """Accesses to one memory: growable parallel arrays of intervals [lo, hi), engine, epoch, ref.
+
+    `latest[e]` is the newest epoch of engine e among the records (epochs only grow), so a search
+    can return at once when every record happens before the accessing engine's clock, which is
+    the common case in a synchronised program.
+    """
+
+    def __init__(self, n_engines: int) -> None:
+        self.size = 0
+        self._columns = np.empty((5, 64), np.int64)  # lo, hi, engine, epoch, ref
+        self.latest = np.zeros(n_engines, np.int64)
+
+    def add(self, lo: np.ndarray, hi: np.ndarray, engine: int, epoch: int, ref: int) -> None:
+        """Records an access (its intervals must be sorted and disjoint)."""
+        start, end = self.size, self.size + len(lo)
+        if end > self._columns.shape[1]:
+            grown = np.empty((5, 2 * end), np.int64)
+            grown[:, :start] = self._columns[:, :start]
+            self._columns = grown
+        block = self._columns[:, start:end]
+        block[0], block[1], block[2], block[3], block[4] = lo, hi, engine, epoch, ref
+        self.size = end
+        self.latest[engine] = epoch
+
+    def conflict(self, clock: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[int, int, int] | None:
+        """(ref, first, last byte + 1) of a record that does not happen before `clock` and overlaps
+        the sorted, disjoint intervals [lo, hi); None if there is none."""
+        if not self.size or not (self.latest > clock).any():
+            return None
+        rlo, rhi, engine, epoch, ref = self._columns[:, : self.size]
+        near = epoch > clock[engine]  # concurrent records, then those inside the bounding box
+        near &= rlo < hi[-1]
+        near &= rhi > lo[0]
+        candidates = near.nonzero()[0]
+        if not len(candidates):
+            return None
+        rlo, rhi = rlo[candidates], rhi[candidates]
+        j = np.searchsorted(lo, rhi, "left") - 1
+        jj = np.maximum(j, 0)
+        hit = (j >= 0) & (hi[jj] > rlo)
+        if not hit.any():
+            return None
+        first = int(np.argmax(hit))
+        k = jj[first]
+        return int(ref[candidates[first]]), int(max(rlo[first], lo[k])), int(min(rhi[first], hi[k]))
+
+    def prune(self, frontier: np.ndarray) -> None:
+        """Drops records every remaining accessor has seen (`epoch <= frontier[engine]`)."""
+        columns = self._columns[:, : self.size]
+        kept = columns[:, columns[3] > frontier[columns[2]]]
+        self.size = kept.shape[1]
+        self._columns[:, : self.size] = kept
+        self.latest[:] = 0
+        np.maximum.at(self.latest, kept[2], kept[3])
+
+    def refs(self) -> np.ndarray:
+        """The instruction ref of every record."""
+        return self._columns[4, : self.size]
+
+
+class RaceDetector:
+    """Vector clocks for `n_engines` engines, semaphore FIFOs and per-memory access logs.
+
+    `accessors[key]` lists the engines that can ever touch memory `key` (from the program's
+    footprints); only they matter when deciding which records are safe to prune.
+    """
+
+    def __init__(self, n_engines: int, accessors: Sequence[Sequence[int]]):
+        self.clocks = np.zeros((n_engines, n_engines), np.int64)
+        self.reads = [AccessLog(n_engines) for _ in accessors]
+        self.writes = [AccessLog(n_engines) for _ in accessors]
+        self.accessors = [np.array(sorted(a), np.int64) for a in accessors]
+        self.finished = np.zeros(n_engines, bool)
+        self.limits = [PRUNE_MIN] * len(accessors)
+        self.refs: dict[int, tuple[Instr, str, int]] = {}
+        self.ref_limit = PRUNE_MIN
+        self.fifos: dict[tuple[int, int], deque[list]] = {}
+
+    # -- happens-before edges
+    def tick(self, gid: int) -> None:
+        """Engine `gid` executes an instruction: its own clock entry advances."""
+        self.clocks[gid, gid] += 1
+
+    def signal(self, gid: int, sem: tuple[int, int], count: int) -> None:
+        """`count` copies of the signaller's clock join the semaphore's FIFO."""
+        self.fifos.setdefault(sem, deque()).append([self.clocks[gid].copy(), count])
+
+    def wait(self, gid: int, sem: tuple[int, int], count: int) -> None:
+        """The waiter joins the clocks of the `count` oldest signal units."""
+        fifo, clock = self.fifos[sem], self.clocks[gid]
+        while count:
+            entry = fifo[0]
+            np.maximum(clock, entry[0], out=clock)
+            taken = min(count, entry[1])
+            entry[1] -= taken
+            count -= taken
+            if not entry[1]:
+                fifo.popleft()
+
+    def barrier(self, gids: Sequence[int]) -> None:
+        """Every participant gets the join of all participants' clocks."""
+        rows = list(gids)
+        self.clocks[rows] = self.clocks[rows].max(axis=0)
+
+    def finish(self, gid: int) -> None:
+        """Engine `gid` has no instructions left: it no longer holds back pruning."""
+        self.finished[gid] = True
+
+    # -- accesses
+    def access(self, gid: int, key: int, lo: np.ndarray, hi: np.ndarray, write: bool, ref: int) -> None:
+        """Checks one access against the logs (raising `SimulationError` on a race), then records it."""
+        clock = self.clocks[gid]
+        found = self.writes[key].conflict(clock, lo, hi)
+        if found is not None:
+            raise self._race_error(key, (ref, write), (found, True))
+        if write and (found := self.reads[key].conflict(clock, lo, hi)) is not None:
+            raise self._race_error(key, (ref, write), (found, False))
+        log = self.writes[key] if write else self.reads[key]
+        log.add(lo, hi, gid, int(clock[gid]), ref)
+        if log.size > self.limits[key]:
+            self._prune(key)
+
+    def _prune(self, key: int) -> None:
+        """Drops records of memory `key` that every remaining accessor has seen."""
+        accessors = self.accessors[key]
+        active = accessors[~self.finished[accessors]]
+        if len(active):
+            frontier = self.clocks[active].min(axis=0)
+        else:
+            frontier = np.full(len(self.clocks), np.iinfo(np.int64).max)
+        for log in (self.reads[key], self.writes[key]):
+            log.prune(frontier)
+        self.limits[key] = max(PRUNE_MIN, 2 * (self.reads[key].size + self.writes[key].size))
+        if len(self.refs) > self.ref_limit:
+            self._collect_refs()
+
+    def _collect_refs(self) -> None:
+        """Forgets instructions no record refers to any more."""
+        live = np.unique(np.concatenate([log.refs() for log in (*self.reads, *self.writes)]))
+        self.refs = {int(r): self.refs[int(r)] for r in live}
+        self.ref_limit = max(PRUNE_MIN, 2 * len(self.refs))
+
+    def _race_error(
+        self, key: int, current: tuple[int, bool], earlier: tuple[tuple[int, int, int], bool]
+    ) -> SimulationError:
+        """The report naming both instructions of a race."""
+        (other, first, end), earlier_write = earlier
+        earlier_ins, earlier_engine, earlier_cycle = self.refs[other]
+        ins, engine, cycle = self.refs[current[0]]
+        lines = [
+            f"data race on {Memories.describe_key(key)}, bytes [0x{first:x}, 0x{end:x}): two engines access "
+            "them with no semaphore or barrier ordering the accesses",
+            f"  {'write' if earlier_write else 'read '}  "
+            f"{earlier_ins.describe(earlier_engine, earlier_cycle)}",
+            f"  {'write' if current[1] else 'read '}  {ins.describe(engine, cycle)}",
+        ]
+        return SimulationError("race", "\n".join(lines), hint=RACE_HINT)
+
+
+def deadlock_error(
+    cycle: int, blocked: Sequence[str], semaphores: Sequence[str], barriers: Sequence[str]
+) -> SimulationError:
+    """The report when no engine can progress: blocked queue heads, semaphores, pending barriers."""
+    shown = list(blocked[:12]) + (
+        [f"... and {len(blocked) - 12} more blocked engines"] if len(blocked) > 12 else []
+    )
+    lines = [f"deadlock at cycle {cycle}: no engine can make progress", "  blocked engines (queue heads):"]
+    lines += [f"    {line}" for line in shown]
+    lines += ["  semaphores (nonzero or waited on):"] + [f"    {line}" for line in semaphores or ["all zero"]]
+    if barriers:
+        lines += ["  pending barriers:"] + [f"    {line}" for line in barriers]
+    return SimulationError(
+        "deadlock",
+        "\n".join(lines),
+        hint="each hw.sem_wait needs matching hw.sem_signal counts; every core must reach each hw.barrier",
+    )
+
+
+def cap_error(what: str, value: int, cap: int, option: str) -> SimulationError:
+    """The error for a program over the instruction or cycle cap."""
+    return SimulationError(
+        "cap",
+        f"the program would exceed the {what} cap: {value} > {cap}",
+        hint=f"raise the cap with {option}=N if the program is meant to be this long",
+    )

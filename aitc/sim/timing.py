@@ -1,0 +1,90 @@
+"""How many cycles each instruction takes on a target (all integer cycles, fractions rounded up).
+
+    DMA (dma_in/out/local/gather)   latency + ceil(bytes / dma.bytes_per_cycle)
+        ... touching DRAM            also holds the shared DRAM channel for ceil(bytes / dram.bytes_per_cycle)
+                                     cycles from max(start, channel free); the transfer completes at
+                                     max(own transfer end, channel end) + latency, so cores contend
+    dma_peer                         link.latency + ceil(bytes / link.bytes_per_cycle) (links are not shared)
+    matmul                           matrix.latency + k + m          (weights shift in, rows stream through)
+    vector ops                       vector.latency + rows * ceil(cols / lanes) * op_cycles(op)
+    sem_signal / sem_wait / barrier  1 (plus the time a wait or barrier spends blocked)
+
+`op_cycles(op)` is the target's `vector.op_cycles` entry for the op, or `default`: vbinary, vimm
+and vunary use their `op` (gelu costs as erf, gelu_tanh as tanh, sigmoid as exp), acc_read its
+activation (none costs `default`), vreduce `reduce`, vcast `cast`, vselect `select`.
+
+Everything except the DRAM channel is fixed per static instruction, so `static_cost` runs once at
+decode time and the scheduler only does the channel arithmetic (`dma_end`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aitc.target import Target
+
+_COST_ALIASES = {"gelu": "erf", "gelu_tanh": "tanh", "sigmoid": "exp", "none": "default"}
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The static cost of one instruction.
+
+    cycles: busy cycles when nothing contends (latency included); transfer/latency: the DMA's
+    own transfer time and fixed latency; dram: DRAM-channel occupancy (0 = no DRAM traffic);
+    bytes: bytes moved by a DMA; macs: multiply-accumulates of a matmul.
+    """
+
+    cycles: int
+    transfer: int = 0
+    latency: int = 0
+    dram: int = 0
+    bytes: int = 0
+    macs: int = 0
+
+
+def ceil_div(a: int, b: int) -> int:
+    """a / b rounded up (integer cycles)."""
+    return -(-a // b)
+
+
+def vector_cost_name(mnemonic: str, f: Mapping[str, Any]) -> str:
+    """The `vector.op_cycles` key an instruction is charged under."""
+    fixed = {"vreduce": "reduce", "vcast": "cast", "vselect": "select"}
+    if mnemonic in fixed:
+        return fixed[mnemonic]
+    op = f["activation"] if mnemonic == "acc_read" else f["op"]
+    return _COST_ALIASES.get(op, op)
+
+
+def _dma_cost(mnemonic: str, f: Mapping[str, Any], spaces: Mapping[str, str], target: Target) -> Cost:
+    """DMA cost: engine (or link) transfer, latency, DRAM-channel occupancy."""
+    size = f["rows"] * f["row_bytes"]
+    if mnemonic == "dma_peer":
+        transfer, latency, dram = ceil_div(size, target.link.bytes_per_cycle), target.link.latency, 0
+    else:
+        transfer, latency = ceil_div(size, target.dma.bytes_per_cycle), target.dma.latency
+        touches_dram = "dram" in (spaces.get("src"), spaces.get("dst"))
+        dram = ceil_div(size, target.dram.bytes_per_cycle) if touches_dram else 0
+    return Cost(max(transfer, dram) + latency, transfer, latency, dram, size)
+
+
+def static_cost(mnemonic: str, f: Mapping[str, Any], spaces: Mapping[str, str], target: Target) -> Cost:
+    """The cost of one instruction from its fields (see the module docstring for the formulas)."""
+    if mnemonic.startswith("dma_"):
+        return _dma_cost(mnemonic, f, spaces, target)
+    if mnemonic == "matmul":
+        return Cost(target.matrix.latency + f["k"] + f["m"], macs=f["m"] * f["k"] * f["n"])
+    if mnemonic in ("sem_signal", "sem_wait", "barrier"):
+        return Cost(1)
+    vector = target.vector
+    groups = f["rows"] * ceil_div(f["cols"], vector.lanes)
+    return Cost(vector.latency + groups * vector.cycles_per_group(vector_cost_name(mnemonic, f)))
+
+
+def dma_end(cost: Cost, start: int, dram_free: int) -> tuple[int, int]:
+    """(completion cycle, new DRAM-channel free cycle) of a DRAM transfer starting at `start`."""
+    channel_end = max(start, dram_free) + cost.dram
+    return max(start + cost.transfer, channel_end) + cost.latency, channel_end
