@@ -110,25 +110,75 @@ def _check_weights(module) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """Runs graph-level IR on the reference interpreter, or a hw program (.mlir or .aitb) on the
+    simulator; writes or summarises the outputs."""
     from aitc.files import load_arrays, save_arrays
-    from aitc.interp.run import entry_function, input_names, run_module
     from aitc.report import summarize_outputs
 
-    module = _load_module(args.file, args.input_shape)
-    if args.inputs:
-        inputs = load_arrays(args.inputs)
+    if args.file.endswith(".aitb"):
+        module = None
     else:
-        function = entry_function(module, args.entry)
-        inputs = _random_inputs(function, args.seed)
-        names = ", ".join(input_names(function))
-        print(f"no --inputs: using random inputs (seed {args.seed}) for {names}")
-    outputs = run_module(module, inputs, args.entry)
+        module = _load_module(args.file, args.input_shape)
+    if module is None or _holds_hw_program(module):
+        outputs = _simulate(args, module, load_arrays(args.inputs) if args.inputs else None)
+    else:
+        outputs = _interpret(args, module, load_arrays(args.inputs) if args.inputs else None)
     if args.outputs:
         save_arrays(args.outputs, outputs)
         print(f"wrote {len(outputs)} output(s) to {args.outputs}")
     else:
         print(summarize_outputs(outputs))
     return 0
+
+
+def _holds_hw_program(module) -> bool:
+    from aitc.dialects.hw import ProgramOp
+
+    return any(isinstance(op, ProgramOp) for op in module.ops)
+
+
+def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
+    from aitc.interp.run import entry_function, input_names, run_module
+
+    if args.trace or args.stats or args.target:
+        raise AitcError("--trace, --stats and --target apply to hw programs; this file is graph-level IR")
+    if inputs is None:
+        function = entry_function(module, args.entry)
+        inputs = _random_inputs(function, args.seed)
+        print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(input_names(function))}")
+    return run_module(module, inputs, args.entry)
+
+
+def _simulate(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
+    from aitc.sim import Session, format_stats, write_trace
+
+    session = Session(module if module is not None else args.file, target=args.target)
+    if inputs is None:
+        inputs = _random_program_inputs(session, args.seed)
+        print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(inputs)}")
+    names = [spec.name for spec in session.get_outputs()]
+    values = session.run(None, inputs, trace=bool(args.trace))
+    result = session.last_result
+    assert result is not None
+    if args.trace:
+        assert result.trace is not None
+        write_trace(result.trace, args.trace)
+        print(f"trace written to {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    if args.stats:
+        print(format_stats(result.stats))
+    return dict(zip(names, values, strict=True))
+
+
+def _random_program_inputs(session, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for spec in session.get_inputs():
+        dtype = np.dtype(spec.dtype)
+        if dtype.kind == "f":
+            inputs[spec.name] = rng.standard_normal(spec.shape).astype(dtype)
+        else:
+            inputs[spec.name] = rng.integers(-4, 5, spec.shape).astype(dtype)
+    return inputs
 
 
 def _random_inputs(function, seed: int) -> dict[str, np.ndarray]:
@@ -249,13 +299,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", action="store_true", help="list the ONNX op types aitc claims")
     p.set_defaults(handler=cmd_check)
 
-    p = sub.add_parser("run", help="execute a .mlir (graph level) or .onnx model on npz inputs")
+    p = sub.add_parser(
+        "run",
+        help="run graph-level .mlir/.onnx (reference interpreter) or a hw program .mlir/.aitb (simulator)",
+    )
     p.add_argument("file")
     p.add_argument("--inputs", help=".npz whose keys are the model input names")
     p.add_argument("--outputs", help="write outputs to this .npz (keys = output names)")
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
     p.add_argument("--entry", help="function to run (default @main)")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs when --inputs is absent")
+    p.add_argument("--target", help="hw programs: target preset NAME or FILE.toml (default: the program's)")
+    p.add_argument("--trace", metavar="TRACE.json", help="hw programs: write a Chrome/Perfetto trace")
+    p.add_argument("--stats", action="store_true", help="hw programs: print cycle and engine statistics")
     p.set_defaults(handler=cmd_run)
     _add_binary_commands(sub)
     return parser
