@@ -262,7 +262,13 @@ class InstructionOp(IRDLOperation):
         self.verify_instruction()
 
     def _verify_field(self, field: Field, attr: Attribute, depth: int) -> None:
-        expected = {"addr": AddressAttr, "int": IntegerAttr, "float": FloatAttr, "enum": StringAttr, "flag": UnitAttr}
+        expected = {
+            "addr": AddressAttr,
+            "int": IntegerAttr,
+            "float": FloatAttr,
+            "enum": StringAttr,
+            "flag": UnitAttr,
+        }
         if not isinstance(attr, expected[field.kind]):
             raise VerifyException(f"{self.name}: field '{field.name}' must be {field.kind}")
         if isinstance(attr, AddressAttr):
@@ -271,7 +277,9 @@ class InstructionOp(IRDLOperation):
                     f"{self.name}: '{field.name}' must be in {'/'.join(field.spaces)}, got {attr.space.data}"
                 )
             if len(attr.step_values) > depth:
-                raise VerifyException(f"{self.name}: '{field.name}' uses loop index i{depth} outside its loops")
+                raise VerifyException(
+                    f"{self.name}: '{field.name}' uses loop index i{depth} outside its loops"
+                )
         if isinstance(attr, StringAttr) and field.choices and attr.data not in field.choices:
             raise VerifyException(
                 f"{self.name}: '{field.name}' must be one of {', '.join(field.choices)}, got '{attr.data}'"
@@ -396,7 +404,10 @@ class DmaOp(InstructionOp):
     ENGINE: ClassVar[str] = "dma"
 
     def verify_instruction(self) -> None:
-        _require(self.get("rows") >= 1 and self.get("row_bytes") >= 1, f"{self.name}: rows and row_bytes must be >= 1")  # pyright: ignore
+        _require(
+            self.get("rows") >= 1 and self.get("row_bytes") >= 1,
+            f"{self.name}: rows and row_bytes must be >= 1",
+        )  # pyright: ignore
         for key in ("src_stride", "dst_stride"):
             _require(self.get(key) >= 0, f"{self.name}: {key} must be >= 0")  # pyright: ignore
 
@@ -463,12 +474,18 @@ class DmaGatherOp(DmaOp):
     Simulator: `aitc/sim/execute.py:dma_gather`.
 
     ```mlir
-    hw.dma_gather sram[0x0] <- dram[0x100000], sram[0x8000], rows=128, row_bytes=1536, src_stride=1536, table_rows=30522
+    hw.dma_gather sram[0x0] <- dram[0x100000], sram[0x8000], rows=128, row_bytes=1536, table_rows=30522
     ```
     """
 
     name = "hw.dma_gather"
-    FIELDS: ClassVar[tuple[Field, ...]] = (dst("dst", "sram"), src("src", "dram"), src("indices", "sram"), *_DMA_COMMON, num("table_rows"))
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        dst("dst", "sram"),
+        src("src", "dram"),
+        src("indices", "sram"),
+        *_DMA_COMMON,
+        num("table_rows"),
+    )
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
@@ -520,13 +537,35 @@ class VectorOp(InstructionOp):
     FLOAT_ONLY: ClassVar[bool] = False
 
     def verify_instruction(self) -> None:
-        _require(self.get("rows") >= 1 and self.get("cols") >= 1, f"{self.name}: rows and cols must be >= 1")  # pyright: ignore
+        rows, cols = self.get("rows"), self.get("cols")
+        _require(rows >= 1 and cols >= 1, f"{self.name}: rows and cols must be >= 1")  # pyright: ignore
         if self.FLOAT_ONLY:
             _require(self.get("dtype") == "f32", f"{self.name} works on f32 only")
+        source = self.attributes.get("a")
+        if (
+            isinstance(source, AddressAttr)
+            and source.space.data == "acc"
+            and "dtype" in {f.name for f in self.FIELDS}
+        ):
+            _require(self.get("dtype") in ("f32", "i32"), f"{self.name}: ACC holds 32-bit values, not i8")
 
 
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "cmp_eq", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge")
-UNARY_OPS = ("copy", "neg", "abs", "exp", "log", "tanh", "erf", "sqrt", "rsqrt", "recip", "relu", "sigmoid", "gelu")
+UNARY_OPS = (
+    "copy",
+    "neg",
+    "abs",
+    "exp",
+    "log",
+    "tanh",
+    "erf",
+    "sqrt",
+    "rsqrt",
+    "recip",
+    "relu",
+    "sigmoid",
+    "gelu",
+)
 FLOAT_UNARY = {"exp", "log", "tanh", "erf", "sqrt", "rsqrt", "recip", "sigmoid", "gelu"}
 ACTIVATIONS = ("none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh")
 
@@ -550,7 +589,9 @@ class VBinaryOp(VectorOp):
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
-        _require(not (self.get("op") == "div" and self.get("dtype") != "f32"), "hw.vbinary: div works on f32 only")
+        _require(
+            not (self.get("op") == "div" and self.get("dtype") != "f32"), "hw.vbinary: div works on f32 only"
+        )
 
 
 @irdl_op_definition
@@ -565,7 +606,25 @@ class VImmOp(VectorOp):
     """
 
     name = "hw.vimm"
-    FIELDS: ClassVar[tuple[Field, ...]] = (dst("dst", "sram"), src("a", "sram", "acc"), enum("op", BINARY_OPS), real("imm"), *_TILE, *_STRIDES)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        dst("dst", "sram"),
+        src("a", "sram", "acc"),
+        enum("op", BINARY_OPS),
+        real("imm"),
+        *_TILE,
+        *_STRIDES,
+    )
+
+    def verify_instruction(self) -> None:
+        super().verify_instruction()
+        imm, dtype = self.get("imm"), self.get("dtype")
+        if dtype != "f32":
+            bits = 8 * DTYPES[str(dtype)]
+            low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            _require(
+                float(imm).is_integer() and low <= imm <= high,  # pyright: ignore
+                f"hw.vimm: imm {imm} must be a whole number in [{low}, {high}] for {dtype}",
+            )
 
 
 @irdl_op_definition
@@ -578,7 +637,13 @@ class VUnaryOp(VectorOp):
     """
 
     name = "hw.vunary"
-    FIELDS: ClassVar[tuple[Field, ...]] = (dst("dst", "sram"), src("a", "sram", "acc"), enum("op", UNARY_OPS), *_TILE, *_STRIDES)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        dst("dst", "sram"),
+        src("a", "sram", "acc"),
+        enum("op", UNARY_OPS),
+        *_TILE,
+        *_STRIDES,
+    )
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
@@ -599,7 +664,14 @@ class VSelectOp(VectorOp):
     """
 
     name = "hw.vselect"
-    FIELDS: ClassVar[tuple[Field, ...]] = (dst("dst", "sram"), src("cond", "sram"), src("a", "sram"), src("b", "sram"), *_TILE, *_STRIDES)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        dst("dst", "sram"),
+        src("cond", "sram"),
+        src("a", "sram"),
+        src("b", "sram"),
+        *_TILE,
+        *_STRIDES,
+    )
 
 
 @irdl_op_definition
@@ -614,7 +686,19 @@ class VReduceOp(VectorOp):
     """
 
     name = "hw.vreduce"
-    FIELDS: ClassVar[tuple[Field, ...]] = (dst("dst", "sram"), src("a", "sram", "acc"), enum("op", ("sum", "max")), *_TILE, *_STRIDES)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        dst("dst", "sram"),
+        src("a", "sram", "acc"),
+        enum("op", ("sum", "max")),
+        *_TILE,
+        *_STRIDES,
+    )
+
+    def verify_instruction(self) -> None:
+        super().verify_instruction()
+        _require(
+            self.get("dst_stride") == 0, "hw.vreduce writes a dense rows x 1 column: dst_stride must be 0"
+        )
 
 
 @irdl_op_definition
@@ -636,7 +720,9 @@ class VCastOp(VectorOp):
 
     def verify_instruction(self) -> None:
         _require(self.get("rows") >= 1 and self.get("cols") >= 1, "hw.vcast: rows and cols must be >= 1")  # pyright: ignore
-        _require(self.get("from") != self.get("to") or self.get("scale") != 1.0, "hw.vcast: nothing to convert")
+        _require(
+            self.get("from") != self.get("to") or self.get("scale") != 1.0, "hw.vcast: nothing to convert"
+        )
 
 
 @irdl_op_definition
@@ -655,10 +741,31 @@ class AccReadOp(VectorOp):
         dst("dst", "sram"), src("a", "acc"), *_TILE, enum("activation", ACTIVATIONS, "none"), *_STRIDES,
     )  # fmt: skip
 
+    def verify_instruction(self) -> None:
+        super().verify_instruction()
+        integer_ok = ("none", "relu", "relu6")
+        _require(
+            self.get("dtype") == "f32" or self.get("activation") in integer_ok,
+            f"hw.acc_read: activation {self.get('activation')} needs f32 (i32 allows {'/'.join(integer_ok)})",
+        )
+
 
 # --------------------------------------------------------------------------- control
 
-ENGINE_NAMES = ("dma0", "dma1", "dma2", "dma3", "dma4", "dma5", "dma6", "dma7", "matrix", "vector", "dma_in", "dma_out")
+ENGINE_NAMES = (
+    "dma0",
+    "dma1",
+    "dma2",
+    "dma3",
+    "dma4",
+    "dma5",
+    "dma6",
+    "dma7",
+    "matrix",
+    "vector",
+    "dma_in",
+    "dma_out",
+)
 
 
 @irdl_op_definition
@@ -673,7 +780,11 @@ class SemSignalOp(InstructionOp):
 
     name = "hw.sem_signal"
     ENGINE: ClassVar[str] = "control"
-    FIELDS: ClassVar[tuple[Field, ...]] = (positional_int("sem"), enum("engine", ENGINE_NAMES), num("count", 1))
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        positional_int("sem"),
+        enum("engine", ENGINE_NAMES),
+        num("count", 1),
+    )
 
 
 @irdl_op_definition
@@ -688,7 +799,11 @@ class SemWaitOp(InstructionOp):
 
     name = "hw.sem_wait"
     ENGINE: ClassVar[str] = "control"
-    FIELDS: ClassVar[tuple[Field, ...]] = (positional_int("sem"), enum("engine", ENGINE_NAMES), num("count", 1))
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        positional_int("sem"),
+        enum("engine", ENGINE_NAMES),
+        num("count", 1),
+    )
 
 
 @irdl_op_definition
@@ -823,17 +938,26 @@ class TensorOp(IRDLOperation):
     def __init__(self, sym: str, kind: str, addr: int, type_: TensorType):
         super().__init__(
             attributes={
-                "sym": StringAttr(sym), "kind": StringAttr(kind), "addr": AddressAttr("dram", addr), "type": type_,
+                "sym": StringAttr(sym),
+                "kind": StringAttr(kind),
+                "addr": AddressAttr("dram", addr),
+                "type": type_,
             }
-        )  # fmt: skip
+        )
 
     def verify_(self) -> None:
-        _require(self.kind is not None and self.kind.data in ("input", "output"), "hw.tensor: kind must be input or output")
+        _require(
+            self.kind is not None and self.kind.data in ("input", "output"),
+            "hw.tensor: kind must be input or output",
+        )
         _require(self.addr is not None and self.addr.space.data == "dram", "hw.tensor: lives in dram")
         _require(self.sym is not None and self.type is not None, "hw.tensor needs a name and a type")
 
     def print(self, printer: Printer) -> None:
-        assert self.sym and self.kind and self.addr and self.type
+        assert self.sym
+        assert self.kind
+        assert self.addr
+        assert self.type
         printer.print_string(" ")
         printer.print_string_literal(self.sym.data)
         printer.print_string(f" {self.kind.data} {self.addr.text()} : ")
@@ -875,7 +999,8 @@ class ConstOp(IRDLOperation):
         _require(self.value is not None, "hw.const needs a value")
 
     def print(self, printer: Printer) -> None:
-        assert self.addr and self.value
+        assert self.addr
+        assert self.value
         printer.print_string(f" {self.addr.text()} = ")
         printer.print_attribute(self.value)
 
@@ -911,7 +1036,8 @@ class ProgramOp(IRDLOperation):
 
     def __init__(self, name: str, target: str, ops: Sequence[IRDLOperation] = ()):
         super().__init__(
-            attributes={"sym_name": StringAttr(name), "target": StringAttr(target)}, regions=[Region(Block(ops))]
+            attributes={"sym_name": StringAttr(name), "target": StringAttr(target)},
+            regions=[Region(Block(ops))],
         )
 
     def cores(self) -> list[CoreOp]:
@@ -933,7 +1059,8 @@ class ProgramOp(IRDLOperation):
         _require(not report, report)
 
     def print(self, printer: Printer) -> None:
-        assert self.sym_name and self.target
+        assert self.sym_name
+        assert self.target
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
         printer.print_string(" target ")

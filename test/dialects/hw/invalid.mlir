@@ -318,3 +318,47 @@ hw.program @many target "tiny" {
 // CHECK-NEXT: core 0, instruction 1 (hw.matmul, node "gemm"): k=16 exceeds
 // CHECK-NEXT: core 0, instruction 1 (hw.matmul, node "gemm"): n=16 exceeds
 // CHECK-NEXT: core 0, instruction 1 (hw.matmul, node "gemm"): 'acc' acc[0x0] reaches byte 0x1000 (4096 bytes per access), beyond the 2048 bytes of ACC
+
+// -----
+
+// ACC holds 32-bit values: a vector op cannot view it as i8.
+hw.program @acc_as_i8 target "tiny" {
+  hw.core 0 {
+    hw.vunary sram[0x0] <- acc[0x0], op=copy, rows=4, cols=4, dtype=i8
+    hw.end
+  }
+}
+// CHECK: hw.vunary: ACC holds 32-bit values, not i8
+
+// -----
+
+// An immediate for an integer tile must be a whole number that fits the type.
+hw.program @fractional_imm target "tiny" {
+  hw.core 0 {
+    hw.vimm sram[0x0] <- sram[0x40], op=add, imm=0.5, rows=4, cols=4, dtype=i32
+    hw.end
+  }
+}
+// CHECK: hw.vimm: imm 0.5 must be a whole number in [-2147483648, 2147483647] for i32
+
+// -----
+
+// A row reduction writes a dense column: no destination stride.
+hw.program @reduce_stride target "tiny" {
+  hw.core 0 {
+    hw.vreduce sram[0x0] <- sram[0x40], op=sum, rows=4, cols=4, dst_stride=2
+    hw.end
+  }
+}
+// CHECK: hw.vreduce writes a dense rows x 1 column: dst_stride must be 0
+
+// -----
+
+// Float activations need f32 accumulators.
+hw.program @int_gelu target "tiny" {
+  hw.core 0 {
+    hw.acc_read sram[0x0] <- acc[0x0], rows=4, cols=4, dtype=i32, activation=gelu
+    hw.end
+  }
+}
+// CHECK: hw.acc_read: activation gelu needs f32 (i32 allows none/relu/relu6)
