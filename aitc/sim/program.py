@@ -341,37 +341,13 @@ class _Decoder:
 
 
 def instruction_problems(s: StaticInstr) -> list[str]:
-    """Rules the simulator needs beyond the op verifiers and the target limits of `aitc.hw_checks`."""
-    problems = [
+    """Rules the simulator needs beyond the op verifiers and the target limits of `aitc.hw_checks`
+    (which `check_limits` has already applied): a write whose rows overlap has no defined result."""
+    return [
         f"rows of '{r.field}' overlap (stride {r.stride} < {r.row_bytes} bytes)"
         for r in s.regions
         if r.write and r.overlapping_rows
     ]
-    problems += [
-        f"'{r.field}' reads ACC as 8-bit values, but the accumulator holds 32-bit values (f32, i32)"
-        for r in s.regions
-        if r.space == "acc" and r.align == 1 and s.op.ENGINE == "vector"
-    ]
-    if s.kind in ("signal", "wait") and s.count < 1:
-        problems.append(f"count must be >= 1, got {s.count}")
-    if s.mnemonic == "vreduce" and s.fields["dst_stride"]:
-        problems.append("hw.vreduce writes a dense rows x 1 column: dst_stride must be 0")
-    return problems + _value_problems(s)
-
-
-def _value_problems(s: StaticInstr) -> list[str]:
-    """Field values the simulator cannot give a meaning to."""
-    f = s.fields
-    if s.mnemonic == "vimm" and f["dtype"] != "f32":
-        info = np.iinfo(np.dtype(_INT_TYPES[f["dtype"]]))
-        if f["imm"] != int(f["imm"]) or not info.min <= f["imm"] <= info.max:
-            return [f"imm={f['imm']} is not a {f['dtype']} value"]
-    if s.mnemonic == "acc_read" and f["dtype"] != "f32" and f["activation"] not in ("none", "relu", "relu6"):
-        return [f"activation {f['activation']} works on f32 only"]
-    return []
-
-
-_INT_TYPES = {"i8": "int8", "i32": "int32"}
 
 
 def _tensor(op: TensorOp) -> TensorSpec:
