@@ -827,8 +827,30 @@ def _count(op: IRDLOperation) -> int:
     return attr.value.data
 
 
+class IntegerRegionOp(IRDLOperation):
+    """Base of `hw.<op> N { ... }` ops (loops, cores): one integer, then one region whose
+    single block the op's constructor `cls(N)` creates."""
+
+    body = region_def("single_block")
+
+    def leading_integer(self) -> int:
+        raise NotImplementedError
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.leading_integer()} ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IntegerRegionOp:
+        number = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        body = parser.parse_region()
+        op = cls(number)  # pyright: ignore[reportCallIssue]
+        _adopt(op.body, body)
+        return op
+
+
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(IntegerRegionOp):
     """Hardware loop: runs its body `count` times; addresses in the body advance by their
     `step*iD` terms, D being this loop's nesting depth. Simulator: `aitc/sim/program.py`.
 
@@ -853,17 +875,8 @@ class LoopOp(IRDLOperation):
     def verify_(self) -> None:
         _require(self.count is not None and self.trip_count() >= 1, "hw.loop: count must be >= 1")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.trip_count()} ")
-        printer.print_region(self.body, print_entry_block_args=False)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoopOp:
-        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        body = parser.parse_region()
-        op = cls(count)
-        _adopt(op.body, body)
-        return op
+    def leading_integer(self) -> int:
+        return self.trip_count()
 
 
 # --------------------------------------------------------------------------- program structure
@@ -884,7 +897,7 @@ class EndOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CoreOp(IRDLOperation):
+class CoreOp(IntegerRegionOp):
     """The instruction stream of core `id`, in program order.
 
     ```mlir
@@ -906,17 +919,8 @@ class CoreOp(IRDLOperation):
         assert self.id is not None
         return self.id.value.data
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.core_id()} ")
-        printer.print_region(self.body, print_entry_block_args=False)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CoreOp:
-        core = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        body = parser.parse_region()
-        op = cls(core)
-        _adopt(op.body, body)
-        return op
+    def leading_integer(self) -> int:
+        return self.core_id()
 
 
 @irdl_op_definition

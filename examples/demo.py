@@ -18,28 +18,13 @@ import onnxruntime as ort
 
 from aitc.files import write_atomic
 from aitc.frontend.onnx_import import check_model, import_onnx
-from aitc.interp.run import entry_function, input_names, run_module
+from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
 from aitc.passes.pipelines import apply_pipeline
 from aitc.report import format_table
-from aitc.types import numpy_dtype
 
 HERE = Path(__file__).parent
 OUT = HERE.parent / "out"
-
-
-def random_inputs(module, seed: int = 0) -> dict[str, np.ndarray]:
-    function = entry_function(module)
-    rng = np.random.default_rng(seed)
-    inputs = {}
-    for name, type_ in zip(input_names(function), function.function_type.inputs.data, strict=True):
-        dtype = numpy_dtype(type_.get_element_type())
-        shape = type_.get_shape()
-        if dtype.kind == "f":
-            inputs[name] = rng.standard_normal(shape).astype(dtype)
-        else:
-            inputs[name] = np.zeros(shape, dtype)
-    return inputs
 
 
 def graph_ops(module) -> Counter:
@@ -53,7 +38,7 @@ def demo(path: Path) -> tuple:
     module = import_onnx(model)
     import_ms = (time.perf_counter() - start) * 1e3
     before = graph_ops(module)
-    inputs = random_inputs(module)
+    inputs = random_inputs(entry_function(module))
     plain = run_module(module, inputs)
     start = time.perf_counter()
     apply_pipeline(module, "graph-optimize")

@@ -38,17 +38,22 @@ def _parse_shape(text: str) -> tuple[str, list[int]]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from aitc.files import write_atomic
     from aitc.frontend.onnx_import import import_onnx
     from aitc.ir import print_mlir
 
     module = import_onnx(args.model, dict(args.input_shape or []))
-    text = print_mlir(module, generic=args.generic)
-    if args.output:
-        write_atomic(args.output, text)
+    _emit_text(print_mlir(module, generic=args.generic), args.output)
+    return 0
+
+
+def _emit_text(text: str, output: str | None) -> None:
+    """Writes `text` to `output` atomically, or to stdout when no -o was given."""
+    from aitc.files import write_atomic
+
+    if output:
+        write_atomic(output, text)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -138,13 +143,13 @@ def _holds_hw_program(module) -> bool:
 
 
 def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
-    from aitc.interp.run import entry_function, input_names, run_module
+    from aitc.interp.run import entry_function, input_names, random_inputs, run_module
 
     if args.trace or args.stats or args.target:
         raise AitcError("--trace, --stats and --target apply to hw programs; this file is graph-level IR")
     if inputs is None:
         function = entry_function(module, args.entry)
-        inputs = _random_inputs(function, args.seed)
+        inputs = random_inputs(function, args.seed)
         print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(input_names(function))}")
     return run_module(module, inputs, args.entry)
 
@@ -170,33 +175,10 @@ def _simulate(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]
 
 
 def _random_program_inputs(session, seed: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    inputs = {}
-    for spec in session.get_inputs():
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f":
-            inputs[spec.name] = rng.standard_normal(spec.shape).astype(dtype)
-        else:
-            inputs[spec.name] = rng.integers(-4, 5, spec.shape).astype(dtype)
-    return inputs
-
-
-def _random_inputs(function, seed: int) -> dict[str, np.ndarray]:
-    from aitc.interp.run import input_names
-    from aitc.types import numpy_dtype
+    from aitc.interp.run import random_tensor
 
     rng = np.random.default_rng(seed)
-    inputs = {}
-    for name, type_ in zip(input_names(function), function.function_type.inputs.data, strict=True):
-        dtype = numpy_dtype(type_.get_element_type())
-        shape = type_.get_shape()
-        if dtype.kind == "f":
-            inputs[name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind == "b":
-            inputs[name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            inputs[name] = rng.integers(0, 2, shape).astype(dtype)
-    return inputs
+    return {spec.name: random_tensor(rng, spec.shape, spec.dtype) for spec in session.get_inputs()}
 
 
 def cmd_asm(args: argparse.Namespace) -> int:
@@ -217,16 +199,11 @@ def cmd_asm(args: argparse.Namespace) -> int:
 
 def cmd_disasm(args: argparse.Namespace) -> int:
     from aitc.binary import load_program
-    from aitc.files import write_atomic
     from aitc.ir import print_mlir
     from aitc.target import load_target
 
     module = load_program(args.file, load_target(args.target) if args.target else None)
-    text = print_mlir(module, generic=args.generic)
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    _emit_text(print_mlir(module, generic=args.generic), args.output)
     return 0
 
 

@@ -54,6 +54,27 @@ def output_names(f: func.FuncOp) -> list[str]:
     return _names(f, "res", len(f.function_type.outputs.data), "result")
 
 
+def random_tensor(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """Test data: standard normal floats, 0/1 booleans, small integers in [-4, 4]."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    low = 0 if dtype.kind == "u" else -4
+    return rng.integers(low, 5, shape).astype(dtype)
+
+
+def random_inputs(f: func.FuncOp, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random inputs for every argument of `f`, by model input name."""
+    rng = np.random.default_rng(seed)
+    types = f.function_type.inputs.data
+    return {
+        name: random_tensor(rng, t.get_shape(), numpy_dtype(t.get_element_type()))  # pyright: ignore
+        for name, t in zip(input_names(f), types, strict=True)
+    }
+
+
 def check_inputs(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Orders `inputs` by the function's arguments, checking names, shapes and dtypes."""
     names = input_names(f)
