@@ -66,7 +66,6 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -92,7 +91,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import hw
-from aitc.files import write_atomic
+from aitc.files import read_bytes, write_atomic
 from aitc.hw_checks import check_program
 from aitc.target import Target, load_target
 from aitc.weights import RESOURCES
@@ -904,18 +903,6 @@ def save_program(path: str | os.PathLike, module_or_program: ModuleOp | hw.Progr
     return len(data)
 
 
-def read_binary(path: str | os.PathLike) -> bytes:
-    """The bytes of `path`, with friendly errors for missing or unreadable files."""
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise AitcError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise AitcError(f"{path} is a folder, not an aitc binary") from None
-    except OSError as error:
-        raise AitcError(f"cannot read {path}: {error.strerror}") from None
-
-
 def load_program(path: str | os.PathLike, target: Target | None = None) -> ModuleOp:
     """Reads and disassembles a `.aitb` file (see `disassemble`)."""
-    return disassemble(read_binary(path), target)
+    return disassemble(read_bytes(path), target)

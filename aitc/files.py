@@ -45,18 +45,24 @@ def _umask() -> int:
     return mask
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """The text of `path` (an .mlir file); a missing, binary or unreadable file is an AitcError."""
-    if Path(path).is_dir():
-        raise AitcError(f"{path} is a folder, not a file")
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of `path`; a missing, folder or unreadable path is an AitcError."""
     try:
-        return Path(path).read_text()
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise AitcError(f"no such file: {path}") from None
-    except UnicodeDecodeError:
-        raise AitcError(f"{path} is not a text (.mlir) file") from None
+    except IsADirectoryError:
+        raise AitcError(f"{path} is a folder, not a file") from None
     except OSError as error:
         raise AitcError(f"cannot read {path}: {error.strerror}") from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The text of `path` (an .mlir file); a missing, binary or unreadable file is an AitcError."""
+    try:
+        return read_bytes(path).decode()
+    except UnicodeDecodeError:
+        raise AitcError(f"{path} is not a text (.mlir) file") from None
 
 
 def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:

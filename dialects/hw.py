@@ -832,9 +832,12 @@ class IntegerRegionOp(IRDLOperation):
     single block the op's constructor `cls(N)` creates."""
 
     body = region_def("single_block")
+    INTEGER_ATTR: ClassVar[str] = "count"
 
     def leading_integer(self) -> int:
-        raise NotImplementedError
+        attr = self.attributes.get(self.INTEGER_ATTR)
+        assert isinstance(attr, IntegerAttr), f"{self.name} needs its '{self.INTEGER_ATTR}'"
+        return attr.value.data
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.leading_integer()} ")
@@ -875,9 +878,6 @@ class LoopOp(IntegerRegionOp):
     def verify_(self) -> None:
         _require(self.count is not None and self.trip_count() >= 1, "hw.loop: count must be >= 1")
 
-    def leading_integer(self) -> int:
-        return self.trip_count()
-
 
 # --------------------------------------------------------------------------- program structure
 
@@ -908,6 +908,7 @@ class CoreOp(IntegerRegionOp):
     """
 
     name = "hw.core"
+    INTEGER_ATTR: ClassVar[str] = "id"
     id = opt_attr_def(IntegerAttr)
     body = region_def("single_block")
     traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
@@ -918,9 +919,6 @@ class CoreOp(IntegerRegionOp):
     def core_id(self) -> int:
         assert self.id is not None
         return self.id.value.data
-
-    def leading_integer(self) -> int:
-        return self.core_id()
 
 
 @irdl_op_definition

@@ -26,6 +26,7 @@ from aitc import model_zoo
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, input_names, output_names, run_module
 from aitc.ir import parse_mlir, print_mlir
+from aitc.passes.pipelines import apply_pipeline
 
 ZOO: dict[str, tuple[Callable, dict]] = {
     "mlp": (model_zoo.mlp, {}),
@@ -104,11 +105,7 @@ def case(name: str) -> Case:
 
 
 def graph_optimize(module: ModuleOp) -> ModuleOp:
-    """A copy of `module` after the `graph-optimize` pipeline (skips while the pipeline is missing)."""
-    try:
-        from aitc.passes.pipelines import apply_pipeline
-    except ImportError:
-        pytest.skip("aitc.passes.pipelines (the graph-optimize pipeline) is not available yet")
+    """A copy of `module` after the `graph-optimize` pipeline."""
     optimized = module.clone()
     apply_pipeline(optimized, "graph-optimize")
     return optimized
