@@ -28,7 +28,13 @@ def _hw() -> Dialect:
     return Hw
 
 
-AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "hw": _hw}
+def _tile() -> Dialect:
+    from aitc.dialects.tile import Tile
+
+    return Tile
+
+
+AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "tile": _tile, "hw": _hw}
 """aitc's own dialects, name -> factory (lazy, as xDSL registries are)."""
 
 

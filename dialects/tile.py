@@ -1,0 +1,589 @@
+"""The `tile` dialect: explicit buffers in DRAM/SRAM/ACC, DMA copies and compute on tiles that
+fit the target's engines, with loops kept structured (`scf.for`).
+
+This is the level between `graph` (tensors, value semantics) and `hw` (instructions, absolute
+addresses). A buffer is a builtin memref whose memory space is "dram", "sram" or "acc":
+
+    %x = ... : memref<128x64xf32, "dram">          function arguments: inputs, then outputs
+    %w = tile.const dense_resource<fc_w> : memref<64x32xf32, "dram">
+    %a = tile.alloc : memref<32x64xf32, "sram">      plan-memory adds {offset = ...}
+
+Every data access is a window `%buffer[%i, %j]` (one `index` operand per buffer dim) of a static
+`sizes [...]` box; compute ops work on 2-D windows (every size but the last two is 1):
+
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [32, 64]
+    tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [32, 64, 32] {accumulate}
+    tile.acc_read %acc[%c0, %c0] to %y_s[%c0, %c0] sizes [32, 32] {activation = "relu"}
+
+The compute ops mirror the hw instructions one to one (`tile.unary` <-> `hw.vunary`, ...), with
+the same operation names (`aitc.dialects.hw.BINARY_OPS`, ...), so `convert-sync-to-hw` is
+instruction selection plus address arithmetic. `tile.kernel` groups the ops lowered from one
+graph op and records the decisions that shaped them (tile sizes, buffer depth, the cost that
+chose them) where reports and readers can find them.
+
+Semantics: `aitc/interp/tile.py` (numpy on whole buffers; windows are numpy slices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    opt_attr_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, DTYPES, UNARY_OPS
+
+SPACES = ("dram", "sram", "acc")
+
+
+def space_of(buffer: SSAValue | Attribute) -> str:
+    """The memory space of a buffer value or memref type ("dram", "sram" or "acc")."""
+    type_ = buffer if isinstance(buffer, Attribute) else buffer.type
+    assert isinstance(type_, MemRefType)
+    space = type_.memory_space
+    return space.data if isinstance(space, StringAttr) else ""
+
+
+def buffer_type(shape: Sequence[int], element_type: Attribute, space: str) -> MemRefType:
+    """`memref<shape x elem, "space">`."""
+    return MemRefType(element_type, list(shape), memory_space=StringAttr(space))
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise VerifyException(message)
+
+
+def _verify_buffer_type(type_: Attribute, what: str) -> MemRefType:
+    _require(isinstance(type_, MemRefType), f"{what} must be a memref, got {type_}")
+    assert isinstance(type_, MemRefType)
+    _require(space_of(type_) in SPACES, f"{what} must live in dram, sram or acc, got {type_}")
+    _require(all(d > 0 for d in type_.get_shape()), f"{what} needs a static shape, got {type_}")
+    return type_
+
+
+# --------------------------------------------------------------------------- buffers
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """A buffer in one memory space, alive for the whole function. `plan-memory` sets `offset`
+    (bytes from the start of the space; absolute in DRAM).
+
+    ```mlir
+    %a = tile.alloc : memref<32x64xf32, "sram">
+    %b = tile.alloc {offset = 4096 : i64} : memref<32x32xf32, "acc">
+    ```
+    """
+
+    name = "tile.alloc"
+    offset = opt_attr_def(IntegerAttr)
+    buffer = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($buffer)"
+
+    def __init__(self, type_: MemRefType):
+        super().__init__(result_types=[type_])
+
+    def verify_(self) -> None:
+        _verify_buffer_type(self.buffer.type, "tile.alloc")
+        if self.offset is not None:
+            _require(self.offset.value.data >= 0, "offset must be >= 0")
+
+
+@irdl_op_definition
+class ConstOp(IRDLOperation):
+    """A constant buffer in DRAM (weights), bytes-backed like graph.constant; the buffer type is
+    the value's shape and element type in "dram".
+
+    ```mlir
+    %w = tile.const dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+    """
+
+    name = "tile.const"
+    value = opt_attr_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
+    offset = opt_attr_def(IntegerAttr)
+    buffer = result_def(MemRefType)
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
+        tensor = value.get_type()
+        type_ = buffer_type(tensor.get_shape(), tensor.get_element_type(), "dram")  # pyright: ignore
+        super().__init__(attributes={"value": value}, result_types=[type_])
+
+    def verify_(self) -> None:
+        type_ = _verify_buffer_type(self.buffer.type, "tile.const")
+        _require(space_of(type_) == "dram", "tile.const lives in dram")
+        _require(self.value is not None, "tile.const needs a value")
+        assert self.value is not None
+        value_type = self.value.get_type()
+        _require(
+            tuple(value_type.get_shape()) == tuple(type_.get_shape())  # pyright: ignore
+            and value_type.get_element_type() == type_.get_element_type(),  # pyright: ignore
+            f"value {value_type} does not match buffer {type_}",
+        )
+
+    def print(self, printer: Printer) -> None:
+        assert self.value is not None
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstOp:
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
+            parser.raise_error("tile.const expects dense<...> or dense_resource<...>")
+        extra = parser.parse_optional_attr_dict()
+        op = cls(value)
+        op.attributes.update(extra)
+        return op
+
+
+# --------------------------------------------------------------------------- windowed ops
+
+
+class WindowOp(IRDLOperation):
+    """Base of ops whose operands are windows `%buffer[%i, ...]`: the flat operand list holds,
+    for each name in `ACCESSES` (sources first, destination last), the buffer then one index
+    per buffer dim. `sizes` is the window box (for matmul: m, k, n)."""
+
+    ACCESSES: ClassVar[tuple[str, ...]] = ()
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {}
+    windows = var_operand_def()
+    sizes = opt_attr_def(DenseArrayBase)
+
+    def __init__(
+        self,
+        accesses: Sequence[tuple[SSAValue, Sequence[SSAValue]]],
+        sizes: Sequence[int],
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        flat: list[SSAValue] = []
+        for buffer, indices in accesses:
+            flat += [buffer, *indices]
+        attrs = {"sizes": DenseArrayBase.from_list(i64, list(sizes)), **(attributes or {})}
+        super().__init__(operands=[flat], attributes=attrs)
+
+    # -- structure
+    def accesses(self) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
+        """(buffer, indices) per name in ACCESSES."""
+        result, position = [], 0
+        operands = list(self.operands)
+        for _ in self.ACCESSES:
+            _require(position < len(operands), f"{self.name} needs {len(self.ACCESSES)} windows")
+            buffer = operands[position]
+            _require(isinstance(buffer.type, MemRefType), f"{self.name}: operand {position} must be a buffer")
+            rank = len(buffer.type.get_shape())  # pyright: ignore
+            indices = tuple(operands[position + 1 : position + 1 + rank])
+            result.append((buffer, indices))
+            position += 1 + rank
+        _require(position == len(operands), f"{self.name}: {len(operands) - position} extra operand(s)")
+        return result
+
+    def access(self, name: str) -> tuple[SSAValue, tuple[SSAValue, ...]]:
+        return self.accesses()[self.ACCESSES.index(name)]
+
+    def box(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.sizes.get_values()) if self.sizes else ()
+
+    # -- verification
+    def verify_(self) -> None:
+        for name, (buffer, indices) in zip(self.ACCESSES, self.accesses(), strict=True):
+            type_ = _verify_buffer_type(buffer.type, f"{self.name} '{name}'")
+            _require(
+                len(indices) == len(type_.get_shape())
+                and all(isinstance(i.type, IndexType) for i in indices),
+                f"{self.name} '{name}': one index per buffer dim",
+            )
+            allowed = self.SPACES_OF.get(name, SPACES)
+            _require(space_of(type_) in allowed, f"{self.name} '{name}' must be in {'/'.join(allowed)}")
+        self.verify_window()
+
+    def verify_window(self) -> None:
+        """Per-op rules on `sizes` against the buffers (static parts only)."""
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        """The box of access `name` (matmul overrides: its accesses have different boxes)."""
+        return self.box()
+
+    def _verify_fits(self, name: str) -> None:
+        buffer, _ = self.access(name)
+        shape = tuple(buffer.type.get_shape())  # pyright: ignore
+        box = self.window_shape(name)
+        _require(
+            len(box) == len(shape), f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}"
+        )
+        _require(
+            all(0 < b <= d for b, d in zip(box, shape, strict=True)),
+            f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}",
+        )
+
+    # -- syntax: tile.<op> %a[%i, %j], ... to %d[%k, %l] sizes [..] {attrs} : type(a), ..., type(d)
+    def print(self, printer: Printer) -> None:
+        accesses = self.accesses()
+        for index, (buffer, indices) in enumerate(accesses):
+            separator = " to " if index == len(accesses) - 1 and index else (", " if index else " ")
+            printer.print_string(separator)
+            printer.print_operand(buffer)
+            printer.print_string("[")
+            printer.print_list(indices, printer.print_operand)
+            printer.print_string("]")
+        printer.print_string(f" sizes [{', '.join(str(v) for v in self.box())}]")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("sizes",))
+        printer.print_string(" : ")
+        printer.print_list([b.type for b, _ in accesses], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WindowOp:
+        windows: list[tuple[UnresolvedOperand, list[UnresolvedOperand]]] = []
+        for index in range(len(cls.ACCESSES)):
+            if index == len(cls.ACCESSES) - 1 and index:
+                parser.parse_keyword("to")
+            elif index:
+                parser.parse_punctuation(",")
+            buffer = parser.parse_unresolved_operand()
+            indices = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_unresolved_operand, " (window indices)"
+            )
+            windows.append((buffer, indices))
+        parser.parse_keyword("sizes")
+        sizes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(windows):
+            parser.raise_error(f"expected {len(windows)} buffer types, got {len(types)}")
+        index_type = IndexType()
+        accesses = [
+            (parser.resolve_operand(b, t), [parser.resolve_operand(i, index_type) for i in idx])
+            for (b, idx), t in zip(windows, types, strict=True)
+        ]
+        return cls(accesses, sizes, attributes)
+
+
+class ElementwiseWindowOp(WindowOp):
+    """Base of vector-engine ops on 2-D windows; `dtype` is implied by the buffers."""
+
+    def verify_window(self) -> None:
+        box = self.box()
+        _require(len(box) >= 2 or len(box) == 1, f"{self.name}: sizes must describe a window")
+        _require(all(b == 1 for b in box[:-2]), f"{self.name}: only the last two sizes may exceed 1")
+        for name in self.ACCESSES:
+            self._verify_fits(name)
+        element = {name: self.access(name)[0].type.get_element_type() for name in self.ACCESSES}  # pyright: ignore
+        _require(
+            len(set(element.values())) == 1 or self.MIXED_TYPES,
+            f"{self.name}: windows differ in element type",
+        )
+
+    MIXED_TYPES: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class CopyOp(WindowOp):
+    """DMA: copies the window of `src` to the window of `dst` (same box, same element type).
+    Any space to any space except acc <-> dram (the hw DMA rules).
+
+    ```mlir
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [32, 64] : memref<128x64xf32, "dram">, memref<32x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.copy"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("src", "dst")
+
+    def verify_window(self) -> None:
+        self._verify_fits("src")
+        self._verify_fits("dst")
+        (src, _), (dst, _) = self.accesses()
+        _require(
+            src.type.get_element_type() == dst.type.get_element_type(), "tile.copy keeps the element type"
+        )  # pyright: ignore
+        pair = {space_of(src), space_of(dst)}
+        _require(pair != {"acc", "dram"}, "tile.copy between acc and dram: go through sram")
+        _require(pair != {"dram"}, "tile.copy dram -> dram: go through sram")
+
+
+@irdl_op_definition
+class MatmulOp(WindowOp):
+    """acc[m x n] (+)= lhs[m x k] @ rhs[k x n] (rhs[n x k] with `transpose_rhs`); f32 -> f32 or
+    i8 -> i32. sizes = [m, k, n]; every window is 2-D.
+
+    ```mlir
+    tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [32, 64, 32] {accumulate} : memref<32x64xf32, "sram">, memref<64x32xf32, "sram">, memref<32x32xf32, "acc">
+    ```
+    """
+
+    name = "tile.matmul"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("lhs", "rhs", "acc")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"lhs": ("sram",), "rhs": ("sram",), "acc": ("acc",)}
+    accumulate = opt_attr_def(UnitAttr)
+    transpose_rhs = opt_attr_def(UnitAttr)
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        m, k, n = self.box()
+        if name == "lhs":
+            return (m, k)
+        if name == "rhs":
+            return (n, k) if self.transpose_rhs else (k, n)
+        return (m, n)
+
+    def verify_window(self) -> None:
+        _require(len(self.box()) == 3, "tile.matmul: sizes are [m, k, n]")
+        for name in self.ACCESSES:
+            self._verify_fits(name)
+        lhs, rhs, acc = (self.access(n)[0].type.get_element_type() for n in self.ACCESSES)  # pyright: ignore
+        _require(lhs == rhs, "tile.matmul: lhs and rhs need one element type")
+        expected = {"f32": "f32", "i8": "i32"}.get(str(lhs))
+        _require(
+            expected is not None and str(acc) == expected,
+            f"tile.matmul: {lhs} inputs accumulate in {expected}",
+        )
+
+
+@irdl_op_definition
+class BinaryOp(ElementwiseWindowOp):
+    """dst = a <op> b on 2-D windows (op from hw.BINARY_OPS); `broadcast` = none | row | col |
+    scalar says how b's window spreads (row: b is 1 x cols, col: rows x 1, scalar: 1 x 1).
+
+    ```mlir
+    tile.binary %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "add", broadcast = "row"} : memref<8x64xf32, "sram">, memref<1x64xf32, "sram">, memref<8x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.binary"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "b", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "b": ("sram",), "dst": ("sram",)}
+    op = opt_attr_def(StringAttr)
+    broadcast = opt_attr_def(StringAttr)
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        box = self.box()
+        if name != "b":
+            return box
+        mode = self.broadcast.data if self.broadcast else "none"
+        rows, cols = box[-2:] if len(box) >= 2 else (1, box[-1])
+        lead = box[:-2]
+        return {"none": box, "row": (*lead, 1, cols), "col": (*lead, rows, 1), "scalar": (*lead, 1, 1)}[mode][
+            -len(box) :
+        ]
+
+    def verify_window(self) -> None:
+        _require(
+            self.op is not None and self.op.data in BINARY_OPS, f"tile.binary: op must be one of {BINARY_OPS}"
+        )
+        mode = self.broadcast.data if self.broadcast else "none"
+        _require(mode in ("none", "row", "col", "scalar"), f"tile.binary: unknown broadcast '{mode}'")
+        super().verify_window()
+
+
+@irdl_op_definition
+class BinaryImmOp(ElementwiseWindowOp):
+    """dst = a <op> imm with an immediate scalar (e.g. scaling, relu = max with 0).
+
+    ```mlir
+    tile.binary_imm %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "mul", imm = 0.125 : f64} : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.binary_imm"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "dst": ("sram",)}
+    op = opt_attr_def(StringAttr)
+    imm = opt_attr_def(FloatAttr)
+
+    def verify_window(self) -> None:
+        _require(
+            self.op is not None and self.op.data in BINARY_OPS,
+            f"tile.binary_imm: op must be one of {BINARY_OPS}",
+        )
+        _require(self.imm is not None, "tile.binary_imm needs imm")
+        super().verify_window()
+
+
+@irdl_op_definition
+class UnaryOp(ElementwiseWindowOp):
+    """dst = f(a) on 2-D windows (f from hw.UNARY_OPS).
+
+    ```mlir
+    tile.unary %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "exp"} : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.unary"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "dst": ("sram",)}
+    op = opt_attr_def(StringAttr)
+
+    def verify_window(self) -> None:
+        _require(
+            self.op is not None and self.op.data in UNARY_OPS, f"tile.unary: op must be one of {UNARY_OPS}"
+        )
+        super().verify_window()
+
+
+@irdl_op_definition
+class SelectOp(ElementwiseWindowOp):
+    """dst = cond != 0 ? a : b on 2-D windows.
+
+    ```mlir
+    tile.select %c[%c0, %c0], %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">, memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.select"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("cond", "a", "b", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {n: ("sram",) for n in ("cond", "a", "b", "dst")}
+
+
+@irdl_op_definition
+class ReduceOp(ElementwiseWindowOp):
+    """Row reduction: dst[r, 0] = sum/max over the cols of row r of the window.
+
+    ```mlir
+    tile.reduce %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "max"} : memref<8x64xf32, "sram">, memref<8x1xf32, "sram">
+    ```
+    """
+
+    name = "tile.reduce"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "dst": ("sram",)}
+    op = opt_attr_def(StringAttr)
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        box = self.box()
+        return box if name == "a" else (*box[:-1], 1)
+
+    def verify_window(self) -> None:
+        _require(self.op is not None and self.op.data in ("sum", "max"), "tile.reduce: op must be sum or max")
+        super().verify_window()
+
+
+@irdl_op_definition
+class CastOp(ElementwiseWindowOp):
+    """dst = convert(a * scale) between f32/i32/i8 (rounding half to even, saturating), as
+    hw.vcast.
+
+    ```mlir
+    tile.cast %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 32] {scale = 0.0125 : f64} : memref<8x32xi32, "acc">, memref<8x32xi8, "sram">
+    ```
+    """
+
+    name = "tile.cast"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "dst": ("sram",)}
+    MIXED_TYPES: ClassVar[bool] = True
+    scale = opt_attr_def(FloatAttr)
+
+    def verify_window(self) -> None:
+        super().verify_window()
+        for name in self.ACCESSES:
+            element = str(self.access(name)[0].type.get_element_type())  # pyright: ignore
+            _require(element in DTYPES, f"tile.cast: {element} is not one of {', '.join(DTYPES)}")
+
+
+@irdl_op_definition
+class AccReadOp(ElementwiseWindowOp):
+    """ACC -> SRAM with an optional fused activation (hw.acc_read).
+
+    ```mlir
+    tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [32, 32] {activation = "relu"} : memref<32x32xf32, "acc">, memref<32x32xf32, "sram">
+    ```
+    """
+
+    name = "tile.acc_read"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("acc",), "dst": ("sram",)}
+    activation = opt_attr_def(StringAttr)
+
+    def verify_window(self) -> None:
+        mode = self.activation.data if self.activation else "none"
+        _require(mode in ACTIVATIONS, f"tile.acc_read: activation must be one of {', '.join(ACTIVATIONS)}")
+        super().verify_window()
+
+
+# --------------------------------------------------------------------------- structure
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """The tile ops lowered from one graph op, with the decisions that shaped them as attributes
+    (e.g. `tiles`, `depth`, `cost`, `dma_bytes`, `reason`) and the ONNX node as location. Runs its
+    body once, in place (not isolated: it uses the function's buffers).
+
+    ```mlir
+    tile.kernel "fc1" {op = "graph.matmul", tiles = array<i64: 32, 64, 32>} {
+      tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [32, 64] : memref<32x64xf32, "dram">, memref<32x64xf32, "sram">
+    }
+    ```
+    """
+
+    name = "tile.kernel"
+    sym = opt_attr_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(
+        self, name: str, ops: Sequence[Operation] = (), attributes: dict[str, Attribute] | None = None
+    ):
+        super().__init__(
+            attributes={"sym": StringAttr(name), **(attributes or {})}, regions=[Region(Block(list(ops)))]
+        )
+
+    def print(self, printer: Printer) -> None:
+        assert self.sym is not None
+        printer.print_string(" ")
+        printer.print_string_literal(self.sym.data)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("sym",))
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_str_literal()
+        attributes = parser.parse_optional_attr_dict()
+        body = parser.parse_region()
+        op = cls(name, (), attributes)
+        if body.blocks:
+            op.body.detach_block(0).erase()
+            op.body.add_block(body.detach_block(0))
+        return op
+
+
+COMPUTE_OPS: tuple[type[WindowOp], ...] = (
+    CopyOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp, CastOp, AccReadOp,
+)  # fmt: skip
+"""The ops that an engine executes (convert-tile-to-sync binds each to one)."""
+
+ENGINE_OF: dict[type[WindowOp], str] = {
+    CopyOp: "dma", MatmulOp: "matrix", BinaryOp: "vector", BinaryImmOp: "vector", UnaryOp: "vector",
+    SelectOp: "vector", ReduceOp: "vector", CastOp: "vector", AccReadOp: "vector",
+}  # fmt: skip
+"""Engine class of each compute op (DMA queue chosen by convert-tile-to-sync)."""
+
+Tile = Dialect("tile", [AllocOp, ConstOp, KernelOp, *COMPUTE_OPS], [])
