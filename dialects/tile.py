@@ -26,6 +26,7 @@ Semantics: `aitc/interp/tile.py` (numpy on whole buffers; windows are numpy slic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -45,6 +46,7 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    operand_def,
     opt_attr_def,
     region_def,
     result_def,
@@ -92,8 +94,9 @@ def _verify_buffer_type(type_: Attribute, what: str) -> MemRefType:
 
 @irdl_op_definition
 class AllocOp(IRDLOperation):
-    """A buffer in one memory space, alive for the whole function. `plan-memory` sets `offset`
-    (bytes from the start of the space; absolute in DRAM).
+    """A buffer in one memory space, alive from here to the end of its block (the function, or
+    the tile.kernel that uses it). `plan-memory` sets `offset` (bytes from the start of the
+    space; absolute in DRAM).
 
     ```mlir
     %a = tile.alloc : memref<32x64xf32, "sram">
@@ -527,6 +530,94 @@ class AccReadOp(ElementwiseWindowOp):
         super().verify_window()
 
 
+@irdl_op_definition
+class TransposeOp(WindowOp):
+    """DMA with a transpose: dst window (cols x rows) = src window (rows x cols) transposed;
+    sizes are the src box (2-D). Lowered to column-wise strided DMAs.
+
+    ```mlir
+    tile.transpose %a[%c0, %c0] to %t[%c0, %c0] sizes [8, 16]
+        : memref<8x16xf32, "sram">, memref<16x8xf32, "sram">
+    ```
+    """
+
+    name = "tile.transpose"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("src", "dst")
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        box = self.box()
+        return box if name == "src" else (*box[:-2], box[-1], box[-2])
+
+    def verify_window(self) -> None:
+        _require(len(self.box()) >= 2, "tile.transpose: sizes need at least 2 dims")
+        self._verify_fits("src")
+        self._verify_fits("dst")
+        (src, _), (dst, _) = self.accesses()
+        _require(
+            src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
+            "tile.transpose keeps the element type",
+        )
+        _require({space_of(src), space_of(dst)} <= {"sram", "dram"}, "tile.transpose moves dram/sram data")
+
+
+@irdl_op_definition
+class GatherOp(WindowOp):
+    """DMA gather (embedding lookup): for r < sizes[0], dst row r = table row indices[r] (i32
+    indices in SRAM, a column window rows x 1); sizes = [rows, row length]. An index outside
+    the table is an error at run time.
+
+    ```mlir
+    tile.gather %table[%c0, %c0], %ids[%c0, %c0] to %e[%c0, %c0] sizes [16, 64]
+        : memref<1000x64xf32, "dram">, memref<16x1xi32, "sram">, memref<16x64xf32, "sram">
+    ```
+    """
+
+    name = "tile.gather"
+    ACCESSES: ClassVar[tuple[str, ...]] = ("table", "indices", "dst")
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"table": ("dram",), "indices": ("sram",), "dst": ("sram",)}
+
+    def window_shape(self, name: str) -> tuple[int, ...]:
+        rows, length = self.box()
+        buffer = self.access("table")[0]
+        table_rows = buffer.type.get_shape()[0]  # pyright: ignore
+        return {"table": (table_rows, length), "indices": (rows, 1), "dst": (rows, length)}[name]
+
+    def verify_window(self) -> None:
+        _require(len(self.box()) == 2, "tile.gather: sizes are [rows, row length]")
+        for name in self.ACCESSES:
+            self._verify_fits(name)
+        index_type = str(self.access("indices")[0].type.get_element_type())  # pyright: ignore
+        _require(index_type == "i32", f"tile.gather: indices must be i32, got {index_type}")
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """A view of the same bytes with another (row-major) shape: no data moves.
+
+    ```mlir
+    %v = tile.reshape %b : memref<4x8x16xf32, "dram"> -> memref<32x16xf32, "dram">
+    ```
+    """
+
+    name = "tile.reshape"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, shape: Sequence[int]):
+        type_ = source.type
+        assert isinstance(type_, MemRefType)
+        super().__init__(operands=[source], result_types=[buffer_type(shape, type_.get_element_type(), space_of(type_))])
+
+    def verify_(self) -> None:
+        src = _verify_buffer_type(self.source.type, "tile.reshape source")
+        dst = _verify_buffer_type(self.result.type, "tile.reshape result")
+        _require(space_of(src) == space_of(dst), "tile.reshape keeps the memory space")
+        _require(src.get_element_type() == dst.get_element_type(), "tile.reshape keeps the element type")
+        count = lambda t: math.prod(t.get_shape())  # noqa: E731
+        _require(count(src) == count(dst), f"tile.reshape changes the element count: {src} -> {dst}")
+
+
 # --------------------------------------------------------------------------- structure
 
 
@@ -576,14 +667,14 @@ class KernelOp(IRDLOperation):
 
 
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (
-    CopyOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp, CastOp, AccReadOp,
+    CopyOp, TransposeOp, GatherOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp, CastOp, AccReadOp,
 )  # fmt: skip
 """The ops that an engine executes (convert-tile-to-sync binds each to one)."""
 
 ENGINE_OF: dict[type[WindowOp], str] = {
-    CopyOp: "dma", MatmulOp: "matrix", BinaryOp: "vector", BinaryImmOp: "vector", UnaryOp: "vector",
+    CopyOp: "dma", TransposeOp: "dma", GatherOp: "dma", MatmulOp: "matrix", BinaryOp: "vector", BinaryImmOp: "vector", UnaryOp: "vector",
     SelectOp: "vector", ReduceOp: "vector", CastOp: "vector", AccReadOp: "vector",
 }  # fmt: skip
 """Engine class of each compute op (DMA queue chosen by convert-tile-to-sync)."""
 
-Tile = Dialect("tile", [AllocOp, ConstOp, KernelOp, *COMPUTE_OPS], [])
+Tile = Dialect("tile", [AllocOp, ConstOp, ReshapeOp, KernelOp, *COMPUTE_OPS], [])
