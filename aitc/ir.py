@@ -34,7 +34,13 @@ def _tile() -> Dialect:
     return Tile
 
 
-AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "tile": _tile, "hw": _hw}
+def _sync() -> Dialect:
+    from aitc.dialects.sync import Sync
+
+    return Sync
+
+
+AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "tile": _tile, "sync": _sync, "hw": _hw}
 """aitc's own dialects, name -> factory (lazy, as xDSL registries are)."""
 
 

@@ -1,0 +1,168 @@
+"""The `sync` dialect: tile ops bound to engines, and the semaphores and barriers that order them.
+
+At this level every tile compute op (`aitc.dialects.tile.COMPUTE_OPS`) carries the discardable
+attribute `sync.engine` naming the engine queue that executes it ("dma0", "dma1", ...,
+"matrix", "vector"); each engine runs its ops in program order, concurrently with the others.
+The only cross-engine ordering is what the ops of this dialect state:
+
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [32, 64] {sync.engine = "dma0"} : ...
+    sync.signal 0 on "dma0"               // after dma0's earlier ops: semaphore 0 += 1
+    sync.wait 0 on "matrix"               // matrix blocks until semaphore 0 >= 1, then -= 1
+    tile.matmul ... {sync.engine = "matrix"} : ...
+
+Semaphores are per-core counters numbered 0 .. target.semaphores - 1; `count` (default 1) is the
+amount signalled or awaited. `sync.barrier` blocks its engine until every core reaches the same
+barrier. These map one to one onto hw.sem_signal / hw.sem_wait / hw.barrier.
+
+Semantics: `aitc/interp/sync.py` runs each engine's queue in order and honours exactly these
+orderings (an op whose producer was not awaited may see stale data).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
+from xdsl.ir import Dialect, Operation
+from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_attr_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+ENGINE_ATTR = "sync.engine"
+"""The discardable attribute that binds a tile op to an engine."""
+
+ENGINES_PREFIXES = ("dma", "matrix", "vector")
+
+
+def engine_of(op: Operation) -> str | None:
+    """The engine a tile op is bound to, or None."""
+    attr = op.attributes.get(ENGINE_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def bind(op: Operation, engine: str) -> None:
+    """Binds `op` to `engine` (sets `sync.engine`)."""
+    op.attributes[ENGINE_ATTR] = StringAttr(engine)
+
+
+def _check_engine(name: str) -> None:
+    valid = name in ("matrix", "vector") or (name.startswith("dma") and name[3:].isdigit())
+    if not valid:
+        raise VerifyException(f"unknown engine '{name}' (expected dma0, dma1, ..., matrix or vector)")
+
+
+class SemaphoreOp(IRDLOperation):
+    """Base of sync.signal / sync.wait: `sem` on `engine`, amount `count` (default 1)."""
+
+    sem = opt_attr_def(IntegerAttr)
+    engine = opt_attr_def(StringAttr)
+    count = opt_attr_def(IntegerAttr)
+    KEYWORD: ClassVar[str] = "on"
+
+    def __init__(self, sem: int, engine: str, count: int = 1):
+        attributes = {"sem": IntegerAttr(sem, i64), "engine": StringAttr(engine)}
+        if count != 1:
+            attributes["count"] = IntegerAttr(count, i64)
+        super().__init__(attributes=attributes)
+
+    def semaphore(self) -> int:
+        assert self.sem is not None
+        return self.sem.value.data
+
+    def engine_name(self) -> str:
+        assert self.engine is not None
+        return self.engine.data
+
+    def amount(self) -> int:
+        return self.count.value.data if self.count else 1
+
+    def verify_(self) -> None:
+        if self.sem is None or self.engine is None:
+            raise VerifyException(f"{self.name} needs a semaphore and an engine")
+        if self.semaphore() < 0:
+            raise VerifyException(f"{self.name}: semaphore must be >= 0")
+        if self.amount() < 1:
+            raise VerifyException(f"{self.name}: count must be >= 1")
+        _check_engine(self.engine_name())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.semaphore()} on ")
+        printer.print_string_literal(self.engine_name())
+        if self.amount() != 1:
+            printer.print_string(f" count {self.amount()}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("sem", "engine", "count"))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SemaphoreOp:
+        sem = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("on")
+        engine = parser.parse_str_literal()
+        count = 1
+        if parser.parse_optional_keyword("count") is not None:
+            count = parser.parse_integer(allow_boolean=False)
+        op = cls(sem, engine, count)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+@irdl_op_definition
+class SignalOp(SemaphoreOp):
+    """Adds `count` to semaphore `sem` once every earlier op of `engine` has completed.
+
+    ```mlir
+    sync.signal 0 on "dma0"
+    sync.signal 2 on "matrix" count 2
+    ```
+    """
+
+    name = "sync.signal"
+
+
+@irdl_op_definition
+class WaitOp(SemaphoreOp):
+    """Blocks `engine` until semaphore `sem` >= count, then subtracts count.
+
+    ```mlir
+    sync.wait 0 on "matrix"
+    ```
+    """
+
+    name = "sync.wait"
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Blocks `engine` until every core has reached its matching barrier.
+
+    ```mlir
+    sync.barrier on "dma0"
+    ```
+    """
+
+    name = "sync.barrier"
+    engine = opt_attr_def(StringAttr)
+
+    def __init__(self, engine: str):
+        super().__init__(attributes={"engine": StringAttr(engine)})
+
+    def verify_(self) -> None:
+        if self.engine is None:
+            raise VerifyException("sync.barrier needs an engine")
+        _check_engine(self.engine.data)
+
+    def print(self, printer: Printer) -> None:
+        assert self.engine is not None
+        printer.print_string(" on ")
+        printer.print_string_literal(self.engine.data)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("engine",))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BarrierOp:
+        parser.parse_keyword("on")
+        op = cls(parser.parse_str_literal())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+Sync = Dialect("sync", [SignalOp, WaitOp, BarrierOp], [])
