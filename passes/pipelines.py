@@ -26,6 +26,43 @@ GRAPH_OPTIMIZE: tuple[str, ...] = (
 )
 """Graph-level optimisation, as run by `aitc-opt -p graph-optimize`."""
 
+
+def lowering_stages(
+    target: str, depth: int = 2, optimize: bool = True
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The end-to-end pipeline graph -> hw for `target`, as (level consumed, level produced, pass
+    specs) stages in order. `aitc compile` runs a slice of it; `aitc-opt -p` can run any prefix
+    of the flattened list (`lowering_specs`)."""
+    quoted = f'"{target}"'
+    stages: list[tuple[str, str, tuple[str, ...]]] = []
+    if optimize:
+        stages.append(("graph", "graph", GRAPH_OPTIMIZE))
+    stages += [
+        ("graph", "tile", (f"convert-graph-to-tile{{target={quoted}}}",)),
+        (
+            "tile",
+            "tile",
+            (f"multi-buffer{{depth={depth} target={quoted}}}", f"plan-memory{{target={quoted}}}"),
+        ),
+        (
+            "tile",
+            "sync",
+            (
+                f"convert-tile-to-sync{{target={quoted}}}",
+                f"insert-semaphores{{target={quoted}}}",
+                "optimize-sync",
+            ),
+        ),
+        ("sync", "hw", (f"convert-sync-to-hw{{target={quoted}}}",)),
+    ]
+    return stages
+
+
+def lowering_specs(target: str, depth: int = 2, optimize: bool = True) -> list[str]:
+    """The end-to-end pipeline as one flat list of pass specs."""
+    return [spec for _, _, specs in lowering_stages(target, depth, optimize) for spec in specs]
+
+
 PIPELINES: dict[str, tuple[str, ...]] = {
     "graph-optimize": GRAPH_OPTIMIZE,
 }

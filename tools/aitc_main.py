@@ -56,6 +56,33 @@ def _emit_text(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    """ONNX or .mlir -> a binary (default) or, with --emit LEVEL, .mlir at that level."""
+    from aitc.binary import save_program
+    from aitc.compiler import CompileOptions, compile_module, format_report
+    from aitc.ir import print_mlir
+    from aitc.target import load_target
+
+    emit = args.emit or "hw"
+    if args.emit is None and not args.output:
+        raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
+    target = load_target(args.target)
+    options = CompileOptions(
+        target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
+        input_shapes=dict(args.input_shape or []),
+    )  # fmt: skip
+    result = compile_module(args.model, options)
+    if args.emit is None:
+        size = save_program(args.output, result.module, target)
+        print(format_report(result))
+        print(f"wrote {args.output}: {size} bytes for target '{target.name}'")
+    else:
+        _emit_text(print_mlir(result.module), args.output)
+        if args.output:
+            print(format_report(result))
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from aitc.frontend.onnx_import import check_model, external_data_problems, load_model, model_problems
     from aitc.frontend.onnx_ops import ONNX_OPS
@@ -270,6 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--generic", action="store_true", help="print ops in MLIR generic form")
     p.set_defaults(handler=cmd_import)
+
+    p = sub.add_parser(
+        "compile", help="compile ONNX or .mlir for a target: a .aitb binary, or .mlir with --emit"
+    )
+    p.add_argument("model", help="MODEL.onnx or FILE.mlir (graph, tile or sync level)")
+    p.add_argument("-o", "--output", help="OUT.aitb (or OUT.mlir with --emit)")
+    p.add_argument("--target", default="edge", help="preset NAME or FILE.toml (default: edge)")
+    p.add_argument(
+        "--emit", choices=("graph", "tile", "sync", "hw"), help="stop at this level and print .mlir"
+    )
+    p.add_argument("--depth", type=int, default=2, choices=(1, 2, 3), help="pipelining buffer depth")
+    p.add_argument("--no-optimize", action="store_true", help="skip the graph-optimize pipeline")
+    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.set_defaults(handler=cmd_compile)
 
     p = sub.add_parser("check", help="per-node support table of an ONNX model")
     p.add_argument("model", nargs="?")

@@ -1,0 +1,196 @@
+"""`aitc compile`: ONNX or .mlir at any level -> hw program (or a stop at an earlier level).
+
+    graph ──graph-optimize──▶ graph ──convert-graph-to-tile──▶ tile ──multi-buffer, plan-memory──▶
+    tile ──convert-tile-to-sync, insert-semaphores, optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
+
+The stages are the pipelines of `aitc.passes.pipelines` (the one place that orders passes);
+this module only picks where to start (the level the input is at) and where to stop (`emit`),
+times every pass, verifies between passes and builds the compile report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+
+from aitc.diagnostics import AitcError
+
+LEVELS = ("graph", "tile", "sync", "hw")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What to compile for and where to stop."""
+
+    target: str = "edge"
+    depth: int = 2
+    emit: str = "hw"
+    optimize: bool = True
+    input_shapes: dict[str, Sequence[int]] = field(default_factory=dict)
+
+
+@dataclass
+class CompileResult:
+    """The compiled module, the report rows and per-pass wall times."""
+
+    module: ModuleOp
+    level: str
+    kernels: list[dict[str, object]]
+    pass_seconds: list[tuple[str, float]]
+
+
+def level_of(module: ModuleOp) -> str:
+    """graph, tile, sync or hw: the lowest level whose ops the module holds."""
+    names = {op.name.split(".")[0] for op in module.walk()}
+    if "hw" in names:
+        return "hw"
+    if "sync" in names or any("sync.engine" in op.attributes for op in module.walk()):
+        return "sync"
+    if "tile" in names or _takes_buffers(module):
+        return "tile"
+    return "graph"
+
+
+def _takes_buffers(module: ModuleOp) -> bool:
+    from xdsl.dialects.builtin import MemRefType
+
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    return any(isinstance(t, MemRefType) for f in functions for t in f.function_type.inputs.data)
+
+
+def load_input(source: str | Path | onnx.ModelProto | ModuleOp, options: CompileOptions) -> ModuleOp:
+    """An ONNX model (path or proto), a .mlir path, or a module (copied, never changed)."""
+    from aitc.files import read_text
+    from aitc.frontend.onnx_import import import_onnx
+    from aitc.ir import parse_mlir
+
+    if isinstance(source, ModuleOp):
+        return source.clone()
+    if isinstance(source, onnx.ModelProto) or str(source).endswith(".onnx"):
+        return import_onnx(source, dict(options.input_shapes))
+    return parse_mlir(read_text(source), str(source))
+
+
+def stage_specs(start: str, stop: str, options: CompileOptions) -> list[tuple[str, list[str]]]:
+    """(level produced, pass specs) of every stage that consumes a level at or below `start`
+    and produces one at or above `stop`, in pipeline order."""
+    from aitc.passes.pipelines import lowering_stages
+
+    first, last = LEVELS.index(start), LEVELS.index(stop)
+    return [
+        (produces, list(specs))
+        for consumes, produces, specs in lowering_stages(options.target, options.depth, options.optimize)
+        if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
+    ]
+
+
+def compile_module(source, options: CompileOptions) -> CompileResult:
+    """Lowers `source` to `options.emit`; see the module docstring."""
+    if options.emit not in LEVELS:
+        raise AitcError(f"--emit must be one of {', '.join(LEVELS)}, got '{options.emit}'")
+    module = load_input(source, options)
+    start = level_of(module)
+    if LEVELS.index(start) > LEVELS.index(options.emit):
+        raise AitcError(f"the input is already at level '{start}', below --emit {options.emit}")
+    kernels: list[dict[str, object]] = []
+    timings: list[tuple[str, float]] = []
+    for level, specs in stage_specs(start, options.emit, options):
+        _run_passes(module, specs, timings)
+        if level == "sync":
+            kernels = kernel_report(module)
+    if not kernels and LEVELS.index(options.emit) >= 1:
+        kernels = kernel_report(module)
+    if options.emit == "hw":
+        _count_instructions(module, kernels)
+    return CompileResult(module, options.emit, kernels, timings)
+
+
+def _run_passes(module: ModuleOp, specs: list[str], timings: list[tuple[str, float]]) -> None:
+    from xdsl.passes import PassPipeline
+    from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+    from aitc.ir import make_context
+    from aitc.passes.pipelines import available_passes
+
+    ctx = make_context()
+    for pass_ in PassPipeline.parse_spec(available_passes(), ",".join(specs)).passes:
+        start = time.perf_counter()
+        try:
+            pass_.apply(ctx, module)
+            module.verify()
+        except (PassFailedException, DiagnosticException) as error:
+            raise AitcError(f"{pass_.name}: {str(error).splitlines()[0]}") from None
+        timings.append((pass_.name, time.perf_counter() - start))
+
+
+def _attr_value(value) -> object:
+    if isinstance(value, IntegerAttr):
+        return value.value.data
+    if isinstance(value, StringAttr):
+        return value.data
+    if hasattr(value, "get_values"):
+        return "x".join(str(v) for v in value.get_values())
+    return str(value)
+
+
+def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
+    """One row per tile.kernel: its name and every recorded decision attribute."""
+    from aitc.dialects.tile import KernelOp
+
+    rows = []
+    for op in module.walk():
+        if isinstance(op, KernelOp) and op.sym is not None:
+            row: dict[str, object] = {"kernel": op.sym.data}
+            row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
+            rows.append(row)
+    return rows
+
+
+def _location_name(op: Operation) -> str | None:
+    from xdsl.dialects.builtin import NameLoc
+
+    location = getattr(op, "location", None)
+    return location.desc.data if isinstance(location, NameLoc) else None
+
+
+def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> None:
+    """Adds `instructions` (static hw instruction count) to each kernel row, by ONNX location."""
+    from aitc.dialects.hw import InstructionOp
+
+    counts: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, InstructionOp):
+            name = _location_name(op) or "?"
+            counts[name] = counts.get(name, 0) + 1
+    for row in kernels:
+        row["instructions"] = counts.get(str(row["kernel"]), 0)
+
+
+REPORT_COLUMNS = (
+    "kernel",
+    "op",
+    "tiles",
+    "buffer_depth",
+    "sram_peak",
+    "dma_bytes",
+    "est_cycles",
+    "instructions",
+)
+
+
+def format_report(result: CompileResult) -> str:
+    """The compile report: per kernel the tile choice, buffer depth, SRAM peak, instructions."""
+    from aitc.report import format_table
+
+    columns = [c for c in REPORT_COLUMNS if any(c in row for row in result.kernels)]
+    rows = [[row.get(c, "") for c in columns] for row in result.kernels]
+    table = format_table(columns, rows) if rows else "(no kernels)"
+    total = sum(seconds for _, seconds in result.pass_seconds)
+    return f"{table}\n\n{len(result.pass_seconds)} passes, {total:.2f} s"
