@@ -30,6 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -38,6 +39,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     StringAttr,
     UnitAttr,
     i64,
@@ -56,9 +58,9 @@ from xdsl.irdl import (
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 
-from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, DTYPES, UNARY_OPS
+from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, DTYPES, FLOAT_UNARY, UNARY_OPS
 
 SPACES = ("dram", "sram", "acc")
 
@@ -86,7 +88,20 @@ def _verify_buffer_type(type_: Attribute, what: str) -> MemRefType:
     assert isinstance(type_, MemRefType)
     _require(space_of(type_) in SPACES, f"{what} must live in dram, sram or acc, got {type_}")
     _require(all(d > 0 for d in type_.get_shape()), f"{what} needs a static shape, got {type_}")
+    _require(isinstance(type_.layout, NoneAttr), f"{what} must be dense row-major (no layout), got {type_}")
+    _require(
+        space_of(type_) != "acc" or str(type_.get_element_type()) in ("f32", "i32"),
+        f"{what}: ACC holds 32-bit values (f32 or i32), got {type_}",
+    )
     return type_
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    """The value of an index defined by `arith.constant`, else None (known only at run time)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 # --------------------------------------------------------------------------- buffers
@@ -194,17 +209,19 @@ class WindowOp(IRDLOperation):
 
     # -- structure
     def accesses(self) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
-        """(buffer, indices) per name in ACCESSES."""
+        """(buffer, indices) per name in ACCESSES: each buffer takes the `index` operands that
+        follow it (so a wrong count is reported against the buffer's rank, not misparsed)."""
         result, position = [], 0
         operands = list(self.operands)
         for _ in self.ACCESSES:
             _require(position < len(operands), f"{self.name} needs {len(self.ACCESSES)} windows")
             buffer = operands[position]
             _require(isinstance(buffer.type, MemRefType), f"{self.name}: operand {position} must be a buffer")
-            rank = len(buffer.type.get_shape())  # pyright: ignore
-            indices = tuple(operands[position + 1 : position + 1 + rank])
-            result.append((buffer, indices))
-            position += 1 + rank
+            end = position + 1
+            while end < len(operands) and isinstance(operands[end].type, IndexType):
+                end += 1
+            result.append((buffer, tuple(operands[position + 1 : end])))
+            position = end
         _require(position == len(operands), f"{self.name}: {len(operands) - position} extra operand(s)")
         return result
 
@@ -218,10 +235,10 @@ class WindowOp(IRDLOperation):
     def verify_(self) -> None:
         for name, (buffer, indices) in zip(self.ACCESSES, self.accesses(), strict=True):
             type_ = _verify_buffer_type(buffer.type, f"{self.name} '{name}'")
+            rank = len(type_.get_shape())
             _require(
-                len(indices) == len(type_.get_shape())
-                and all(isinstance(i.type, IndexType) for i in indices),
-                f"{self.name} '{name}': one index per buffer dim",
+                len(indices) == rank,
+                f"{self.name} '{name}': a rank-{rank} buffer needs {rank} indices, got {len(indices)}",
             )
             allowed = self.SPACES_OF.get(name, SPACES)
             _require(space_of(type_) in allowed, f"{self.name} '{name}' must be in {'/'.join(allowed)}")
@@ -244,6 +261,12 @@ class WindowOp(IRDLOperation):
         _require(
             all(0 < b <= d for b, d in zip(box, shape, strict=True)),
             f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}",
+        )
+        starts = [_constant_index(i) for i in self.access(name)[1]]
+        _require(
+            all(s is None or 0 <= s <= d - b for s, b, d in zip(starts, box, shape, strict=True)),
+            f"{self.name} '{name}': window {list(box)} at constant indices "
+            f"{['?' if s is None else s for s in starts]} leaves buffer {list(shape)}",
         )
 
     # -- syntax: tile.<op> %a[%i, %j], ... to %d[%k, %l] sizes [..] {attrs} : type(a), ..., type(d)
@@ -292,28 +315,48 @@ class WindowOp(IRDLOperation):
 class ElementwiseWindowOp(WindowOp):
     """Base of vector-engine ops on 2-D windows; `dtype` is implied by the buffers."""
 
+    MIXED_TYPES: ClassVar[bool] = False
+    """Whether the windows may differ in element type (only tile.cast converts)."""
+
+    SOURCE_TYPES: ClassVar[tuple[str, ...]] = ()
+    """Element types beyond DTYPES that the `a` window may have (tile.cast: i64 indices)."""
+
+    def element_types(self) -> dict[str, str]:
+        """The element type ("f32", "i32", "i8", ...) of each access's buffer, by name."""
+        return {name: str(self.access(name)[0].type.get_element_type()) for name in self.ACCESSES}  # pyright: ignore
+
+    def dtype(self) -> str:
+        """The element type the op computes in (its first window's)."""
+        return self.element_types()[self.ACCESSES[0]]
+
     def verify_window(self) -> None:
         box = self.box()
-        _require(len(box) >= 2 or len(box) == 1, f"{self.name}: sizes must describe a window")
+        _require(len(box) >= 1, f"{self.name}: sizes must describe a window")
         _require(all(b == 1 for b in box[:-2]), f"{self.name}: only the last two sizes may exceed 1")
         for name in self.ACCESSES:
             self._verify_fits(name)
-        element = {name: self.access(name)[0].type.get_element_type() for name in self.ACCESSES}  # pyright: ignore
+        elements = self.element_types()
+        odd = sorted(
+            {e for n, e in elements.items() if e not in DTYPES and not (n == "a" and e in self.SOURCE_TYPES)}
+        )
         _require(
-            len(set(element.values())) == 1 or self.MIXED_TYPES,
+            not odd, f"{self.name}: the vector engine works on {', '.join(DTYPES)}, not {', '.join(odd)}"
+        )
+        _require(
+            len(set(elements.values())) == 1 or self.MIXED_TYPES,
             f"{self.name}: windows differ in element type",
         )
-
-    MIXED_TYPES: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class CopyOp(WindowOp):
     """DMA: copies the window of `src` to the window of `dst` (same box, same element type).
-    Any space to any space except acc <-> dram (the hw DMA rules).
+    Any space to any space except dram -> dram (no hw DMA does that) and acc <-> dram (ACC data
+    is staged through sram at this level, although hw.dma_in/dma_out could address ACC).
 
     ```mlir
-    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [32, 64] : memref<128x64xf32, "dram">, memref<32x64xf32, "sram">
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [32, 64]
+        : memref<128x64xf32, "dram">, memref<32x64xf32, "sram">
     ```
     """
 
@@ -325,8 +368,9 @@ class CopyOp(WindowOp):
         self._verify_fits("dst")
         (src, _), (dst, _) = self.accesses()
         _require(
-            src.type.get_element_type() == dst.type.get_element_type(), "tile.copy keeps the element type"
-        )  # pyright: ignore
+            src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
+            "tile.copy keeps the element type",
+        )
         pair = {space_of(src), space_of(dst)}
         _require(pair != {"acc", "dram"}, "tile.copy between acc and dram: go through sram")
         _require(pair != {"dram"}, "tile.copy dram -> dram: go through sram")
@@ -338,7 +382,8 @@ class MatmulOp(WindowOp):
     i8 -> i32. sizes = [m, k, n]; every window is 2-D.
 
     ```mlir
-    tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [32, 64, 32] {accumulate} : memref<32x64xf32, "sram">, memref<64x32xf32, "sram">, memref<32x32xf32, "acc">
+    tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [32, 64, 32] {accumulate}
+        : memref<32x64xf32, "sram">, memref<64x32xf32, "sram">, memref<32x32xf32, "acc">
     ```
     """
 
@@ -365,7 +410,7 @@ class MatmulOp(WindowOp):
         expected = {"f32": "f32", "i8": "i32"}.get(str(lhs))
         _require(
             expected is not None and str(acc) == expected,
-            f"tile.matmul: {lhs} inputs accumulate in {expected}",
+            f"tile.matmul: f32 inputs accumulate in f32, i8 inputs in i32; got {lhs} inputs, {acc} acc",
         )
 
 
@@ -375,7 +420,8 @@ class BinaryOp(ElementwiseWindowOp):
     scalar says how b's window spreads (row: b is 1 x cols, col: rows x 1, scalar: 1 x 1).
 
     ```mlir
-    tile.binary %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "add", broadcast = "row"} : memref<8x64xf32, "sram">, memref<1x64xf32, "sram">, memref<8x64xf32, "sram">
+    tile.binary %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "add", broadcast = "row"}
+        : memref<8x64xf32, "sram">, memref<1x64xf32, "sram">, memref<8x64xf32, "sram">
     ```
     """
 
@@ -398,19 +444,24 @@ class BinaryOp(ElementwiseWindowOp):
 
     def verify_window(self) -> None:
         _require(
-            self.op is not None and self.op.data in BINARY_OPS, f"tile.binary: op must be one of {BINARY_OPS}"
+            self.op is not None and self.op.data in BINARY_OPS,
+            f"tile.binary: op must be one of {', '.join(BINARY_OPS)}",
         )
         mode = self.broadcast.data if self.broadcast else "none"
         _require(mode in ("none", "row", "col", "scalar"), f"tile.binary: unknown broadcast '{mode}'")
         super().verify_window()
+        assert self.op is not None
+        _require(self.op.data != "div" or self.dtype() == "f32", "tile.binary: div works on f32 only")
 
 
 @irdl_op_definition
 class BinaryImmOp(ElementwiseWindowOp):
-    """dst = a <op> imm with an immediate scalar (e.g. scaling, relu = max with 0).
+    """dst = a <op> imm with an immediate scalar (e.g. scaling, relu = max with 0); for i8/i32
+    windows `imm` is a whole number of that type (as hw.vimm).
 
     ```mlir
-    tile.binary_imm %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "mul", imm = 0.125 : f64} : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    tile.binary_imm %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "mul", imm = 0.125 : f64}
+        : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
     ```
     """
 
@@ -423,18 +474,29 @@ class BinaryImmOp(ElementwiseWindowOp):
     def verify_window(self) -> None:
         _require(
             self.op is not None and self.op.data in BINARY_OPS,
-            f"tile.binary_imm: op must be one of {BINARY_OPS}",
+            f"tile.binary_imm: op must be one of {', '.join(BINARY_OPS)}",
         )
         _require(self.imm is not None, "tile.binary_imm needs imm")
         super().verify_window()
+        assert self.imm is not None
+        imm, dtype = self.imm.value.data, self.dtype()
+        if dtype != "f32":
+            bits = 8 * DTYPES[dtype]
+            low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+            _require(
+                float(imm).is_integer() and low <= imm <= high,
+                f"tile.binary_imm: imm {imm} must be a whole number in [{low}, {high}] for {dtype}",
+            )
 
 
 @irdl_op_definition
 class UnaryOp(ElementwiseWindowOp):
-    """dst = f(a) on 2-D windows (f from hw.UNARY_OPS).
+    """dst = f(a) on 2-D windows (f from hw.UNARY_OPS; copy, neg, abs and relu on any dtype, the
+    rest on f32).
 
     ```mlir
-    tile.unary %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "exp"} : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    tile.unary %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "exp"}
+        : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
     ```
     """
 
@@ -445,9 +507,15 @@ class UnaryOp(ElementwiseWindowOp):
 
     def verify_window(self) -> None:
         _require(
-            self.op is not None and self.op.data in UNARY_OPS, f"tile.unary: op must be one of {UNARY_OPS}"
+            self.op is not None and self.op.data in UNARY_OPS,
+            f"tile.unary: op must be one of {', '.join(UNARY_OPS)}",
         )
         super().verify_window()
+        assert self.op is not None
+        _require(
+            self.op.data not in FLOAT_UNARY or self.dtype() == "f32",
+            f"tile.unary: {self.op.data} works on f32 only",
+        )
 
 
 @irdl_op_definition
@@ -455,7 +523,9 @@ class SelectOp(ElementwiseWindowOp):
     """dst = cond != 0 ? a : b on 2-D windows.
 
     ```mlir
-    tile.select %c[%c0, %c0], %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">, memref<8x64xf32, "sram">, memref<8x64xf32, "sram">
+    tile.select %c[%c0, %c0], %a[%c0, %c0], %b[%c0, %c0] to %d[%c0, %c0] sizes [8, 64]
+        : memref<8x64xf32, "sram">, memref<8x64xf32, "sram">, memref<8x64xf32, "sram">,
+          memref<8x64xf32, "sram">
     ```
     """
 
@@ -466,10 +536,12 @@ class SelectOp(ElementwiseWindowOp):
 
 @irdl_op_definition
 class ReduceOp(ElementwiseWindowOp):
-    """Row reduction: dst[r, 0] = sum/max over the cols of row r of the window.
+    """Row reduction: dst[r, 0] = sum/max over the cols of row r of the window. The dst window
+    is a dense column (rows x 1 in a buffer whose last dim is 1), as hw.vreduce writes it.
 
     ```mlir
-    tile.reduce %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "max"} : memref<8x64xf32, "sram">, memref<8x1xf32, "sram">
+    tile.reduce %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {op = "max"}
+        : memref<8x64xf32, "sram">, memref<8x1xf32, "sram">
     ```
     """
 
@@ -485,15 +557,26 @@ class ReduceOp(ElementwiseWindowOp):
     def verify_window(self) -> None:
         _require(self.op is not None and self.op.data in ("sum", "max"), "tile.reduce: op must be sum or max")
         super().verify_window()
+        rows = self.box()[-2] if len(self.box()) >= 2 else 1
+        dst_shape = self.access("dst")[0].type.get_shape()  # pyright: ignore
+        _require(
+            rows == 1 or dst_shape[-1] == 1,
+            f"tile.reduce: dst must be a dense column (last dim 1), got {list(dst_shape)}",
+        )
 
 
 @irdl_op_definition
 class CastOp(ElementwiseWindowOp):
     """dst = convert(a * scale) between f32/i32/i8 (rounding half to even, saturating), as
-    hw.vcast.
+    hw.vcast. Also i64 -> i32 without scale, for gather indices (ONNX index tensors are i64):
+    values in the i32 range are kept; `convert-sync-to-hw` lowers it to a strided copy of the
+    low 32-bit words (little-endian), not to hw.vcast.
 
     ```mlir
-    tile.cast %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 32] {scale = 0.0125 : f64} : memref<8x32xi32, "acc">, memref<8x32xi8, "sram">
+    tile.cast %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 32] {scale = 0.0125 : f64}
+        : memref<8x32xi32, "acc">, memref<8x32xi8, "sram">
+    tile.cast %ids[%c0, %c0] to %i[%c0, %c0] sizes [16, 1]
+        : memref<16x1xi64, "sram">, memref<16x1xi32, "sram">
     ```
     """
 
@@ -501,21 +584,28 @@ class CastOp(ElementwiseWindowOp):
     ACCESSES: ClassVar[tuple[str, ...]] = ("a", "dst")
     SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"a": ("sram", "acc"), "dst": ("sram",)}
     MIXED_TYPES: ClassVar[bool] = True
+    SOURCE_TYPES: ClassVar[tuple[str, ...]] = ("i64",)
     scale = opt_attr_def(FloatAttr)
 
     def verify_window(self) -> None:
         super().verify_window()
-        for name in self.ACCESSES:
-            element = str(self.access(name)[0].type.get_element_type())  # pyright: ignore
-            _require(element in DTYPES, f"tile.cast: {element} is not one of {', '.join(DTYPES)}")
+        elements = self.element_types()
+        scale = self.scale.value.data if self.scale else 1.0
+        _require(elements["a"] != elements["dst"] or scale != 1.0, "tile.cast: nothing to convert")
+        _require(
+            elements["a"] != "i64" or (elements["dst"] == "i32" and scale == 1.0),
+            "tile.cast: i64 converts only to i32, without scale (index narrowing)",
+        )
 
 
 @irdl_op_definition
 class AccReadOp(ElementwiseWindowOp):
-    """ACC -> SRAM with an optional fused activation (hw.acc_read).
+    """ACC -> SRAM with an optional fused activation (hw.acc_read); i32 windows allow none,
+    relu and relu6.
 
     ```mlir
-    tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [32, 32] {activation = "relu"} : memref<32x32xf32, "acc">, memref<32x32xf32, "sram">
+    tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [32, 32] {activation = "relu"}
+        : memref<32x32xf32, "acc">, memref<32x32xf32, "sram">
     ```
     """
 
@@ -528,6 +618,11 @@ class AccReadOp(ElementwiseWindowOp):
         mode = self.activation.data if self.activation else "none"
         _require(mode in ACTIVATIONS, f"tile.acc_read: activation must be one of {', '.join(ACTIVATIONS)}")
         super().verify_window()
+        integer_ok = ("none", "relu", "relu6")
+        _require(
+            self.dtype() == "f32" or mode in integer_ok,
+            f"tile.acc_read: activation {mode} needs f32 ({self.dtype()} allows {'/'.join(integer_ok)})",
+        )
 
 
 @irdl_op_definition
@@ -557,7 +652,9 @@ class TransposeOp(WindowOp):
             src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
             "tile.transpose keeps the element type",
         )
-        _require({space_of(src), space_of(dst)} <= {"sram", "dram"}, "tile.transpose moves dram/sram data")
+        pair = {space_of(src), space_of(dst)}
+        _require(pair <= {"sram", "dram"}, "tile.transpose moves dram/sram data")
+        _require(pair != {"dram"}, "tile.transpose dram -> dram: go through sram")
 
 
 @irdl_op_definition
@@ -574,7 +671,11 @@ class GatherOp(WindowOp):
 
     name = "tile.gather"
     ACCESSES: ClassVar[tuple[str, ...]] = ("table", "indices", "dst")
-    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {"table": ("dram",), "indices": ("sram",), "dst": ("sram",)}
+    SPACES_OF: ClassVar[dict[str, tuple[str, ...]]] = {
+        "table": ("dram",),
+        "indices": ("sram",),
+        "dst": ("sram",),
+    }
 
     def window_shape(self, name: str) -> tuple[int, ...]:
         rows, length = self.box()
@@ -607,7 +708,8 @@ class ReshapeOp(IRDLOperation):
     def __init__(self, source: SSAValue, shape: Sequence[int]):
         type_ = source.type
         assert isinstance(type_, MemRefType)
-        super().__init__(operands=[source], result_types=[buffer_type(shape, type_.get_element_type(), space_of(type_))])
+        result = buffer_type(shape, type_.get_element_type(), space_of(type_))
+        super().__init__(operands=[source], result_types=[result])
 
     def verify_(self) -> None:
         src = _verify_buffer_type(self.source.type, "tile.reshape source")
@@ -629,7 +731,10 @@ class KernelOp(IRDLOperation):
 
     ```mlir
     tile.kernel "fc1" {op = "graph.matmul", tiles = array<i64: 32, 64, 32>} {
-      tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [32, 64] : memref<32x64xf32, "dram">, memref<32x64xf32, "sram">
+      tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [32, 64]
+          : memref<32x64xf32, "dram">, memref<32x64xf32, "sram">
+    }
+    tile.kernel "relu1" {
     }
     ```
     """
@@ -652,28 +757,50 @@ class KernelOp(IRDLOperation):
         printer.print_string_literal(self.sym.data)
         printer.print_op_attributes(self.attributes, reserved_attr_names=("sym",))
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    def verify_(self) -> None:
+        _require(self.sym is not None, "tile.kernel needs a name (sym)")
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name = parser.parse_str_literal()
-        attributes = parser.parse_optional_attr_dict()
-        body = parser.parse_region()
+        attributes, body = cls._parse_attributes_and_body(parser)
         op = cls(name, (), attributes)
         if body.blocks:
             op.body.detach_block(0).erase()
             op.body.add_block(body.detach_block(0))
         return op
 
+    @staticmethod
+    def _parse_attributes_and_body(parser: Parser) -> tuple[dict[str, Attribute], Region]:
+        """`{attrs} {body}`, or just `{body}`: both start with `{`, so try the attribute dict
+        first and backtrack when the braces hold ops (`{}` alone is an empty body)."""
+        start = parser.pos
+        try:
+            attributes = parser.parse_optional_attr_dict()
+        except ParseError:
+            parser._resume_from(start)  # pyright: ignore[reportPrivateUsage]
+            return {}, parser.parse_region()
+        braces = parser.pos != start
+        body = parser.parse_optional_region()
+        if body is not None:
+            return attributes, body
+        if not braces or attributes:
+            parser.raise_error("tile.kernel expects a body { ... }")
+        return {}, Region(Block())
+
 
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (
-    CopyOp, TransposeOp, GatherOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp, CastOp, AccReadOp,
+    CopyOp, TransposeOp, GatherOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp,
+    CastOp, AccReadOp,
 )  # fmt: skip
 """The ops that an engine executes (convert-tile-to-sync binds each to one)."""
 
 ENGINE_OF: dict[type[WindowOp], str] = {
-    CopyOp: "dma", TransposeOp: "dma", GatherOp: "dma", MatmulOp: "matrix", BinaryOp: "vector", BinaryImmOp: "vector", UnaryOp: "vector",
-    SelectOp: "vector", ReduceOp: "vector", CastOp: "vector", AccReadOp: "vector",
+    CopyOp: "dma", TransposeOp: "dma", GatherOp: "dma", MatmulOp: "matrix", BinaryOp: "vector",
+    BinaryImmOp: "vector", UnaryOp: "vector", SelectOp: "vector", ReduceOp: "vector", CastOp: "vector",
+    AccReadOp: "vector",
 }  # fmt: skip
 """Engine class of each compute op (DMA queue chosen by convert-tile-to-sync)."""
 

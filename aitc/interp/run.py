@@ -1,4 +1,9 @@
-"""Run a module's entry function on numpy inputs with the xDSL interpreter."""
+"""Run a module's entry function on numpy inputs with the xDSL interpreter.
+
+Graph-level functions take tensors and return their outputs. Tile-level functions take buffers
+(memrefs) in destination-passing style: inputs first, then the output buffers, marked with the
+unit arg attribute `tile.output`; `run_module` hands those to `aitc.interp.tile`.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,18 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BytesAttr, DictionaryAttr, MemRefType, ModuleOp, ShapedType, StringAttr
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Attribute
 
 from aitc.diagnostics import AitcError
 from aitc.interp.graph import GraphFunctions
 from aitc.types import numpy_dtype
 
 ENTRY = "main"
+OUTPUT_ARG = "tile.output"
+"""Unit arg attribute marking an output buffer of a tile-level function."""
 
 
 def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
@@ -30,28 +38,56 @@ def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
     raise AitcError(f"no function @{wanted} to run (functions: {names}); pass --entry NAME")
 
 
-def _names(f: func.FuncOp, key: str, count: int, prefix: str) -> list[str]:
-    attrs = f.arg_attrs if key == "arg" else f.res_attrs
-    names = []
-    for i in range(count):
-        name = None
-        if attrs is not None and i < len(attrs.data):
-            value = attrs.data[i].data.get("graph.name")
-            if isinstance(value, StringAttr):
-                name = value.data
-            elif isinstance(value, BytesAttr):  # non-ASCII names print as escaped bytes
-                name = value.data.decode("utf-8", "replace")
-        names.append(name or f"{prefix}{i}")
-    return names
+def _name(attrs: DictionaryAttr | None) -> str | None:
+    value = attrs.data.get("graph.name") if attrs is not None else None
+    if isinstance(value, StringAttr):
+        return value.data
+    if isinstance(value, BytesAttr):  # non-ASCII names print as escaped bytes
+        return value.data.decode("utf-8", "replace")
+    return None
+
+
+def _arg_attrs(f: func.FuncOp, index: int) -> DictionaryAttr | None:
+    attrs = f.arg_attrs
+    return attrs.data[index] if attrs is not None and index < len(attrs.data) else None
+
+
+def is_tile_level(f: func.FuncOp) -> bool:
+    """Whether `f` takes buffers (memrefs): a tile-level function in destination-passing style."""
+    return any(isinstance(t, MemRefType) for t in f.function_type.inputs.data)
+
+
+def is_output_arg(f: func.FuncOp, index: int) -> bool:
+    """Whether argument `index` of `f` is an output buffer (`tile.output`)."""
+    attrs = _arg_attrs(f, index)
+    return attrs is not None and OUTPUT_ARG in attrs.data
+
+
+def input_indices(f: func.FuncOp) -> list[int]:
+    """The positions of the arguments that are model inputs (all but `tile.output` ones)."""
+    return [i for i in range(len(f.function_type.inputs.data)) if not is_output_arg(f, i)]
 
 
 def input_names(f: func.FuncOp) -> list[str]:
     """Model input names (`graph.name` arg attributes set by the importer, else arg0...)."""
-    return _names(f, "arg", len(f.function_type.inputs.data), "arg")
+    return [_name(_arg_attrs(f, i)) or f"arg{i}" for i in input_indices(f)]
+
+
+def input_types(f: func.FuncOp) -> list[Attribute]:
+    """The tensor (graph level) or buffer (tile level) types of the model inputs."""
+    types = f.function_type.inputs.data
+    return [types[i] for i in input_indices(f)]
 
 
 def output_names(f: func.FuncOp) -> list[str]:
-    return _names(f, "res", len(f.function_type.outputs.data), "result")
+    """Output names: of the results (graph level) or of the `tile.output` buffers (tile level),
+    from their `graph.name` attributes, else result0..."""
+    if is_tile_level(f):
+        outputs = [i for i in range(len(f.function_type.inputs.data)) if is_output_arg(f, i)]
+        return [_name(_arg_attrs(f, i)) or f"result{k}" for k, i in enumerate(outputs)]
+    attrs = f.res_attrs.data if f.res_attrs is not None else ()
+    count = len(f.function_type.outputs.data)
+    return [(_name(attrs[i]) if i < len(attrs) else None) or f"result{i}" for i in range(count)]
 
 
 def random_tensor(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
@@ -68,7 +104,7 @@ def random_tensor(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtyp
 def random_inputs(f: func.FuncOp, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded random inputs for every argument of `f`, by model input name."""
     rng = np.random.default_rng(seed)
-    types = f.function_type.inputs.data
+    types = input_types(f)
     return {
         name: random_tensor(rng, t.get_shape(), numpy_dtype(t.get_element_type()))  # pyright: ignore
         for name, t in zip(input_names(f), types, strict=True)
@@ -86,10 +122,10 @@ def check_inputs(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.nd
     if extra:
         problems.append(f"unknown input(s): {', '.join(extra)} (model inputs: {', '.join(names)})")
     args = []
-    for name, type_ in zip(names, f.function_type.inputs.data, strict=True):
+    for name, type_ in zip(names, input_types(f), strict=True):
         if name not in inputs:
             continue
-        assert isinstance(type_, TensorType)
+        assert isinstance(type_, ShapedType)
         want_shape, want_dtype = tuple(type_.get_shape()), numpy_dtype(type_.get_element_type())
         value = np.asarray(inputs[name])
         if value.shape != want_shape or value.dtype != want_dtype:
@@ -108,10 +144,14 @@ def run_module(
     inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     entry: str | None = None,
 ) -> dict[str, np.ndarray]:
-    """Executes the graph-level `module` and returns its outputs by name."""
+    """Executes `module` (graph or tile level) and returns its outputs by name."""
     f = entry_function(module, entry)
     if not isinstance(inputs, Mapping):
         inputs = dict(zip(input_names(f), inputs, strict=True))
+    if is_tile_level(f):
+        from aitc.interp.tile import run_tile_module  # tile.py imports this module
+
+        return run_tile_module(module, inputs, f.sym_name.data)
     args = check_inputs(f, inputs)
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
