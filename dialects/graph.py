@@ -356,7 +356,7 @@ class GeluOp(ElementwiseUnaryOp):
 
     def verify_(self) -> None:
         super().verify_()
-        mode = self.approximate.data if self.approximate else "none"
+        mode = self.approximate.data if self.approximate is not None else "none"
         _check(mode in ("none", "tanh"), f"approximate must be 'none' or 'tanh', got '{mode}'")
 
 
@@ -447,7 +447,7 @@ class ModOp(ElementwiseBinaryOp):
         return "fmod" if is_float(_elem(self.lhs)) else "floor"
 
     def mod_mode(self) -> str:
-        return self.mode.data if self.mode else self.default_mode()
+        return self.mode.data if self.mode is not None else self.default_mode()
 
     def verify_(self) -> None:
         super().verify_()
@@ -653,7 +653,7 @@ class ConvOp(WindowOp):
     )
 
     def groups(self) -> int:
-        return self.group.value.data if self.group else 1
+        return self.group.value.data if self.group is not None else 1
 
     def inferred_type(self) -> TensorType:
         x, w = _shape(self.input), _shape(self.weight)
@@ -799,7 +799,7 @@ class LayerNormOp(IRDLOperation):
 
     def norm_axis(self) -> int:
         rank = len(_shape(self.input))
-        return _normalize_axis(self.axis.value.data if self.axis else -1, rank)
+        return _normalize_axis(self.axis.value.data if self.axis is not None else -1, rank)
 
     def verify_(self) -> None:
         x = _shape(self.input)
@@ -835,7 +835,7 @@ class AxisOp(IRDLOperation):
         )
 
     def norm_axis(self) -> int:
-        return _normalize_axis(self.axis.value.data if self.axis else -1, len(_shape(self.input)))
+        return _normalize_axis(self.axis.value.data if self.axis is not None else -1, len(_shape(self.input)))
 
     def verify_(self) -> None:
         self.norm_axis()
@@ -1059,7 +1059,7 @@ class ConcatOp(IRDLOperation):
     def verify_(self) -> None:
         _check(len(self.inputs) > 0, "concat needs at least one input")
         first = _shape(self.inputs[0])
-        axis = self.axis.value.data if self.axis else 0
+        axis = self.axis.value.data if self.axis is not None else 0
         _check(0 <= axis < len(first), f"axis {axis} out of range for rank {len(first)}")
         for value in self.inputs:
             s = _shape(value)
@@ -1128,7 +1128,7 @@ class SplitOp(IRDLOperation):
 
     def verify_(self) -> None:
         x = _shape(self.input)
-        axis = self.axis.value.data if self.axis else 0
+        axis = self.axis.value.data if self.axis is not None else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         total = 0
         for value in self.outputs:
@@ -1216,7 +1216,7 @@ class PadOp(IRDLOperation):
     assembly_format = "$input attr-dict `:` type($input) `->` type($output)"
 
     def pad_mode(self) -> str:
-        return self.mode.data if self.mode else "constant"
+        return self.mode.data if self.mode is not None else "constant"
 
     def verify_(self) -> None:
         x, pads = _shape(self.input), ints_of(self.pads)
@@ -1252,7 +1252,7 @@ class GatherOp(IRDLOperation):
 
     def verify_(self) -> None:
         x, idx = _shape(self.input), _shape(self.indices)
-        axis = self.axis.value.data if self.axis else 0
+        axis = self.axis.value.data if self.axis is not None else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
         idx_elem = _elem(self.indices)
         _check(

@@ -75,7 +75,7 @@ class SemaphoreOp(IRDLOperation):
         return self.engine.data
 
     def amount(self) -> int:
-        return self.count.value.data if self.count else 1
+        return self.count.value.data if self.count is not None else 1
 
     def verify_(self) -> None:
         if self.sem is None or self.engine is None:

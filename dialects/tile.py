@@ -229,7 +229,7 @@ class WindowOp(IRDLOperation):
         return self.accesses()[self.ACCESSES.index(name)]
 
     def box(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.sizes.get_values()) if self.sizes else ()
+        return tuple(int(v) for v in self.sizes.get_values()) if self.sizes is not None else ()
 
     # -- verification
     def verify_(self) -> None:
@@ -398,7 +398,7 @@ class MatmulOp(WindowOp):
         if name == "lhs":
             return (m, k)
         if name == "rhs":
-            return (n, k) if self.transpose_rhs else (k, n)
+            return (n, k) if self.transpose_rhs is not None else (k, n)
         return (m, n)
 
     def verify_window(self) -> None:
@@ -435,7 +435,7 @@ class BinaryOp(ElementwiseWindowOp):
         box = self.box()
         if name != "b":
             return box
-        mode = self.broadcast.data if self.broadcast else "none"
+        mode = self.broadcast.data if self.broadcast is not None else "none"
         rows, cols = box[-2:] if len(box) >= 2 else (1, box[-1])
         lead = box[:-2]
         return {"none": box, "row": (*lead, 1, cols), "col": (*lead, rows, 1), "scalar": (*lead, 1, 1)}[mode][
@@ -447,7 +447,7 @@ class BinaryOp(ElementwiseWindowOp):
             self.op is not None and self.op.data in BINARY_OPS,
             f"tile.binary: op must be one of {', '.join(BINARY_OPS)}",
         )
-        mode = self.broadcast.data if self.broadcast else "none"
+        mode = self.broadcast.data if self.broadcast is not None else "none"
         _require(mode in ("none", "row", "col", "scalar"), f"tile.binary: unknown broadcast '{mode}'")
         super().verify_window()
         assert self.op is not None
@@ -590,7 +590,7 @@ class CastOp(ElementwiseWindowOp):
     def verify_window(self) -> None:
         super().verify_window()
         elements = self.element_types()
-        scale = self.scale.value.data if self.scale else 1.0
+        scale = self.scale.value.data if self.scale is not None else 1.0
         _require(elements["a"] != elements["dst"] or scale != 1.0, "tile.cast: nothing to convert")
         _require(
             elements["a"] != "i64" or (elements["dst"] == "i32" and scale == 1.0),
@@ -615,7 +615,7 @@ class AccReadOp(ElementwiseWindowOp):
     activation = opt_attr_def(StringAttr)
 
     def verify_window(self) -> None:
-        mode = self.activation.data if self.activation else "none"
+        mode = self.activation.data if self.activation is not None else "none"
         _require(mode in ACTIVATIONS, f"tile.acc_read: activation must be one of {', '.join(ACTIVATIONS)}")
         super().verify_window()
         integer_ok = ("none", "relu", "relu6")

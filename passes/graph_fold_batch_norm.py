@@ -59,7 +59,7 @@ class FoldBatchNormIntoConv(RewritePattern):
             return
         if weight.dtype.kind != "f" or not single_use(conv.output):
             return
-        epsilon = op.epsilon.value.data if op.epsilon else DEFAULT_EPSILON
+        epsilon = op.epsilon.value.data if op.epsilon is not None else DEFAULT_EPSILON
         new_weight, new_bias = fold_into_conv(weight, bias, params, epsilon)
         hint = name_hint(op)
         weight_op = new_constant(new_weight, hint + "_weight")

@@ -249,7 +249,7 @@ def _avg_pool(op: graph.AvgPoolOp, x: np.ndarray) -> np.ndarray:
 
 @kernel(graph.BatchNormOp)
 def _batch_norm(op: graph.BatchNormOp, x, scale, bias, mean, var) -> np.ndarray:
-    eps = op.epsilon.value.data if op.epsilon else 1e-5
+    eps = op.epsilon.value.data if op.epsilon is not None else 1e-5
     shape = (-1, *([1] * (x.ndim - 2)))
     inv = scale / np.sqrt(var + np.asarray(eps, dtype=var.dtype))
     return (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
@@ -257,7 +257,7 @@ def _batch_norm(op: graph.BatchNormOp, x, scale, bias, mean, var) -> np.ndarray:
 
 @kernel(graph.LayerNormOp)
 def _layer_norm(op: graph.LayerNormOp, x, scale, bias=None) -> np.ndarray:
-    eps = op.epsilon.value.data if op.epsilon else 1e-5
+    eps = op.epsilon.value.data if op.epsilon is not None else 1e-5
     axes = tuple(range(op.norm_axis(), x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     centered = x - mean
@@ -343,7 +343,7 @@ KERNELS[graph.TileOp] = lambda op, x: np.tile(x, graph.ints_of(op.repeats))
 
 @kernel(graph.ConcatOp)
 def _concat(op: graph.ConcatOp, *xs: np.ndarray) -> np.ndarray:
-    return np.concatenate(xs, axis=op.axis.value.data if op.axis else 0)
+    return np.concatenate(xs, axis=op.axis.value.data if op.axis is not None else 0)
 
 
 @kernel(graph.SliceOp)
@@ -360,7 +360,7 @@ def _slice(op: graph.SliceOp, x: np.ndarray) -> np.ndarray:
 
 @kernel(graph.SplitOp)
 def _split(op: graph.SplitOp, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    axis = op.axis.value.data if op.axis else 0
+    axis = op.axis.value.data if op.axis is not None else 0
     sizes = [v.type.get_shape()[axis] for v in op.outputs]  # pyright: ignore
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
@@ -373,14 +373,14 @@ def _pad(op: graph.PadOp, x: np.ndarray) -> np.ndarray:
     widths = [(max(0, pads[i]), max(0, pads[i + n])) for i in range(n)]
     mode = op.pad_mode()
     if mode == "constant":
-        value = op.value.value.data if op.value else 0.0
+        value = op.value.value.data if op.value is not None else 0.0
         return np.pad(x[crop], widths, mode="constant", constant_values=value)
     return np.pad(x[crop], widths, mode=mode)
 
 
 @kernel(graph.GatherOp)
 def _gather(op: graph.GatherOp, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    axis = op.axis.value.data if op.axis else 0
+    axis = op.axis.value.data if op.axis is not None else 0
     size = x.shape[axis]
     if indices.size and (indices.min() < -size or indices.max() >= size):
         raise IndexError(f"gather index out of range [-{size}, {size - 1}] at {op.name}")
