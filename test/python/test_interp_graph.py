@@ -9,7 +9,8 @@ from aitc.ir import parse_mlir
 
 LAYER_NORM_EPSILON_0 = """
 func.func @main(%x: tensor<2x4xf32>, %g: tensor<4xf32>) -> tensor<2x4xf32> {
-  %y = graph.layer_norm %x, %g {axis = -1 : i64, epsilon = 0.0 : f64} : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %y = graph.layer_norm %x, %g {axis = -1 : i64, epsilon = 0.0 : f64}
+    : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
   func.return %y : tensor<2x4xf32>
 }
 """
