@@ -1,0 +1,289 @@
+"""`convert-sync-to-hw`: sync-level functions -> `hw.program`s (instructions, absolute addresses).
+
+    func.func @main(%x: memref<8x16xf32, "dram"> {graph.name = "x", tile.offset = 0}, ...) {
+      %a = tile.alloc {offset = 0} : memref<4x16xf32, "sram">
+      scf.for %i = %c0 to %c2 step %c1 {
+        %r = arith.muli %i, %c4 : index
+        tile.copy %x[%r, %c0] to %a[%c0, %c0] sizes [4, 16] {sync.engine = "dma0"} : ...
+        sync.signal 0 on "dma0"
+        ...
+    ==>
+    hw.program @main target "tiny" {
+      hw.tensor "x" input dram[0x0] : tensor<8x16xf32>
+      hw.core 0 {
+        hw.loop 2 {
+          hw.dma_in sram[0x0] <- dram[0x0 + 0x100*i0], row_bytes=256
+          hw.sem_signal 0, engine=dma0
+          ...
+
+Walk of one function body (`CoreLowering`): buffers are placed first (arguments at their
+`tile.offset`, tile.alloc / tile.const at their `offset`, tile.reshape at its source's), then
+ops are lowered in program order: scf.for -> hw.loop (trip count; the loop at nesting depth D
+advances addresses by their `step*iD` terms; 0 trips: gone, 1 trip: inlined), tile.kernel ->
+its body inlined, compute ops -> instructions (`sync_to_hw_select.py`), sync ops -> hw control
+instructions. arith ops are not lowered: they are evaluated as index arithmetic where windows
+use them (`sync_to_hw_address.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Block, Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+from aitc import hw_checks
+from aitc.diagnostics import AitcError
+from aitc.dialects import hw, sync, tile
+from aitc.passes.legality import check_no_ops_left
+from aitc.passes.sync_to_hw_address import Addressing, Buffer, NotAffineError, fail
+from aitc.passes.sync_to_hw_select import SELECTORS
+from aitc.target import Target, load_target, preset_names
+
+LOWERED_DIALECTS = ("tile", "sync", "func", "scf", "arith")
+"""Dialects of the input that no op may remain of."""
+
+OFFSET_HINT = "run plan-memory first"
+
+
+# --------------------------------------------------------------------------- data layout
+
+
+def _offset(attr: Attribute | None, op: Operation, what: str) -> int:
+    if not isinstance(attr, IntegerAttr):
+        fail(op, f"{what} has no byte offset: {OFFSET_HINT}")
+    return attr.value.data
+
+
+def _arg_name(attrs: dict[str, Attribute], index: int) -> str:
+    """`graph.name` of an argument (non-ASCII names are bytes), else `arg<index>`."""
+    name = attrs.get("graph.name")
+    if isinstance(name, StringAttr):
+        return name.data
+    return name.data.decode("utf-8", "replace") if isinstance(name, BytesAttr) else f"arg{index}"
+
+
+def place_arguments(function: func.FuncOp, at: Addressing) -> list[hw.TensorOp]:
+    """One hw.tensor per argument (named by `graph.name`, at `tile.offset`); places them."""
+    tensors = []
+    attrs = function.arg_attrs.data if function.arg_attrs else ()
+    for index, arg in enumerate(function.args):
+        arg_attrs = attrs[index].data if index < len(attrs) else {}
+        name = _arg_name(arg_attrs, index)
+        what = f"argument #{index} ('{name}') of @{function.sym_name.data} (tile.offset)"
+        offset = _offset(arg_attrs.get("tile.offset"), function, what)
+        if not isinstance(arg.type, MemRefType) or tile.space_of(arg.type) != "dram":
+            fail(function, f"argument #{index} ('{name}') must be a dram memref, got {arg.type}")
+        at.buffers[arg] = Buffer.of(arg.type, offset)
+        kind = "output" if isinstance(arg_attrs.get("tile.output"), UnitAttr) else "input"
+        type_ = TensorType(arg.type.get_element_type(), arg.type.get_shape())
+        tensors.append(hw.TensorOp(name, kind, offset, type_))
+    return tensors
+
+
+def _as_tensor(
+    value: DenseIntOrFPElementsAttr | DenseResourceAttr,
+) -> DenseIntOrFPElementsAttr | DenseResourceAttr:
+    """The same constant with a tensor type (a memref-typed dense attribute is retyped)."""
+    type_ = value.get_type()
+    if isinstance(type_, TensorType):
+        return value
+    tensor = TensorType(type_.get_element_type(), type_.get_shape())  # pyright: ignore
+    if isinstance(value, DenseResourceAttr):
+        return DenseResourceAttr(value.resource_handle, tensor)
+    return DenseIntOrFPElementsAttr(tensor, value.data)
+
+
+def place_buffers(function: func.FuncOp, at: Addressing) -> list[hw.ConstOp]:
+    """Places every tile.alloc / tile.const / tile.reshape; one hw.const per tile.const."""
+    consts = []
+    for op in function.walk():
+        if isinstance(op, tile.AllocOp | tile.ConstOp):
+            offset = _offset(op.offset, op, op.name)
+            at.buffers[op.buffer] = Buffer.of(op.buffer.type, offset)
+        if isinstance(op, tile.ConstOp):
+            assert op.value is not None
+            consts.append(hw.ConstOp(at.buffers[op.buffer].offset, _as_tensor(op.value)))
+        elif isinstance(op, tile.ReshapeOp):
+            at.buffers[op.result] = Buffer.of(op.result.type, at.buffers[op.source].offset)
+    return consts
+
+
+# --------------------------------------------------------------------------- instruction stream
+
+
+def _locate(ops: list[Operation], location: Attribute) -> list[Operation]:
+    """Gives every op in `ops` (nested ones too) without a location `location`."""
+    for op in ops:
+        for nested in op.walk():
+            if isinstance(nested.location, UnknownLoc):
+                nested.location = location  # pyright: ignore[reportAttributeAccessIssue]
+    return ops
+
+
+def _check_engine(op: tile.WindowOp) -> None:
+    """The op is bound (`sync.engine`) to an engine of its class."""
+    engine, expected = sync.engine_of(op), tile.ENGINE_OF[type(op)]
+    if engine is None:
+        fail(op, f"{op.name} is not bound to an engine (sync.engine): run convert-tile-to-sync first")
+    valid = engine[3:].isdigit() if expected == "dma" else engine == expected
+    if not (engine.startswith(expected) and valid):
+        fail(op, f"{op.name} runs on a {expected} engine, not on '{engine}'")
+
+
+class CoreLowering:
+    """Lowers one function body to the instruction stream of one core."""
+
+    def __init__(self, at: Addressing):
+        self.at = at
+
+    def block(self, block: Block, location: Attribute) -> list[Operation]:
+        """The instructions of `block`; ops without a location get `location` (their kernel's)."""
+        lowered = []
+        for op in block.ops:
+            here = location if isinstance(op.location, UnknownLoc) else op.location
+            lowered += _locate(self.op(op, here), here)
+        return lowered
+
+    def op(self, op: Operation, location: Attribute) -> list[Operation]:
+        if isinstance(op, scf.ForOp):
+            return self.loop(op, location)
+        if isinstance(op, tile.KernelOp):
+            return self.block(op.body.block, location)
+        if isinstance(op, tile.WindowOp):
+            return self.compute(op)
+        if isinstance(op, sync.SignalOp | sync.WaitOp | sync.BarrierOp):
+            return [control(op)]
+        if op.dialect_name() in ("arith", "tile") or isinstance(op, scf.YieldOp | func.ReturnOp):
+            return []  # index arithmetic and buffers: no instruction
+        fail(op, f"convert-sync-to-hw cannot lower {op.name}")
+
+    def loop(self, op: scf.ForOp, location: Attribute) -> list[Operation]:
+        """scf.for -> hw.loop (trip count); 0 trips: nothing, 1 trip: the body once."""
+        if op.iter_args:
+            fail(op, "scf.for with iter_args has no hw.loop form")
+        try:
+            lb, ub, step = (self.at.constant(v) for v in (op.lb, op.ub, op.step))
+        except NotAffineError as error:
+            fail(op, f"scf.for needs constant bounds and step ({error})")
+        if step <= 0:
+            fail(op, f"scf.for needs a positive step, got {step}")
+        trips = max(0, -(-(ub - lb) // step))
+        index = op.body.block.args[0]
+        if trips <= 1:
+            self.at.bind_constant(index, lb)
+            return self.block(op.body.block, location) if trips else []
+        self.at.bind_loop_index(index, lb, step)
+        self.at.depth += 1
+        body = self.block(op.body.block, location)
+        self.at.depth -= 1
+        return [hw.LoopOp(trips, body)] if body else []  # pyright: ignore[reportArgumentType]
+
+    def compute(self, op: tile.WindowOp) -> list[Operation]:
+        """Instruction selection for a compute op bound to an engine."""
+        selector = SELECTORS.get(type(op))
+        if selector is None:
+            fail(op, f"convert-sync-to-hw has no instruction for {op.name}")
+        _check_engine(op)
+        try:
+            return selector(op, self.at)
+        except NotAffineError as error:
+            fail(
+                op,
+                f"{op.name}: a window index is not an affine function of the enclosing scf.for indices "
+                f"({error}; supported: arith.constant, addi, subi, muli by a constant)",
+            )
+
+
+def control(op: sync.SignalOp | sync.WaitOp | sync.BarrierOp) -> hw.InstructionOp:
+    """sync.signal / wait / barrier -> hw.sem_signal / sem_wait / barrier (same engine names)."""
+    if isinstance(op, sync.BarrierOp):
+        assert op.engine is not None
+        return hw.BarrierOp(engine=op.engine.data)
+    kind = hw.SemSignalOp if isinstance(op, sync.SignalOp) else hw.SemWaitOp
+    count = op.amount()
+    return kind(sem=op.semaphore(), engine=op.engine_name(), count=None if count == 1 else count)
+
+
+def lower_core(core: int, block: Block, at: Addressing, location: Attribute) -> hw.CoreOp:
+    """The hw.core `core` running `block` (a sharded program lowers one block per core)."""
+    body = CoreLowering(at).block(block, location)
+    return hw.CoreOp(core, [*body, hw.EndOp()])  # pyright: ignore[reportArgumentType]
+
+
+def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
+    """The hw.program of a destination-passing function: layout, then one core."""
+    at = Addressing()
+    tensors = place_arguments(function, at)
+    consts = place_buffers(function, at)
+    core = lower_core(0, function.body.block, at, function.location)
+    program = hw.ProgramOp(function.sym_name.data, target, [*tensors, *consts, core])
+    program.location = function.location  # pyright: ignore[reportAttributeAccessIssue]
+    return program
+
+
+def check_fits(program: hw.ProgramOp, target: Target) -> None:
+    """The program verifies (ISA rules and, for a preset, its limits) and fits `target`."""
+    try:
+        program.verify()
+        if target.name not in preset_names() or hw_checks.preset(target.name) != target:
+            hw_checks.check_program(program, target)
+    except (DiagnosticException, AitcError) as error:
+        raise PassFailedException(
+            f"convert-sync-to-hw produced a program that does not fit: {error}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class ConvertSyncToHwPass(ModulePass):
+    """Lowers sync-level functions to hw programs: instruction selection, absolute addresses,
+    hardware loops.
+
+    Input:
+      Destination-passing `func.func`s whose arguments are dram memrefs with `graph.name`,
+      `tile.offset` (absolute DRAM address) and `tile.output` on outputs; every tile.alloc and
+      tile.const has an `offset` (plan-memory); every tile compute op has `sync.engine`; scf.for
+      loops have constant bounds and window indices are affine in the loop indices.
+    Output:
+      One `hw.program @<function> target "<target>"` per function: an hw.tensor per argument,
+      an hw.const per tile.const, one hw.core 0 whose body is the instruction stream (hw.loop for
+      scf.for, the DMA queue from `sync.engine`, ONNX locations on instructions).
+    Invariants:
+      No tile, sync, func, scf or arith op is left; every program verifies and fits the target
+      (`aitc.hw_checks`); the program computes what the sync-level function did, with the same
+      semaphore protocol, so it is race-free and deadlock-free exactly when the input was.
+    """
+
+    name = "convert-sync-to-hw"
+    target: str = "tiny"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            target = load_target(self.target)
+        except AitcError as error:
+            raise PassFailedException(f"{self.name}: {error}") from None
+        block = op.body.block
+        for function in [f for f in block.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+            program = lower_function(function, self.target)
+            block.insert_op_before(program, function)
+            function.detach()
+            function.erase()
+        for dialect in LOWERED_DIALECTS:
+            check_no_ops_left(op, dialect, self.name)
+        for program in [p for p in block.ops if isinstance(p, hw.ProgramOp)]:
+            check_fits(program, target)
