@@ -1,0 +1,191 @@
+"""What the lowerings of convert-graph-to-tile share: the dispatch table, the context a
+lowering works in, and the two ways a lowering refuses an op.
+
+Dispatch table: `LOWERINGS` maps a graph op class to a `Lowering` (its `lower` function, a
+static `unsupported` check run on every op before anything is lowered, and whether the op
+joins elementwise chains). A family module registers its ops with `@register(...)`; a new
+family (e.g. conv/pooling in `graph_to_tile_conv.py`) only has to be imported by
+`graph_to_tile.py`:
+
+    @register(graph.ConvOp, unsupported=conv_unsupported)
+    def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None: ...
+
+A lowering reads its operands' DRAM buffers with `ctx.buffer(value)` (views with
+`ctx.view(buffer, shape)`), builds one kernel with `ctx.kernel(ops)` and hands it back with
+`ctx.add(builder, tiles, reason)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import FusedLoc, MemRefType, NameLoc, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from aitc.dialects import graph, tile
+from aitc.passes.graph_to_tile_builder import KernelBuilder, buffer_shape, element_bytes
+from aitc.passes.graph_to_tile_costs import Budget
+
+# --------------------------------------------------------------------------- failures
+
+
+class Unsupported(Exception):
+    """An op (or a variant of it) that convert-graph-to-tile cannot lower yet."""
+
+
+class CannotFit(Exception):
+    """A tensor whose smallest legal tile does not fit the target's SRAM/ACC budget."""
+
+    def __init__(self, op: Operation, what: str, needed: int, budget: Budget, space: str = "SRAM"):
+        self.op = op
+        total = budget.target.sram_bytes if space == "SRAM" else budget.target.acc_bytes
+        available = budget.sram if space == "SRAM" else budget.acc
+        fix_kib = -(-2 * needed // 1024)
+        self.message = (
+            f"'{node_name(op)}' ({op.name}): {what} needs {_kib(needed)} of {space} per tile, but "
+            f"target '{budget.target.name}' allows {_kib(available)} (half of its {_kib(total)} {space}; "
+            f"the other half is kept for double buffering). Fix: use a target with >= {fix_kib} KiB "
+            f"{space}, or make the tensor smaller (e.g. split the op along this dim before lowering)"
+        )
+        super().__init__(self.message)
+
+
+def _kib(nbytes: int) -> str:
+    return f"{nbytes} bytes" if nbytes < 4096 else f"{nbytes / 1024:.1f} KiB"
+
+
+# --------------------------------------------------------------------------- dispatch table
+
+LowerFn = Callable[["LoweringContext", list[Operation]], None]
+CheckFn = Callable[[Operation], "str | None"]
+
+
+def _always_supported(op: Operation) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """How one graph op class is lowered; `fusable` ops are grouped into elementwise chains
+    and `lower` receives the whole chain."""
+
+    lower: LowerFn
+    unsupported: CheckFn = _always_supported
+    fusable: bool = False
+
+
+LOWERINGS: dict[type[Operation], Lowering] = {}
+"""Graph op class -> its lowering. Extended by each family module at import."""
+
+
+def register(*op_types: type[Operation], unsupported: CheckFn = _always_supported, fusable: bool = False):
+    """Decorator: registers `fn` as the lowering of `op_types`."""
+
+    def decorate(fn: LowerFn) -> LowerFn:
+        for op_type in op_types:
+            LOWERINGS[op_type] = Lowering(fn, unsupported, fusable)
+        return fn
+
+    return decorate
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def node_name(op: Operation) -> str:
+    """The ONNX node name that the op's location carries, else the op name."""
+    return _location_name(op.location) or op.name
+
+
+def _location_name(location: Attribute) -> str | None:
+    if isinstance(location, NameLoc):
+        return location.desc.data
+    if isinstance(location, FusedLoc):
+        names = [_location_name(loc) for loc in location.locations.data]
+        return next((n for n in reversed(names) if n), None)
+    return None
+
+
+def tensor_shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def tensor_element(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_element_type()
+
+
+def flat2d(shape: Sequence[int]) -> tuple[int, int]:
+    """(product of leading dims, last dim); a scalar is 1 x 1."""
+    if not shape:
+        return 1, 1
+    return math.prod(shape[:-1]), shape[-1]
+
+
+# --------------------------------------------------------------------------- context
+
+
+class LoweringContext:
+    """The function being built: DRAM buffers of graph values, function-level declarations
+    (tile.const, dram tile.alloc, tile.reshape views) and kernels, in order."""
+
+    def __init__(self, budget: Budget):
+        self.budget = budget
+        self.decls: list[Operation] = []
+        self.kernels: list[Operation] = []
+        self.buffers: dict[SSAValue, SSAValue] = {}
+        self._views: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
+
+    def buffer(self, value: SSAValue) -> SSAValue:
+        """The DRAM buffer of graph `value`: its argument, its tile.const, or a new dram alloc."""
+        if value in self.buffers:
+            return self.buffers[value]
+        owner = value.owner
+        if isinstance(owner, graph.ConstantOp) and owner.value is not None:
+            op = tile.ConstOp(owner.value)
+            result = op.buffer
+        else:
+            op = tile.AllocOp(tile.buffer_type(tensor_shape(value), tensor_element(value), "dram"))
+            result = op.buffer
+        op.location = value.owner.location if isinstance(value.owner, Operation) else op.location  # pyright: ignore
+        self.decls.append(op)
+        self.buffers[value] = result
+        return result
+
+    def view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """A tile.reshape of `buffer` to `shape` (the buffer itself when the shape is equal)."""
+        shape = tuple(int(d) for d in shape)
+        while isinstance(buffer.owner, tile.ReshapeOp):  # a view of a view: view the root
+            buffer = buffer.owner.source
+        if buffer_shape(buffer) == shape:
+            return buffer
+        key = (buffer, shape)
+        if key not in self._views:
+            op = tile.ReshapeOp(buffer, shape)
+            owner = buffer.owner
+            if isinstance(owner, Operation):
+                op.location = owner.location  # pyright: ignore
+            self.decls.append(op)
+            self._views[key] = op.result
+        return self._views[key]
+
+    def value_view(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        return self.view(self.buffer(value), shape)
+
+    def kernel(self, ops: Sequence[Operation], name: str | None = None) -> KernelBuilder:
+        """A builder for the kernel of `ops` (named, unless `name` is given, and located after
+        the last one; its `op` attribute lists the graph ops)."""
+        last = ops[-1]
+        op_names = ",".join(dict.fromkeys(op.name for op in ops if op.name.startswith("graph."))) or "copy"
+        return KernelBuilder(self.budget, name or node_name(last), last.location, op_names)
+
+    def add(self, builder: KernelBuilder, tiles: Sequence[int], reason: str) -> None:
+        self.kernels.append(builder.finish(tiles, reason))
+
+
+def memref_bytes(type_: Attribute) -> int:
+    assert isinstance(type_, MemRefType)
+    return math.prod(type_.get_shape()) * element_bytes(type_.get_element_type())

@@ -1,0 +1,390 @@
+"""Data movement for convert-graph-to-tile: reshape, transpose, concat, slice, split, tile,
+pad, gather, and the copy of an output that is an input or a constant.
+
+Everything but reshape (a `tile.reshape` view, no kernel) moves DRAM -> SRAM -> DRAM in tiles
+that fit the SRAM budget. `copy_box` is the workhorse: an n-d box of the source (per dim an
+offset and a step, so slices with steps and broadcast dims work) goes to a box of the
+destination; dims with step 1 on both sides are tiled (innermost first), the others looped:
+
+    for each tile of the box:      (one scf.for per dim that needs more than one tile)
+      tile.copy src[...] to stage[0, ...]        sizes = tile
+      tile.copy stage[0, ...] to dst[...]        sizes = tile
+
+A transpose reads a 2-D block of output dims (rows x cols) per iteration of the leading output
+dims; when the input holds the block column-major, a `tile.transpose` writes it out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import i32
+from xdsl.ir import Operation, SSAValue
+
+from aitc.dialects import graph, tile
+from aitc.passes.graph_matching import constant_array
+from aitc.passes.graph_to_tile_builder import (
+    Index,
+    KernelBuilder,
+    Win,
+    buffer_element,
+    buffer_shape,
+    element_bytes,
+)
+from aitc.passes.graph_to_tile_costs import RowFootprint, plan_box, plan_rows
+from aitc.passes.graph_to_tile_elementwise import fill
+from aitc.passes.graph_to_tile_lowering import (
+    CannotFit,
+    LoweringContext,
+    flat2d,
+    register,
+    tensor_element,
+    tensor_shape,
+)
+from aitc.weights import array_to_attr
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dim of a box copy: `extent` elements, at src[offset + step * i], dst[offset + i*step]."""
+
+    extent: int
+    src: tuple[Index, int] = (0, 1)
+    dst: tuple[Index, int] = (0, 1)
+
+    @property
+    def tileable(self) -> bool:
+        return self.src[1] == 1 and self.dst[1] == 1
+
+
+def plan_copy(
+    ctx: LoweringContext, op: Operation, axes_list: Sequence[Sequence[Axis]], element: int, share: int = 1
+) -> tuple[int, ...]:
+    """One staging box for several copies of the same rank (the largest tile any needs), within
+    1/`share` of the SRAM budget."""
+    boxes = []
+    for axes in axes_list:
+        extents, tileable = tuple(a.extent for a in axes), tuple(a.tileable for a in axes)
+        box = plan_box(extents, tileable, element, ctx.budget.sram // share)
+        if box is None:
+            raise CannotFit(op, "one element", element, ctx.budget)
+        boxes.append(box)
+    return tuple(max(sizes) for sizes in zip(*boxes, strict=True))
+
+
+def copy_box(kb: KernelBuilder, src: SSAValue, dst: SSAValue, axes: Sequence[Axis], stage: SSAValue) -> None:
+    """Copies the box described by `axes` from `src` to `dst` through SRAM buffer `stage`."""
+    limits = buffer_shape(stage)
+
+    def level(depth: int, offsets: list[Index], sizes: list[int]) -> None:
+        if depth == len(axes):
+            src_idx = [kb.add(a.src[0], kb.mul(o, a.src[1])) for a, o in zip(axes, offsets, strict=True)]
+            dst_idx = [kb.add(a.dst[0], kb.mul(o, a.dst[1])) for a, o in zip(axes, offsets, strict=True)]
+            kb.copy(Win(src, tuple(src_idx)), Win.at(stage), sizes)
+            kb.copy(Win.at(stage), Win(dst, tuple(dst_idx)), sizes)
+            return
+        size = min(limits[depth], axes[depth].extent) if axes[depth].tileable else 1
+        kb.tiles(axes[depth].extent, size, lambda o, s: level(depth + 1, [*offsets, o], [*sizes, s]))
+
+    level(0, [], [])
+
+
+def _box_kernel(
+    ctx: LoweringContext,
+    op: Operation,
+    copies: list[tuple[SSAValue, SSAValue, list[Axis]]],
+    reason: str,
+    name: str | None = None,
+) -> None:
+    """One kernel doing `copies` (src, dst, axes) through one staging buffer."""
+    element_type = buffer_element(copies[0][1])
+    box = plan_copy(ctx, op, [axes for _, _, axes in copies], element_bytes(element_type))
+    kb = ctx.kernel([op], name)
+    stage = kb.alloc(box, element_type, "sram")
+    for src, dst, axes in copies:
+        copy_box(kb, src, dst, axes, stage)
+    ctx.add(kb, box, reason)
+
+
+def copy_value(
+    ctx: LoweringContext, op: Operation, src: SSAValue, dst: SSAValue, name: str | None = None
+) -> None:
+    """A kernel copying DRAM buffer `src` to `dst` (same element count), located at `op`."""
+    rows, cols = flat2d(buffer_shape(dst))
+    src2, dst2 = ctx.view(src, [rows, cols]), ctx.view(dst, [rows, cols])
+    reason = "copy through SRAM (an output that is an input, a constant, a view or another output)"
+    _box_kernel(ctx, op, [(src2, dst2, [Axis(rows), Axis(cols)])], reason, name)
+
+
+# --------------------------------------------------------------------------- views
+
+
+@register(graph.ReshapeOp)
+def lower_reshape(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.ReshapeOp)
+    ctx.buffers[op.output] = ctx.view(ctx.buffer(op.input), tensor_shape(op.output) or (1,))
+
+
+# --------------------------------------------------------------------------- box copies
+
+
+def _three_d(shape: Sequence[int], axis: int) -> list[int]:
+    return [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])]
+
+
+@register(graph.ConcatOp)
+def lower_concat(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.ConcatOp)
+    axis = op.axis.value.data if op.axis else 0
+    out_shape = _three_d(tensor_shape(op.output), axis)
+    out = ctx.value_view(op.output, out_shape)
+    copies, offset = [], 0
+    for value in op.inputs:
+        shape = _three_d(tensor_shape(value), axis)
+        axes = [Axis(shape[0]), Axis(shape[1], dst=(offset, 1)), Axis(shape[2])]
+        copies.append((ctx.value_view(value, shape), out, axes))
+        offset += shape[1]
+    _box_kernel(ctx, op, copies, f"{len(copies)} inputs copied into their slices along axis {axis}")
+
+
+@register(graph.SplitOp)
+def lower_split(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.SplitOp)
+    axis = op.axis.value.data if op.axis else 0
+    source = ctx.value_view(op.input, _three_d(tensor_shape(op.input), axis))
+    copies, offset = [], 0
+    for value in op.outputs:
+        shape = _three_d(tensor_shape(value), axis)
+        axes = [Axis(shape[0]), Axis(shape[1], src=(offset, 1)), Axis(shape[2])]
+        copies.append((source, ctx.value_view(value, shape), axes))
+        offset += shape[1]
+    _box_kernel(ctx, op, copies, f"{len(copies)} slices along axis {axis} copied out")
+
+
+@register(graph.SliceOp)
+def lower_slice(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.SliceOp)
+    shape = tensor_shape(op.input)
+    starts = graph.ints_of(op.starts, [0] * len(shape))
+    steps = graph.ints_of(op.steps, [1] * len(shape))
+    out = tensor_shape(op.output)
+    axes = [Axis(n, src=(start, step)) for n, start, step in zip(out, starts, steps, strict=True)]
+    src, dst = ctx.value_view(op.input, shape or (1,)), ctx.value_view(op.output, out or (1,))
+    _box_kernel(ctx, op, [(src, dst, axes or [Axis(1)])], "strided dims are looped, unit-step dims tiled")
+
+
+@register(graph.TileOp)
+def lower_tile(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.TileOp)
+    shape, reps = tensor_shape(op.input), graph.ints_of(op.repeats)
+    src, dst = ctx.buffer(op.input), ctx.buffer(op.output)
+    box = plan_copy(ctx, op, [[Axis(n) for n in shape]], element_bytes(tensor_element(op.input)))
+    kb = ctx.kernel([op])
+    stage = kb.alloc(box, tensor_element(op.input), "sram")
+
+    def repeat(indices: list[Index]) -> None:
+        axes = [Axis(n, dst=(kb.mul(r, n), 1)) for n, r in zip(shape, indices, strict=True)]
+        copy_box(kb, src, dst, axes, stage)
+
+    kb.nest(reps, repeat)
+    ctx.add(kb, box, "the input box copied once per repetition")
+
+
+def _pad_unsupported(op: Operation) -> str | None:
+    assert isinstance(op, graph.PadOp)
+    if op.pad_mode() != "constant":
+        return f"pad mode '{op.pad_mode()}' is not lowered yet (only constant)"
+    if str(tensor_element(op.input)) not in ("f32", "i32", "i8"):
+        return "the pad fill runs on the vector engine: f32, i32 or i8 only"
+    return None
+
+
+@register(graph.PadOp, unsupported=_pad_unsupported)
+def lower_pad(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.PadOp)
+    shape, out_shape, pads = tensor_shape(op.input), tensor_shape(op.output), graph.ints_of(op.pads)
+    n, element_type = len(shape), tensor_element(op.input)
+    rows, cols = flat2d(out_shape)
+    fill_tiles = plan_rows(rows, cols, RowFootprint(element_bytes(element_type)), ctx.budget.sram // 2, False)
+    axes = [
+        Axis(d - max(0, -pads[i]) - max(0, -pads[i + n]), src=(max(0, -pads[i]), 1), dst=(max(0, pads[i]), 1))
+        for i, d in enumerate(shape)
+    ]
+    box = plan_copy(ctx, op, [axes], element_bytes(element_type), share=2) if axes else (1,)
+    if fill_tiles is None:
+        raise CannotFit(op, "one element of the pad fill", element_bytes(element_type), ctx.budget)
+    kb = ctx.kernel([op])
+    tr, tc = fill_tiles
+    pattern = kb.alloc([tr, tc], element_type, "sram")
+    fill(kb, Win.at(pattern), op.value.value.data if op.value else 0.0, [tr, tc])
+    out2 = ctx.value_view(op.output, [rows, cols])
+    kb.tiles(
+        rows,
+        tr,
+        lambda r0, rs: kb.tiles(
+            cols, tc, lambda c0, cs: kb.copy(Win.at(pattern), Win(out2, (r0, c0)), [rs, cs])
+        ),
+    )
+    if all(a.extent > 0 for a in axes):
+        stage = kb.alloc(box, element_type, "sram")
+        copy_box(kb, ctx.buffer(op.input), ctx.buffer(op.output), axes, stage)
+    ctx.add(
+        kb, [tr, tc, *box], "the fill tile is stored over the output, then the input is copied into place"
+    )
+
+
+# --------------------------------------------------------------------------- transpose
+
+
+def _transpose_block(
+    kb: KernelBuilder, perm: Sequence[int], bufs: tuple, lead: list[Index], at: tuple
+) -> None:
+    """Output block [lead..., r0:r0+rs, c0:c0+cs] from the input (see the module docstring)."""
+    src, stage, stage2d, out2d, out_shape = bufs
+    r0, rs, c0, cs = at
+    n = len(perm)
+    p, q = perm[-2], perm[-1]
+    src_idx: list[Index] = [0] * n
+    sizes = [1] * n
+    for i, o in enumerate([*lead, r0, c0]):
+        src_idx[perm[i]] = o
+    sizes[p], sizes[q] = rs, cs
+    kb.copy(Win(src, tuple(src_idx)), Win.at(stage), sizes)
+    row = kb.add(kb.linear([(o, math.prod(out_shape[i + 1 : n - 1])) for i, o in enumerate(lead)]), r0)
+    if p < q:  # the block is row-major in the stage: copy it out
+        kb.copy(Win.at(stage2d), Win(out2d, (row, c0)), [rs, cs])
+    else:  # column-major: transpose it out
+        kb.transpose(Win.at(stage2d), Win(out2d, (row, c0)), [cs, rs])
+
+
+@register(graph.TransposeOp)
+def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.TransposeOp)
+    perm, out_shape = op.permutation(), tensor_shape(op.output)
+    if len(perm) < 2 or list(perm) == sorted(perm):
+        copy_value(ctx, op, ctx.buffer(op.input), ctx.buffer(op.output))
+        return
+    element_type = tensor_element(op.input)
+    rows, cols = out_shape[-2], out_shape[-1]
+    tiles = plan_rows(rows, cols, RowFootprint(element_bytes(element_type)), ctx.budget.sram, False)
+    if tiles is None:
+        raise CannotFit(op, "one element", element_bytes(element_type), ctx.budget)
+    tr, tc = tiles
+    kb = ctx.kernel([op])
+    box = [1] * len(perm)
+    box[perm[-2]], box[perm[-1]] = tr, tc
+    stage = kb.alloc(box, element_type, "sram")
+    stage2d = kernel_view(kb, stage, [tr, tc] if perm[-2] < perm[-1] else [tc, tr])
+    out2d = ctx.value_view(op.output, flat2d(out_shape))
+    bufs = (ctx.buffer(op.input), stage, stage2d, out2d, out_shape)
+
+    def block(lead: list[Index]) -> None:
+        kb.tiles(
+            rows,
+            tr,
+            lambda r0, rs: kb.tiles(
+                cols, tc, lambda c0, cs: _transpose_block(kb, perm, bufs, lead, (r0, rs, c0, cs))
+            ),
+        )
+
+    kb.nest(out_shape[:-2], block)
+    how = "copied" if perm[-2] < perm[-1] else "transposed (tile.transpose)"
+    ctx.add(kb, [tr, tc], f"output blocks of {tr} x {tc} read from the input and {how} out")
+
+
+def kernel_view(kb: KernelBuilder, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """A tile.reshape view of a kernel's SRAM buffer (emitted in the kernel, after the allocs)."""
+    if buffer_shape(buffer) == tuple(shape):
+        return buffer
+    return kb.emit(tile.ReshapeOp(buffer, shape)).results[0]
+
+
+# --------------------------------------------------------------------------- gather
+
+
+def _gather_unsupported(op: Operation) -> str | None:
+    assert isinstance(op, graph.GatherOp)
+    if (op.axis.value.data if op.axis else 0) != 0:
+        return "only gather on axis 0 (embedding lookup) is lowered"
+    if str(tensor_element(op.indices)) not in ("i64", "i32"):
+        return f"gather indices must be i64 or i32, got {tensor_element(op.indices)}"
+    return None
+
+
+def _indices(ctx: LoweringContext, op: graph.GatherOp, count: int) -> tuple[SSAValue, bool]:
+    """The indices as a [count, 1] DRAM view and whether they may be negative. Constant indices
+    become an i32 tile.const with negatives already wrapped."""
+    table_rows = tensor_shape(op.input)[0]
+    values = constant_array(op.indices)
+    if values is not None:
+        wrapped = np.where(values < 0, values + table_rows, values).astype(np.int32).reshape(count, 1)
+        const = tile.ConstOp(array_to_attr(wrapped, "gather_indices"))  # pyright: ignore
+        const.location = op.location  # pyright: ignore
+        ctx.decls.append(const)
+        return const.buffer, False
+    return ctx.value_view(op.indices, [count, 1]), True
+
+
+def _load_indices(
+    kb: KernelBuilder, src: SSAValue, bufs: dict, r0: Index, rs: int, table_rows: int, signed: bool
+) -> None:
+    """idx[0:rs] = indices[r0:r0+rs] as i32 in [0, table_rows)."""
+    idx = Win.at(bufs["idx"])
+    if "wide" in bufs:  # i64 indices: narrowed by tile.cast
+        kb.copy(Win(src, (r0, 0)), Win.at(bufs["wide"]), [rs, 1])
+        kb.cast(Win.at(bufs["wide"]), idx, [rs, 1])
+    else:
+        kb.copy(Win(src, (r0, 0)), idx, [rs, 1])
+    if signed:  # idx += (idx < 0) * table_rows
+        mask = Win.at(bufs["mask"])
+        kb.binary_imm("cmp_lt", idx, 0, mask, [rs, 1])
+        kb.binary_imm("mul", mask, table_rows, mask, [rs, 1])
+        kb.binary("add", idx, mask, idx, [rs, 1])
+
+
+@register(graph.GatherOp, unsupported=_gather_unsupported)
+def lower_gather(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.GatherOp)
+    table_shape = tensor_shape(op.input)
+    count, length = math.prod(tensor_shape(op.indices)), math.prod(table_shape[1:])
+    element_type = tensor_element(op.input)
+    footprint = RowFootprint(element_bytes(element_type), per_row=16)
+    tiles = plan_rows(count, length, footprint, ctx.budget.sram, False)
+    if tiles is None:
+        raise CannotFit(op, "one gathered element and its index", footprint.bytes(1, 1), ctx.budget)
+    tr, tc = tiles
+    indices, signed = _indices(ctx, op, count)
+    table = ctx.value_view(op.input, [table_shape[0], length])
+    out = ctx.value_view(op.output, [count, length])
+    kb = ctx.kernel([op])
+    bufs = {"idx": kb.alloc([tr, 1], i32, "sram"), "rows": kb.alloc([tr, tc], element_type, "sram")}
+    if str(buffer_element(indices)) == "i64":
+        bufs["wide"] = kb.alloc([tr, 1], buffer_element(indices), "sram")
+    if signed:
+        bufs["mask"] = kb.alloc([tr, 1], i32, "sram")
+
+    def row_tile(r0: Index, rs: int) -> None:
+        _load_indices(kb, indices, bufs, r0, rs, table_shape[0], signed)
+        kb.tiles(length, tc, lambda c0, cs: _gather_cols(kb, table, bufs, out, (r0, rs, c0, cs)))
+
+    kb.tiles(count, tr, row_tile)
+    ctx.add(
+        kb, [tr, tc], "indices narrowed to i32 in SRAM (negative ones wrapped), rows fetched by tile.gather"
+    )
+
+
+def _gather_cols(kb: KernelBuilder, table: SSAValue, bufs: dict, out: SSAValue, at: tuple) -> None:
+    r0, rs, c0, cs = at
+    kb.gather(Win(table, (0, c0)), Win.at(bufs["idx"]), Win.at(bufs["rows"]), [rs, cs])
+    kb.copy(Win.at(bufs["rows"]), Win(out, (r0, c0)), [rs, cs])

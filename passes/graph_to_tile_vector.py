@@ -1,0 +1,377 @@
+"""Elementwise chains for convert-graph-to-tile: fusion, broadcast layout and emission.
+
+A chain is a set of elementwise graph ops joined through single-use results of the same
+shape and compute type (`fuse_elementwise`); it becomes ONE kernel whose intermediate
+results stay in SRAM:
+
+    for outer in leading dims that a broadcast operand cannot follow:   (scf.for each)
+      for r0 in rows step tr:  for c0 in cols step tc:
+        load each external operand once (full tile, 1 x tc row, tr x 1 column or 1 x 1)
+        one tile-op sequence per graph op (graph_to_tile_elementwise.EMITTERS), SRAM -> SRAM
+        store the chain's result
+
+The iteration space is the result flattened to rows x cols (cols = last dim); leading dims
+join the rows as long as every broadcast operand is full, a row (1 x cols), a column
+(rows x 1) or a scalar over them, and are looped over otherwise. Splat constants become
+immediates. Working tiles are reused once their value is dead (`plan_slots`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Operation, SSAValue
+
+from aitc.dialects import graph
+from aitc.passes.graph_matching import splat_value
+from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, element_bytes
+from aitc.passes.graph_to_tile_costs import RowFootprint, plan_rows
+from aitc.passes.graph_to_tile_elementwise import EMITTERS, Operand, pow_exponent, temps_needed
+from aitc.passes.graph_to_tile_lowering import (
+    LOWERINGS,
+    CannotFit,
+    LoweringContext,
+    register,
+    tensor_element,
+    tensor_shape,
+)
+
+FLOAT_ONLY_NAMES = {"exp", "log", "sqrt", "recip", "tanh", "sigmoid", "erf", "div"}
+
+
+def compute_type(value: SSAValue) -> str:
+    """The element type a value has in SRAM: booleans are f32 0/1 masks."""
+    name = str(tensor_element(value))
+    return "f32" if name == "i1" else name
+
+
+def fuses_into(value: SSAValue, consumer: Operation) -> bool:
+    """Whether `value`'s producer joins `consumer`'s chain (no DRAM round trip between them)."""
+    producer = value.owner
+    return (
+        isinstance(producer, Operation)
+        and type(producer) in EMITTERS
+        and type(consumer) in EMITTERS
+        and value.has_one_use()
+        and tensor_shape(value) == tensor_shape(consumer.results[0])
+        and compute_type(value) == compute_type(consumer.results[0])
+    )
+
+
+def fuse_elementwise(ops: Sequence[Operation]) -> list[list[Operation]]:
+    """`ops` grouped into lowering units in order: each elementwise chain is one unit (placed
+    at its last op), every other op a unit of its own."""
+    units: list[list[Operation] | None] = []
+    unit_of: dict[Operation, int] = {}
+    order = {op: i for i, op in enumerate(ops)}
+    for op in ops:
+        lowering = LOWERINGS.get(type(op))
+        members = [op]
+        if lowering is not None and lowering.fusable:
+            for operand in dict.fromkeys(op.operands):
+                if fuses_into(operand, op) and operand.owner in unit_of:
+                    index = unit_of[operand.owner]  # pyright: ignore
+                    members += units[index] or []
+                    units[index] = None
+        members.sort(key=order.__getitem__)
+        for member in members:
+            unit_of[member] = len(units)
+        units.append(members)
+    return [unit for unit in units if unit]
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+def _i1_problem(op: Operation) -> str | None:
+    for operand in op.operands:
+        if str(tensor_element(operand)) == "i1" and not fuses_into(operand, op):
+            return "reads a boolean (i1) tensor from DRAM: the engines have no boolean type"
+    result = op.results[0]
+    stored = not all(fuses_into(result, use.operation) for use in result.uses)
+    if str(tensor_element(result)) == "i1" and stored:
+        return "its boolean (i1) result would be stored in DRAM: use it only inside where/not/and/or"
+    return None
+
+
+def _type_problem(op: Operation) -> str | None:
+    types = {str(tensor_element(v)) for v in (*op.operands, *op.results)} - {"i1"}
+    if isinstance(op, graph.CastOp):
+        pair = (str(tensor_element(op.input)), str(tensor_element(op.output)))
+        ok = pair[0] == pair[1] or (pair[1] in ("f32", "i1") and pair[0] in ("f32", "i32", "i8", "i1"))
+        if ok:
+            return None
+        return f"cast {pair[0]} -> {pair[1]} is not expressible (tile.cast rounds, ONNX truncates)"
+    if not types <= {"f32", "i32", "i8"}:
+        return f"element type {', '.join(sorted(types))} is not handled by the vector engine (f32, i32, i8)"
+    if types != {"f32"} and not _integer_ok(op):
+        return "this op needs f32 operands on the vector engine"
+    return None
+
+
+def _integer_ok(op: Operation) -> bool:
+    from aitc.passes.graph_to_tile_elementwise import BINARY_NAMES, UNARY_NAMES
+
+    if isinstance(op, graph.BroadcastOp):
+        return True
+    name = BINARY_NAMES.get(type(op)) or UNARY_NAMES.get(type(op))
+    return name is not None and name not in FLOAT_ONLY_NAMES and not name.startswith("cmp")
+
+
+def elementwise_unsupported(op: Operation) -> str | None:
+    if isinstance(op, graph.PowOp) and pow_exponent(op) is None:
+        return "pow needs a constant exponent in {0, +-0.5, +-1, +-2, 3}"
+    if any(0 in tensor_shape(v) for v in (*op.operands, *op.results)):
+        return "zero-size tensors have no buffers"
+    return _type_problem(op) or _i1_problem(op)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The chain's iteration space: result shape `shape` = outer dims [:split] (looped) x a
+    rows x cols block (dims [split:], cols = the last)."""
+
+    shape: tuple[int, ...]
+    split: int
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape[self.split : -1])
+
+    @property
+    def cols(self) -> int:
+        return self.shape[-1]
+
+    def classify(self, shape: tuple[int, ...]) -> str | None:
+        """How an operand of (aligned) `shape` looks from the block: full/row/col/scalar."""
+        inner, block = shape[self.split :], self.shape[self.split :]
+        leading_ones = all(d == 1 for d in inner[:-1])
+        if inner == block:
+            return "full"
+        if leading_ones and inner[-1] == block[-1]:
+            return "row"
+        if inner[:-1] == block[:-1] and inner[-1] == 1:
+            return "col"
+        return "scalar" if leading_ones and inner[-1] == 1 else None
+
+    @staticmethod
+    def choose(shape: tuple[int, ...], operands: Sequence[tuple[int, ...]]) -> Layout:
+        """The layout with the fewest looped dims that every operand fits."""
+        for split in range(len(shape)):
+            layout = Layout(shape, split)
+            if all(layout.classify(s) for s in operands):
+                return layout
+        return Layout(shape, len(shape) - 1)
+
+
+@dataclass(frozen=True)
+class External:
+    """A chain input from DRAM (or an immediate) and where its tiles come from."""
+
+    value: SSAValue
+    kind: str
+    shape: tuple[int, ...]
+    imm: float = 0.0
+
+    def tile_sizes(self, rows: int, cols: int) -> list[int]:
+        return [rows if self.kind in ("full", "col") else 1, cols if self.kind in ("full", "row") else 1]
+
+    def view_shape(self, layout: Layout) -> list[int]:
+        outer = math.prod(self.shape[: layout.split])
+        return [outer * self.tile_sizes(layout.rows, layout.cols)[0], self.tile_sizes(1, layout.cols)[1]]
+
+    def origin(
+        self, kb: KernelBuilder, layout: Layout, outer: list[Index], r0: Index, c0: Index
+    ) -> tuple[Index, Index]:
+        terms, stride = [], 1
+        for d in reversed(range(layout.split)):
+            if self.shape[d] == layout.shape[d] and layout.shape[d] > 1:
+                terms.append((outer[d], stride))
+            stride *= self.shape[d]
+        per_outer = self.tile_sizes(layout.rows, 1)[0]
+        row = kb.add(kb.mul(kb.linear(terms), per_outer), r0 if self.kind in ("full", "col") else 0)
+        return row, (c0 if self.kind in ("full", "row") else 0)
+
+
+def _aligned(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    return (1,) * (rank - len(shape)) + shape
+
+
+def _externals(ops: list[Operation], rank: int) -> list[External]:
+    inside = {r for op in ops for r in op.results}
+    found: dict[SSAValue, External] = {}
+    for op in ops:
+        for value in op.operands:
+            if value in inside or value in found:
+                continue
+            splat = splat_value(value)
+            kind = "imm" if splat is not None else "full"
+            found[value] = External(value, kind, _aligned(tensor_shape(value), rank), splat or 0.0)
+    return list(found.values())
+
+
+def plan_slots(
+    ops: list[Operation], kinds: dict[SSAValue, str]
+) -> tuple[dict[SSAValue, int], dict[Operation, list[int]], int]:
+    """Working tiles: (slot of each result, scratch slots of each op, number of slots), given the
+    broadcast kind of each external operand. A result never shares a slot with an operand of
+    its own op; a slot is reused once its value is dead."""
+    produced = {r: i for i, op in enumerate(ops) for r in op.results}
+    last_use = {v: i for i, op in enumerate(ops) for v in op.operands if v in produced}
+    slot_of: dict[SSAValue, int] = {}
+    temps_of: dict[Operation, list[int]] = {}
+    free: list[int] = []
+    count = 0
+
+    def take() -> int:
+        nonlocal count
+        if free:
+            return free.pop()
+        count += 1
+        return count - 1
+
+    for i, op in enumerate(ops):
+        slot_of[op.results[0]] = take()
+        needed = temps_needed(op, [kinds.get(v, "full") for v in op.operands])
+        temps_of[op] = [take() for _ in range(needed)]
+        free += temps_of[op] + [slot_of[v] for v in dict.fromkeys(op.operands) if last_use.get(v) == i]
+    return slot_of, temps_of, count
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+@dataclass
+class _Chain:
+    ops: list[Operation]
+    layout: Layout
+    externals: list[External]
+    slot_of: dict[SSAValue, int]
+    temps_of: dict[Operation, list[int]]
+    slots: int
+
+    @staticmethod
+    def of(ops: list[Operation]) -> _Chain:
+        result = ops[-1].results[0]
+        shape = tensor_shape(result) or (1,)
+        externals = _externals(ops, len(shape))
+        loaded = [e for e in externals if e.kind != "imm"]
+        layout = Layout.choose(shape, [e.shape for e in loaded])
+        externals = [
+            e if e.kind == "imm" else External(e.value, layout.classify(e.shape) or "full", e.shape)
+            for e in externals
+        ]
+        kinds = {e.value: e.kind for e in externals}
+        return _Chain(ops, layout, externals, *plan_slots(ops, kinds))
+
+    def footprint(self, element: int) -> RowFootprint:
+        """SRAM per tile: the working slots, plus each loaded input by its broadcast kind."""
+        totals = {"full": self.slots * element, "col": 0, "row": 0, "scalar": 0}
+        for e in self.externals:
+            if e.kind != "imm":
+                totals[e.kind] += element_bytes(tensor_element(e.value))
+        return RowFootprint(totals["full"], totals["col"], totals["row"], totals["scalar"])
+
+
+class _ChainEmitter:
+    """Emits the kernel of one planned chain: buffers once, then the tile body per tile."""
+
+    def __init__(self, ctx: LoweringContext, kb: KernelBuilder, chain: _Chain, tiles: tuple[int, int]):
+        self.kb, self.chain, self.layout = kb, chain, chain.layout
+        result = chain.ops[-1].results[0]
+        slot_type = f32 if compute_type(result) == "f32" else tensor_element(result)
+        self.slots = [kb.alloc(tiles, slot_type, "sram") for _ in range(chain.slots)]
+        self.views: dict[SSAValue, SSAValue] = {}
+        self.stage: dict[SSAValue, SSAValue] = {}
+        for e in chain.externals:
+            if e.kind != "imm":
+                self.views[e.value] = ctx.value_view(e.value, e.view_shape(self.layout))
+                self.stage[e.value] = kb.alloc(e.tile_sizes(*tiles), tensor_element(e.value), "sram")
+        outer = math.prod(self.layout.shape[: self.layout.split])
+        self.out = ctx.value_view(result, [outer * self.layout.rows, self.layout.cols])
+
+    def slot(self, value: SSAValue) -> Win:
+        return Win.at(self.slots[self.chain.slot_of[value]])
+
+    def operand(self, value: SSAValue, externals: dict[SSAValue, External]) -> Operand:
+        e = externals.get(value)
+        if e is None:
+            return Operand("full", self.slot(value))
+        return Operand(e.kind, None if e.kind == "imm" else Win.at(self.stage[value]), e.imm)
+
+    def invariant(self, e: External, tiles: tuple[int, int]) -> bool:
+        """Whether `e`'s tile is the same for every iteration (loaded once, before the loops)."""
+        follows_outer = any(e.shape[d] == self.layout.shape[d] > 1 for d in range(self.layout.split))
+        return e.kind in ("row", "scalar") and not follows_outer and tiles[1] == self.layout.cols
+
+    def load(self, e: External, outer: list[Index], r0: Index, c0: Index, sizes: tuple[int, int]) -> None:
+        origin = e.origin(self.kb, self.layout, outer, r0, c0)
+        self.kb.copy(Win(self.views[e.value], origin), Win.at(self.stage[e.value]), e.tile_sizes(*sizes))
+
+    def hoist(self, tiles: tuple[int, int]) -> None:
+        """Loads the loop-invariant inputs (a bias row, a scalar) once, before the loops."""
+        loaded = [e for e in self.chain.externals if e.kind != "imm"]
+        self.hoisted = {e.value for e in loaded if self.invariant(e, tiles)}
+        for e in loaded:
+            if e.value in self.hoisted:
+                self.load(e, [0] * self.layout.split, 0, 0, tiles)
+
+    def tile(self, outer: list[Index], r0: Index, rs: int, c0: Index, cs: int) -> None:
+        """Loads the inputs, computes every op of the chain in SRAM, stores the result."""
+        kb, chain, sizes = self.kb, self.chain, [rs, cs]
+        externals = {e.value: e for e in chain.externals}
+        for e in chain.externals:
+            if e.kind != "imm" and e.value not in self.hoisted:
+                self.load(e, outer, r0, c0, (rs, cs))
+        for op in chain.ops:
+            kb.location = op.location
+            xs = [self.operand(v, externals) for v in op.operands]
+            temps = [Win.at(self.slots[t]) for t in chain.temps_of[op]]
+            EMITTERS[type(op)][0](kb, op, xs, self.slot(op.results[0]), temps, sizes)
+        kb.location = chain.ops[-1].location
+        row = kb.add(kb.mul(kb.linear(_outer_terms(self.layout, outer)), self.layout.rows), r0)
+        kb.copy(self.slot(chain.ops[-1].results[0]), Win(self.out, (row, c0)), sizes)
+
+
+def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
+    terms, stride = [], 1
+    for d in reversed(range(layout.split)):
+        terms.append((outer[d], stride))
+        stride *= layout.shape[d]
+    return terms
+
+
+@register(*EMITTERS, unsupported=elementwise_unsupported, fusable=True)
+def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
+    chain = _Chain.of(ops)
+    layout, result = chain.layout, ops[-1].results[0]
+    element = 4 if compute_type(result) == "f32" else element_bytes(tensor_element(result))
+    footprint = chain.footprint(element)
+    tiles = plan_rows(layout.rows, layout.cols, footprint, ctx.budget.sram, False)
+    if tiles is None:
+        what = f"one column of the fused chain's {chain.slots} working tile(s) and inputs"
+        raise CannotFit(ops[-1], what, footprint.bytes(1, 1), ctx.budget)
+    tr, tc = tiles
+    kb = ctx.kernel(ops)
+    emitter = _ChainEmitter(ctx, kb, chain, tiles)
+    emitter.hoist(tiles)
+
+    def block(outer: list[Index]) -> None:
+        kb.tiles(
+            layout.rows,
+            tr,
+            lambda r0, rs: kb.tiles(layout.cols, tc, lambda c0, cs: emitter.tile(outer, r0, rs, c0, cs)),
+        )
+
+    kb.nest(layout.shape[: layout.split], block)
+    reason = (
+        f"{len(ops)} elementwise op(s) in one kernel: one load per input and one store per {tr} x {tc} tile "
+        f"(most rows of {layout.rows} x {layout.cols} that fit {chain.slots} working tile(s) and the inputs)"
+    )
+    ctx.add(kb, [tr, tc], reason)

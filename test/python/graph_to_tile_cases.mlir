@@ -1,0 +1,146 @@
+// Graph-level cases for test_graph_to_tile.py (not a lit test: test/python is excluded from lit).
+// One function per case, named after it; each runs at graph and tile level on tiny and edge.
+// A matmul larger than tiny's SRAM tiles: K in several tile.matmul per SRAM tile, N in engine-wide tiles.
+func.func @matmul(%x: tensor<32x48xf32> {graph.name = "x"}, %w: tensor<48x20xf32> {graph.name = "w"}) -> (tensor<32x20xf32> {graph.name = "y"}) {
+  %y = graph.matmul %x, %w : tensor<32x48xf32>, tensor<48x20xf32> -> tensor<32x20xf32>
+  func.return %y : tensor<32x20xf32>
+}
+
+// -----
+
+// Bias then activation (relu, gelu_tanh, relu6) from ACC, and an activation fused into acc_read.
+func.func @bias_activations(%a: tensor<5x7xf32>, %b: tensor<7x9xf32>, %c: tensor<9xf32>) -> (tensor<5x9xf32>, tensor<5x9xf32>, tensor<5x9xf32>, tensor<5x9xf32>) {
+  %y1 = graph.matmul %a, %b, %c {activation = "relu"} : tensor<5x7xf32>, tensor<7x9xf32>, tensor<9xf32> -> tensor<5x9xf32>
+  %y2 = graph.matmul %a, %b, %c {activation = "gelu_tanh"} : tensor<5x7xf32>, tensor<7x9xf32>, tensor<9xf32> -> tensor<5x9xf32>
+  %y3 = graph.matmul %a, %b, %c {activation = "relu6"} : tensor<5x7xf32>, tensor<7x9xf32>, tensor<9xf32> -> tensor<5x9xf32>
+  %y4 = graph.matmul %a, %b {activation = "sigmoid"} : tensor<5x7xf32>, tensor<7x9xf32> -> tensor<5x9xf32>
+  func.return %y1, %y2, %y3, %y4 : tensor<5x9xf32>, tensor<5x9xf32>, tensor<5x9xf32>, tensor<5x9xf32>
+}
+
+// -----
+
+// Batch dims on both sides, and broadcast batch dims (3x1 against 2).
+func.func @batched_matmul(%a: tensor<2x3x8x16xf32>, %b: tensor<2x3x16x8xf32>, %c: tensor<3x1x8x16xf32>, %d: tensor<2x16x6xf32>) -> (tensor<2x3x8x8xf32>, tensor<3x2x8x6xf32>) {
+  %y = graph.matmul %a, %b : tensor<2x3x8x16xf32>, tensor<2x3x16x8xf32> -> tensor<2x3x8x8xf32>
+  %z = graph.matmul %c, %d : tensor<3x1x8x16xf32>, tensor<2x16x6xf32> -> tensor<3x2x8x6xf32>
+  func.return %y, %z : tensor<2x3x8x8xf32>, tensor<3x2x8x6xf32>
+}
+
+// -----
+
+// 1-D operands: a row vector times a matrix, a matrix times a column vector.
+func.func @vector_matmul(%a: tensor<16xf32>, %b: tensor<16x6xf32>, %c: tensor<6xf32>) -> (tensor<6xf32>, tensor<16xf32>) {
+  %y = graph.matmul %a, %b : tensor<16xf32>, tensor<16x6xf32> -> tensor<6xf32>
+  %z = graph.matmul %b, %c {activation = "tanh"} : tensor<16x6xf32>, tensor<6xf32> -> tensor<16xf32>
+  func.return %y, %z : tensor<6xf32>, tensor<16xf32>
+}
+
+// -----
+
+// One fused chain: row and column broadcasts, immediates, a broadcast lhs, a mask and where.
+func.func @elementwise_chain(%x: tensor<4x8x16xf32>, %b: tensor<16xf32>, %s: tensor<4x8x1xf32>) -> (tensor<4x8x16xf32>) {
+  %c = graph.constant dense<2.0> : tensor<f32>
+  %0 = graph.add %x, %b : tensor<4x8x16xf32>, tensor<16xf32> -> tensor<4x8x16xf32>
+  %1 = graph.mul %0, %c : tensor<4x8x16xf32>, tensor<f32> -> tensor<4x8x16xf32>
+  %2 = graph.tanh %1 : tensor<4x8x16xf32>
+  %3 = graph.sub %s, %2 : tensor<4x8x1xf32>, tensor<4x8x16xf32> -> tensor<4x8x16xf32>
+  %4 = graph.abs %3 : tensor<4x8x16xf32>
+  %5 = graph.add %4, %c : tensor<4x8x16xf32>, tensor<f32> -> tensor<4x8x16xf32>
+  %6 = graph.div %c, %5 : tensor<f32>, tensor<4x8x16xf32> -> tensor<4x8x16xf32>
+  %7 = graph.greater %x, %s : tensor<4x8x16xf32>, tensor<4x8x1xf32> -> tensor<4x8x16xi1>
+  %8 = graph.where %7, %6, %c : tensor<4x8x16xi1>, tensor<4x8x16xf32>, tensor<f32> -> tensor<4x8x16xf32>
+  func.return %8 : tensor<4x8x16xf32>
+}
+
+// -----
+
+// Attention scores: scale and mask (looped batch dim) fused, then softmax.
+func.func @mask_softmax(%x: tensor<2x2x8x8xf32>, %m: tensor<2x1x1x8xf32>) -> (tensor<2x2x8x8xf32>) {
+  %c = graph.constant dense<4.0> : tensor<f32>
+  %0 = graph.div %x, %c : tensor<2x2x8x8xf32>, tensor<f32> -> tensor<2x2x8x8xf32>
+  %1 = graph.add %0, %m : tensor<2x2x8x8xf32>, tensor<2x1x1x8xf32> -> tensor<2x2x8x8xf32>
+  %2 = graph.softmax %1 {axis = -1 : i64} : tensor<2x2x8x8xf32>
+  func.return %2 : tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// Every composite activation, each a sequence of tile ops.
+func.func @activations(%x: tensor<6x10xf32>) -> (tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>) {
+  %a = graph.leaky_relu %x {alpha = 0.1 : f64} : tensor<6x10xf32>
+  %b = graph.leaky_relu %x {alpha = 1.5 : f64} : tensor<6x10xf32>
+  %c = graph.elu %x {alpha = 0.7 : f64} : tensor<6x10xf32>
+  %d = graph.selu %x {alpha = 1.67 : f64, gamma = 1.05 : f64} : tensor<6x10xf32>
+  %e = graph.hard_sigmoid %x {alpha = 0.2 : f64, beta = 0.5 : f64} : tensor<6x10xf32>
+  %f = graph.hard_swish %x : tensor<6x10xf32>
+  %g = graph.softplus %x : tensor<6x10xf32>
+  %h = graph.softsign %x : tensor<6x10xf32>
+  %i = graph.clip %x {alpha = -0.5 : f64, beta = 0.5 : f64} : tensor<6x10xf32>
+  %s = graph.sign %x : tensor<6x10xf32>
+  %j = graph.gelu %s {approximate = "tanh"} : tensor<6x10xf32>
+  %p = graph.constant dense<2.0> : tensor<f32>
+  %q = graph.abs %x : tensor<6x10xf32>
+  %r = graph.pow %q, %p : tensor<6x10xf32>, tensor<f32> -> tensor<6x10xf32>
+  %k = graph.sqrt %r : tensor<6x10xf32>
+  func.return %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k : tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>
+}
+
+// -----
+
+// layer_norm, log_softmax and the reductions over trailing axes (to a scalar too).
+func.func @normalization_reductions(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<2x1x1xf32>, tensor<2x8x32xf32>, tensor<f32>) {
+  %y = graph.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+  %s = graph.reduce_mean %x {axes = array<i64: 2>} : tensor<2x8x32xf32> -> tensor<2x8xf32>
+  %mn = graph.reduce_min %x {axes = array<i64: 1, 2>, keepdims} : tensor<2x8x32xf32> -> tensor<2x1x1xf32>
+  %ls = graph.log_softmax %x {axis = 2 : i64} : tensor<2x8x32xf32>
+  %t = graph.reduce_max %x {axes = array<i64: 0, 1, 2>} : tensor<2x8x32xf32> -> tensor<f32>
+  func.return %y, %s, %mn, %ls, %t : tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<2x1x1xf32>, tensor<2x8x32xf32>, tensor<f32>
+}
+
+// -----
+
+// Transposes (copy-out and tile.transpose), reshape views, a strided slice, concat and split.
+func.func @movement(%x: tensor<2x8x2x16xf32>, %y: tensor<2x3x16xf32>) -> (tensor<2x2x8x16xf32>, tensor<2x2x16x8xf32>, tensor<2x11x16xf32>, tensor<2x8x32xf32>, tensor<2x3x16xf32>, tensor<16x2x8x2xf32>, tensor<2x1x16xf32>, tensor<2x2x16xf32>) {
+  %t1 = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x2x16xf32> -> tensor<2x2x8x16xf32>
+  %t2 = graph.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<2x8x2x16xf32> -> tensor<2x2x16x8xf32>
+  %t3 = graph.transpose %x {perm = array<i64: 3, 0, 1, 2>} : tensor<2x8x2x16xf32> -> tensor<16x2x8x2xf32>
+  %r = graph.reshape %x : tensor<2x8x2x16xf32> -> tensor<2x8x32xf32>
+  %v = graph.reshape %t1 : tensor<2x2x8x16xf32> -> tensor<2x16x16xf32>
+  %sl = graph.slice %v {starts = array<i64: 0, 1, 0>, steps = array<i64: 1, 2, 1>} : tensor<2x16x16xf32> -> tensor<2x8x16xf32>
+  %cat = graph.concat %sl, %y {axis = 1 : i64} : (tensor<2x8x16xf32>, tensor<2x3x16xf32>) -> tensor<2x11x16xf32>
+  %p0, %p1 = graph.split %y {axis = 1 : i64} : tensor<2x3x16xf32> -> tensor<2x1x16xf32>, tensor<2x2x16xf32>
+  func.return %t1, %t2, %cat, %r, %y, %t3, %p0, %p1 : tensor<2x2x8x16xf32>, tensor<2x2x16x8xf32>, tensor<2x11x16xf32>, tensor<2x8x32xf32>, tensor<2x3x16xf32>, tensor<16x2x8x2xf32>, tensor<2x1x16xf32>, tensor<2x2x16xf32>
+}
+
+// -----
+
+// Embedding lookups with i64 ids from an input (negative ones wrapped) and from a constant.
+func.func @gather(%ids: tensor<2x5xi64>, %t: tensor<6x12xf32>) -> (tensor<2x5x12xf32>, tensor<3x12xf32>) {
+  %e = graph.gather %t, %ids {axis = 0 : i64} : tensor<6x12xf32>, tensor<2x5xi64> -> tensor<2x5x12xf32>
+  %ci = graph.constant dense<[5, -1, 0]> : tensor<3xi64>
+  %k = graph.gather %t, %ci {axis = 0 : i64} : tensor<6x12xf32>, tensor<3xi64> -> tensor<3x12xf32>
+  func.return %e, %k : tensor<2x5x12xf32>, tensor<3x12xf32>
+}
+
+// -----
+
+// Constant pad with a crop, tile, and broadcast.
+func.func @pad_tile_broadcast(%x: tensor<3x5xf32>) -> (tensor<5x6xf32>, tensor<3x10xf32>, tensor<4x3x5xf32>) {
+  %p = graph.pad %x {pads = array<i64: 1, -1, 1, 2>, mode = "constant", value = 1.5 : f64} : tensor<3x5xf32> -> tensor<5x6xf32>
+  %t = graph.tile %x {repeats = array<i64: 1, 2>} : tensor<3x5xf32> -> tensor<3x10xf32>
+  %b = graph.broadcast %x : tensor<3x5xf32> -> tensor<4x3x5xf32>
+  func.return %p, %t, %b : tensor<5x6xf32>, tensor<3x10xf32>, tensor<4x3x5xf32>
+}
+
+// -----
+
+// i32 arithmetic and cast, and outputs that are inputs, duplicates, constants or views.
+func.func @integers_and_copies(%i: tensor<4x6xi32>, %x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xi32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<2xf32>, tensor<24xf32>) {
+  %f = graph.cast %i : tensor<4x6xi32> -> tensor<4x6xf32>
+  %c = graph.constant dense<3> : tensor<i32>
+  %a0 = graph.add %i, %c : tensor<4x6xi32>, tensor<i32> -> tensor<4x6xi32>
+  %a = graph.relu %a0 : tensor<4x6xi32>
+  %k = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %r = graph.reshape %x : tensor<4x6xf32> -> tensor<24xf32>
+  func.return %f, %a, %x, %x, %k, %r : tensor<4x6xf32>, tensor<4x6xi32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<2xf32>, tensor<24xf32>
+}

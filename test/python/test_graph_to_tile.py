@@ -1,0 +1,501 @@
+"""convert-graph-to-tile: the tile program computes what the graph computes (differential
+execution on targets tiny and edge, hand-written cases, zoo models and random shapes), every
+kernel fits its target, the cost model behaves, chains fuse, and what cannot be lowered is
+reported with its node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc import model_zoo
+from aitc.dialects import graph, tile
+from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import entry_function, random_inputs, run_module
+from aitc.ir import make_context, parse_mlir
+from aitc.passes.graph_to_tile import ConvertGraphToTilePass
+from aitc.passes.graph_to_tile_builder import element_bytes
+from aitc.passes.graph_to_tile_costs import (
+    Budget,
+    MatmulProblem,
+    RowFootprint,
+    balanced,
+    matmul_candidates,
+    plan_box,
+    plan_matmul,
+    plan_rows,
+    split,
+)
+from aitc.passes.graph_to_tile_lowering import LOWERINGS, Lowering, LoweringContext
+from aitc.passes.graph_to_tile_movement import copy_value
+from aitc.passes.graph_to_tile_vector import fuse_elementwise
+from aitc.passes.legality import ops_of_dialect
+from aitc.passes.pipelines import apply_pipeline, available_passes
+from aitc.target import Target, load_target
+
+TARGETS = ["tiny", "edge"]
+RELATIVE = 1e-5
+"""Outputs agree within 1e-5 of the output's magnitude (max(1, max |reference|))."""
+
+
+CASES_FILE = Path(__file__).with_name("graph_to_tile_cases.mlir")
+
+
+def _cases() -> dict[str, str]:
+    """Case name -> graph-level module text (one function per `// -----` chunk)."""
+    chunks = CASES_FILE.read_text().split("// -----")
+    return {re.search(r"func\.func @(\w+)", c).group(1): c for c in chunks}  # pyright: ignore
+
+
+CASES = _cases()
+
+
+def _func(name: str, args: str, results: str, body: str) -> str:
+    return f"func.func @{name}({args}) -> ({results}) {{\n{body}\n}}"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def lower(module: ModuleOp, target: str) -> ModuleOp:
+    ConvertGraphToTilePass(target=target).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def assert_same(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> None:
+    assert got.keys() == expected.keys()
+    for name, want in expected.items():
+        have = got[name]
+        assert have.shape == want.shape, name
+        assert have.dtype == want.dtype, name
+        scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+        error = float(np.max(np.abs(have.astype(np.float64) - want))) if want.size else 0.0
+        assert error <= RELATIVE * scale, f"{name}: max error {error:.3g} (scale {scale:.3g})"
+
+
+def _alloc_bytes(kernel: tile.KernelOp, space: str) -> int:
+    total = 0
+    for op in kernel.walk():
+        if isinstance(op, tile.AllocOp) and tile.space_of(op.buffer) == space:
+            shape, element = op.buffer.type.get_shape(), op.buffer.type.get_element_type()  # pyright: ignore
+            total += math.prod(shape) * element_bytes(element)
+    return total
+
+
+def check_tile_module(module: ModuleOp, target: Target) -> None:
+    """The pass's output contract: no graph op, every kernel within budget with its decisions
+    recorded, every tile.matmul within the matrix engine's shape."""
+    assert not ops_of_dialect(module, "graph")
+    budget = Budget.of(target)
+    kernels = [op for op in module.walk() if isinstance(op, tile.KernelOp)]
+    for kernel in kernels:
+        for key in ("op", "tiles", "dma_bytes", "est_cycles", "sram_bytes", "reason"):
+            assert key in kernel.attributes, f"kernel {kernel.sym} lacks {key}"
+        sram = _alloc_bytes(kernel, "sram")
+        assert sram == kernel.attributes["sram_bytes"].value.data  # pyright: ignore
+        assert sram <= budget.sram, f"kernel {kernel.sym}: {sram} bytes of SRAM > {budget.sram}"
+        assert _alloc_bytes(kernel, "acc") <= budget.acc
+        assert not any(op.name.startswith(("graph.", "func.")) for op in kernel.walk())
+    for op in module.walk():
+        if isinstance(op, tile.MatmulOp):
+            _, k, n = op.box()
+            assert k <= target.matrix.rows, f"matmul sizes {op.box()}"
+            assert n <= target.matrix.cols, f"matmul sizes {op.box()}"
+        if isinstance(op, tile.AllocOp) and tile.space_of(op.buffer) != "dram":
+            assert isinstance(op.parent_op(), tile.KernelOp), "SRAM/ACC allocs live in kernels"
+
+
+def differential(module: ModuleOp, target: str, inputs: dict[str, np.ndarray] | None = None) -> ModuleOp:
+    """Runs `module` at graph level, lowers it, runs the tile level, compares, checks limits."""
+    inputs = inputs if inputs is not None else random_inputs(entry_function(module), seed=1)
+    expected = run_module(module, inputs)
+    lower(module, target)
+    assert_same(expected, run_module(module, inputs))
+    check_tile_module(module, load_target(target))
+    return module
+
+
+def kernels(module: ModuleOp) -> list[tile.KernelOp]:
+    return [op for op in module.walk() if isinstance(op, tile.KernelOp)]
+
+
+# --------------------------------------------------------------------------- differential execution
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_case_computes_what_the_graph_computes(case: str, target: str):
+    differential(parse_mlir(CASES[case]), target)
+
+
+def _zoo(name: str) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    if name == "mlp":
+        model, inputs = model_zoo.mlp()
+    else:
+        model, inputs = model_zoo.transformer_encoder_layer(hidden=32, heads=2, seq=8, ffn=64)
+    module = import_onnx(model, {k: list(v.shape) for k, v in inputs.items()})
+    apply_pipeline(module, "graph-optimize")
+    return module, inputs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["mlp", "transformer"])
+def test_zoo_model_computes_what_the_graph_computes(name: str, target: str):
+    module, inputs = _zoo(name)
+    differential(module, target, inputs)
+    names = {k.sym.data for k in kernels(module) if k.sym is not None}
+    assert all(not n.startswith("graph.") for n in names), "kernels are named after ONNX nodes"
+
+
+def test_transformer_keeps_its_elementwise_work_in_few_kernels():
+    module, _ = _zoo("transformer")
+    lower(module, "tiny")
+    ops = [k.attributes["op"].data for k in kernels(module)]  # pyright: ignore
+    assert "graph.div,graph.add" in ops  # attention scale + mask: one kernel
+    assert "graph.sub,graph.mul" in ops  # the extended mask: one kernel
+
+
+_BATCHES = [((), (), ()), ((2,), (2,), (2,)), ((2, 1), (3,), (2, 3)), ((3,), (), (3,)), ((), (2,), (2,))]
+"""(lhs batch, rhs batch, result batch) patterns: none, equal, broadcast both ways, shared rhs."""
+_MATMUL = st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(1, 40), st.sampled_from(_BATCHES))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=_MATMUL,
+    bias=st.booleans(),
+    activation=st.sampled_from([None, "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh"]),
+    target=st.sampled_from(TARGETS),
+)
+def test_random_matmuls(shape, bias: bool, activation: str | None, target: str):
+    m, k, n, (lhs_batch, rhs_batch, batch) = shape
+    lhs = "x".join(str(d) for d in (*lhs_batch, m, k))
+    rhs = "x".join(str(d) for d in (*rhs_batch, k, n))
+    out = "x".join(str(d) for d in (*batch, m, n))
+    operands = "%a, %b" + (", %c" if bias else "")
+    types = f"tensor<{lhs}xf32>, tensor<{rhs}xf32>" + (f", tensor<{n}xf32>" if bias else "")
+    attrs = f' {{activation = "{activation}"}}' if activation else ""
+    body = f"  %y = graph.matmul {operands}{attrs} : {types} -> tensor<{out}xf32>\n"
+    body += f"  func.return %y : tensor<{out}xf32>"
+    args = f"%a: tensor<{lhs}xf32>, %b: tensor<{rhs}xf32>, %c: tensor<{n}xf32>"
+    text = _func("main", args, f"tensor<{out}xf32>", body)
+    differential(parse_mlir(text), target)
+
+
+@st.composite
+def _broadcast_pair(draw):
+    """A result shape and an operand shape that broadcasts to it (dims set to 1 or dropped)."""
+    shape = draw(st.lists(st.integers(1, 9), min_size=1, max_size=4))
+    operand = [1 if draw(st.booleans()) else d for d in shape]
+    return shape, operand[draw(st.integers(0, len(operand))) :]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pair=_broadcast_pair(),
+    ops=st.lists(st.sampled_from(["add", "sub", "mul", "max", "div"]), min_size=1, max_size=3),
+    target=st.sampled_from(TARGETS),
+)
+def test_random_elementwise_chains(pair, ops: list[str], target: str):
+    shape, operand = pair
+    full = "tensor<" + "x".join(map(str, shape)) + "xf32>"
+    small = "tensor<" + "".join(f"{d}x" for d in operand) + "f32>"
+    lines, value = [], "%x"
+    for i, name in enumerate(ops):
+        lhs, rhs = (value, "%b") if i % 2 == 0 else ("%b", value)
+        lhs_type, rhs_type = (full, small) if i % 2 == 0 else (small, full)
+        if name == "div":  # keep the divisor away from zero
+            lines.append(f"  %e{i} = graph.exp {value} : {full}")
+            lhs, rhs, lhs_type, rhs_type = "%b", f"%e{i}", small, full
+        lines.append(f"  %v{i} = graph.{name} {lhs}, {rhs} : {lhs_type}, {rhs_type} -> {full}")
+        value = f"%v{i}"
+    lines.append(f"  %t = graph.tanh {value} : {full}\n  func.return %t : {full}")
+    module = differential(
+        parse_mlir(_func("main", f"%x: {full}, %b: {small}", full, "\n".join(lines))), target
+    )
+    assert len(kernels(module)) == 1, "the whole chain is one kernel"
+
+
+# --------------------------------------------------------------------------- fusion and layout
+
+
+def test_chain_loads_each_input_once_per_tile_and_stores_once():
+    module = lower(parse_mlir(CASES["elementwise_chain"]), "tiny")
+    (kernel,) = kernels(module)
+    copies = [op for op in kernel.walk() if isinstance(op, tile.CopyOp)]
+    loads = [c for c in copies if tile.space_of(c.access("src")[0]) == "dram"]
+    stores = [c for c in copies if tile.space_of(c.access("dst")[0]) == "dram"]
+    assert len(loads) == 3  # x, the bias row, the column s
+    assert len(stores) == 1
+    assert kernel.attributes["op"].data.count("graph.") == 8  # pyright: ignore  (distinct op names)
+
+
+def test_multi_use_values_end_a_chain():
+    module = parse_mlir(
+        _func(
+            "main",
+            "%x: tensor<4x4xf32>",
+            "tensor<4x4xf32>",
+            """  %e = graph.exp %x : tensor<4x4xf32>
+  %a = graph.add %e, %e : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %r = graph.relu %a : tensor<4x4xf32>
+  func.return %r : tensor<4x4xf32>""",
+        )
+    )
+    f = entry_function(module)
+    units = fuse_elementwise([op for op in f.body.block.ops if op.name.startswith("graph.")])
+    assert [[op.name for op in unit] for unit in units] == [["graph.exp"], ["graph.add", "graph.relu"]]
+
+
+def test_signature_is_destination_passing():
+    module = lower(parse_mlir(CASES["matmul"]), "tiny")
+    f = entry_function(module)
+    assert not f.function_type.outputs.data
+    assert [str(t) for t in f.function_type.inputs.data] == [
+        'memref<32x48xf32, "dram">',
+        'memref<48x20xf32, "dram">',
+        'memref<32x20xf32, "dram">',
+    ]
+    assert f.arg_attrs is not None
+    assert "tile.output" in f.arg_attrs.data[2].data
+    assert "tile.output" not in f.arg_attrs.data[0].data
+    assert module.attributes["tile.sram_budget"].value.data == 8192  # pyright: ignore
+
+
+def test_reshape_is_a_view_and_needs_no_kernel():
+    module = lower(parse_mlir(CASES["normalization_reductions"]), "tiny")
+    assert not any(k.attributes["op"].data == "graph.reshape" for k in kernels(module))  # pyright: ignore
+    views = [op for op in module.walk() if isinstance(op, tile.ReshapeOp)]
+    assert views
+    assert all(not isinstance(v.source.owner, tile.ReshapeOp) for v in views), "views of the root buffer"
+
+
+def test_kernels_keep_loops_structured():
+    module = lower(parse_mlir(CASES["matmul"]), "tiny")
+    (kernel,) = kernels(module)
+    matmuls = [op for op in kernel.walk() if isinstance(op, tile.MatmulOp)]
+    assert len(matmuls) == 2  # the peeled first K step and the loop body, not one per tile
+    assert sum(isinstance(op, scf.ForOp) for op in kernel.walk()) == 2
+    constants = [op.value.value.data for op in kernel.walk() if isinstance(op, arith.ConstantOp)]  # pyright: ignore
+    assert len(constants) == len(set(constants)), "one arith.constant per value per kernel"
+
+
+# --------------------------------------------------------------------------- cost model
+
+_PROBLEMS = st.builds(
+    MatmulProblem,
+    batches=st.integers(1, 3),
+    m=st.integers(1, 600),
+    k=st.integers(1, 600),
+    n=st.integers(1, 600),
+    bias=st.booleans(),
+    temps=st.integers(0, 1),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=_PROBLEMS, base=st.sampled_from(["tiny", "edge", "server"]))
+def test_chosen_tiles_respect_engine_shapes_and_budgets(problem: MatmulProblem, base: str):
+    budget = Budget.of(load_target(base))
+    plan = plan_matmul(problem, budget)
+    assert plan is not None
+    assert plan.tn <= budget.cols
+    assert plan.tn <= problem.n
+    assert plan.tk == problem.k or plan.tk % budget.rows == 0
+    assert plan.tm <= problem.m
+    assert plan.sram_bytes <= budget.sram
+    assert plan.acc_bytes <= budget.acc
+    assert plan.key() == min(c.key() for c in matmul_candidates(problem, budget))
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=_PROBLEMS, base=st.sampled_from(["tiny", "edge", "server"]), kib=st.integers(12, 2048))
+def test_more_sram_never_costs_cycles_nor_dma_bytes_it_does_not_pay_back(problem, base: str, kib: int):
+    """Cycles come first in the objective, so a larger SRAM may spend DMA bytes, but only to
+    save cycles, and never when the smaller-SRAM plan is already DMA-bound."""
+    target = load_target(base)
+    small = Budget.of(dataclasses.replace(target, sram_bytes=kib * 1024))
+    large = Budget.of(dataclasses.replace(target, sram_bytes=2 * kib * 1024))
+    before, after = plan_matmul(problem, small), plan_matmul(problem, large)
+    if before is None:
+        return
+    assert after is not None
+    assert after.cycles <= before.cycles
+    if after.dma_bytes > before.dma_bytes:
+        assert after.cycles < before.cycles
+    bandwidth = min(target.dma.bytes_per_cycle, target.dram.bytes_per_cycle)
+    loads = before.dma_bytes - problem.batches * 4 * problem.m * problem.n
+    dma_bound = before.cycles <= math.ceil(max(loads, before.dma_bytes - loads) / bandwidth) or (
+        before.cycles <= math.ceil(before.dma_bytes / target.dram.bytes_per_cycle)
+    )
+    if dma_bound:
+        assert after.dma_bytes <= before.dma_bytes
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape", [(32, 48, 20), (7, 70, 5), (64, 33, 65)])
+def test_recorded_decisions_are_the_plan(target: str, shape: tuple[int, int, int]):
+    m, k, n = shape
+    text = _func(
+        "main",
+        f"%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>",
+        f"tensor<{m}x{n}xf32>",
+        f"  %y = graph.matmul %a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32> -> tensor<{m}x{n}xf32>\n"
+        f"  func.return %y : tensor<{m}x{n}xf32>",
+    )
+    (kernel,) = kernels(lower(parse_mlir(text), target))
+    plan = plan_matmul(MatmulProblem(1, m, k, n), Budget.of(load_target(target)))
+    assert plan is not None
+    attrs = kernel.attributes
+    assert tuple(attrs["tiles"].get_values()) == (plan.tm, plan.tk, plan.tn)  # pyright: ignore
+    assert attrs["dma_bytes"].value.data == plan.dma_bytes  # pyright: ignore
+    assert attrs["est_cycles"].value.data == plan.cycles  # pyright: ignore
+
+
+def test_edge_picks_bigger_tiles_than_tiny():
+    problem = MatmulProblem(1, 128, 256, 128)
+    tiny, edge = (plan_matmul(problem, Budget.of(load_target(t))) for t in TARGETS)
+    assert tiny is not None
+    assert edge is not None
+    assert (tiny.tn, edge.tn) == (4, 32)
+    assert edge.dma_bytes < tiny.dma_bytes
+    assert edge.cycles < tiny.cycles
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.integers(1, 500),
+    cols=st.integers(1, 5000),
+    element=st.integers(1, 16),
+    per_row=st.integers(0, 8),
+    per_col=st.integers(0, 8),
+    budget=st.integers(64, 1 << 16),
+    whole=st.booleans(),
+)
+def test_row_tiles_fit_the_budget(rows, cols, element, per_row, per_col, budget, whole):
+    footprint = RowFootprint(element, per_row, per_col)
+    tiles = plan_rows(rows, cols, footprint, budget, whole)
+    if tiles is None:
+        assert footprint.bytes(1, cols if whole else 1) > budget
+        return
+    tr, tc = tiles
+    assert 1 <= tr <= rows
+    assert 1 <= tc <= cols
+    assert tc == cols or not whole
+    assert footprint.bytes(tr, tc) <= budget or (tr == 1 and footprint.bytes(1, tc) <= budget)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 50), min_size=1, max_size=4),
+    data=st.data(),
+    element=st.sampled_from([1, 4, 8]),
+    budget=st.integers(8, 1 << 14),
+)
+def test_copy_boxes_fit_the_budget(shape, data, element, budget):
+    tileable = tuple(data.draw(st.booleans()) for _ in shape)
+    box = plan_box(tuple(shape), tileable, element, budget)
+    assert box is not None
+    assert math.prod(box) * element <= budget
+    assert all(b == 1 or t for b, t in zip(box, tileable, strict=True))
+    assert all(1 <= b <= d for b, d in zip(box, shape, strict=True))
+
+
+def test_split_and_balanced():
+    assert [split(10, 4), split(8, 4), split(3, 4)] == [[(4, 2), (2, 1)], [(4, 2)], [(3, 1)]]
+    assert [balanced(16, 13), balanced(16, 16), balanced(5, 1)] == [8, 16, 1]
+
+
+# --------------------------------------------------------------------------- diagnostics and registry
+
+
+def test_a_tensor_that_cannot_fit_names_op_sizes_and_fix():
+    text = _func(
+        "main",
+        "%x: tensor<2x4096xf32>",
+        "tensor<2x4096xf32>",
+        '  %y = graph.softmax %x {axis = -1 : i64} : tensor<2x4096xf32> loc("/head/Softmax")\n'
+        "  func.return %y : tensor<2x4096xf32>",
+    )
+    with pytest.raises(PassFailedException) as info:
+        lower(parse_mlir(text), "tiny")
+    message = str(info.value)
+    assert "'/head/Softmax' (graph.softmax)" in message
+    assert "needs 16.0 KiB of SRAM" in message
+    assert "allows 8.0 KiB" in message
+    assert "Fix: use a target with >= 33 KiB SRAM" in message
+    lower(parse_mlir(text), "edge")  # fits there
+
+
+UNSUPPORTED = """
+func.func @main(%x: tensor<1x3x8x8xf32>)
+    -> (tensor<1x3x8xi64>, tensor<1x3x8x8xf32>, tensor<1x3x10x10xf32>, tensor<1x3x8xf32>) {
+  %a = graph.argmax %x {axes = array<i64: 3>} : tensor<1x3x8x8xf32> -> tensor<1x3x8xi64> loc("/ArgMax")
+  %s = graph.sin %x : tensor<1x3x8x8xf32> loc("/Sin")
+  %p = graph.pad %x {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, mode = "reflect"}
+    : tensor<1x3x8x8xf32> -> tensor<1x3x10x10xf32> loc("/Pad")
+  %r = graph.reduce_sum %x {axes = array<i64: 2>} : tensor<1x3x8x8xf32> -> tensor<1x3x8xf32>
+    loc("/ReduceSum")
+  func.return %a, %s, %p, %r
+    : tensor<1x3x8xi64>, tensor<1x3x8x8xf32>, tensor<1x3x10x10xf32>, tensor<1x3x8xf32>
+}
+"""
+
+
+def test_unsupported_ops_are_listed_at_once_with_their_nodes():
+    module = parse_mlir(UNSUPPORTED)
+    with pytest.raises(PassFailedException) as info:
+        lower(module, "tiny")
+    message = str(info.value)
+    assert "4 op(s) cannot be lowered" in message
+    for node in ("/ArgMax", "/Sin", "/Pad", "/ReduceSum"):
+        assert f"'{node}'" in message
+    assert "no arg-reduction" in message
+    assert "pad mode 'reflect'" in message
+    assert "not the trailing dims" in message
+    assert ops_of_dialect(module, "graph"), "nothing is lowered when anything cannot be"
+
+
+def test_an_unknown_target_is_a_pass_failure():
+    with pytest.raises(PassFailedException, match="unknown target 'nope'"):
+        lower(parse_mlir(CASES["matmul"]), "nope")
+
+
+def test_pass_is_registered_with_its_target_option():
+    pipeline = PassPipeline.parse_spec(available_passes(), "convert-graph-to-tile{target=edge}")
+    (pass_,) = pipeline.passes
+    assert isinstance(pass_, ConvertGraphToTilePass)
+    assert pass_.target == "edge"
+
+
+def test_another_file_can_add_a_lowering(monkeypatch: pytest.MonkeyPatch):
+    """The dispatch table is open: e.g. graph_to_tile_conv.py registers conv and pooling."""
+
+    def lower_sin_as_copy(ctx: LoweringContext, ops: list[Operation]) -> None:
+        (op,) = ops
+        copy_value(ctx, op, ctx.buffer(op.operands[0]), ctx.buffer(op.results[0]))
+
+    monkeypatch.setitem(LOWERINGS, graph.SinOp, Lowering(lower_sin_as_copy))
+    text = _func(
+        "main",
+        "%x: tensor<4x4xf32>",
+        "tensor<4x4xf32>",
+        "  %y = graph.sin %x : tensor<4x4xf32>\n  func.return %y : tensor<4x4xf32>",
+    )
+    module = lower(parse_mlir(text), "tiny")
+    (kernel,) = kernels(module)
+    assert kernel.attributes["op"].data == "graph.sin"  # pyright: ignore
