@@ -1,0 +1,274 @@
+"""Lowering of graph.conv for convert-graph-to-tile: 1-D and 2-D, grouped and depthwise, with
+strides, pads, dilations, an optional bias and a fused activation. (Importing this module also
+registers pooling and batch_norm, from graph_to_tile_pool.)
+
+Implicit GEMM on the matrix engine, per group and image, with the im2col patch built by DMA
+(graph_to_tile_window: stage = receptive field, one copy per tap; padding is the stage's zero
+fill, stride and dilation are window offsets):
+
+    out[m, p] = sum_k W[m, k] * patch[k, p]      m: output channel, k = (c, i, j), p = (oh, ow)
+
+The weight is the LHS exactly as it lies in DRAM ([C_out, C/g*kh*kw] is a tile.reshape view of
+[C_out, C/g, kh, kw]), the patch is the RHS with output positions as columns (n <= matrix cols
+per tile.matmul, k <= matrix rows), and the product [C_out, positions] is already NCHW. So
+nothing is transposed, neither the weight (which cannot be transposed in DRAM at compile
+time) nor the output:
+
+    for g in groups:                       [W of the group -> SRAM when kept] [bias column]
+      for n in images:
+        for row blocks: for col blocks:    (interior blocks in one scf.for, borders peeled)
+          [border block: zero the stage]
+          one chunk:  stage + taps;  for m0 step tm: matmuls; epilogue
+          else:       for m0 step tm: for c0 step tc: stage + taps, [W tile]; matmuls
+                                      epilogue
+      matmuls:  for p0 in R*Q step cols: for k0 step rows: tile.matmul [tm, k, p]
+                (accumulating after the first product of the first chunk)
+      epilogue: acc_read {activation}, or add bias column (broadcast col) + activation;
+                out[n*C_out + g*M + m0, oh0, ow0] <- y (viewed [tm, R, Q])
+
+Depthwise (group == C_in == C_out) may run on the vector engine instead: for each tap, the
+tap's [tc, positions] patch window times the weight column (broadcast col), summed in SRAM.
+Both are planned (graph_to_tile_window_costs); the cheaper estimate wins and `reason` says so.
+`tiles` is [R, Q, tc, tm] (matrix engine) or [R, Q, tc] (vector engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Operation, SSAValue
+
+from aitc.dialects import graph
+from aitc.passes import graph_to_tile_pool  # noqa: F401  (registers pooling and batch_norm)
+from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile_costs import Budget
+from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile_lowering import (
+    CannotFit,
+    LoweringContext,
+    register,
+    tensor_shape,
+)
+from aitc.passes.graph_to_tile_movement import kernel_view
+from aitc.passes.graph_to_tile_window import (
+    Block,
+    Geometry,
+    Im2col,
+    VectorWindow,
+    for_blocks,
+    window_dims,
+    window_problem,
+)
+from aitc.passes.graph_to_tile_window_costs import WindowPlan, WindowProblem, plan_window, window_minimum
+
+
+def conv_geometry(op: graph.ConvOp) -> Geometry:
+    x, w = tensor_shape(op.input), tensor_shape(op.weight)
+    h, wd = window_dims(op, w[2:])
+    groups = op.groups()
+    return Geometry(x[0], x[1] // groups, groups, w[0] // groups, h, wd)
+
+
+@dataclass(frozen=True)
+class ConvViews:
+    """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw], out [N*C_out, OH, OW], bias [C_out, 1]."""
+
+    x: SSAValue
+    w: SSAValue
+    out: SSAValue
+    bias: SSAValue | None
+
+    @staticmethod
+    def of(ctx: LoweringContext, op: graph.ConvOp, g: Geometry) -> ConvViews:
+        c_in, c_out = g.groups * g.channels, g.groups * g.outs
+        return ConvViews(
+            ctx.value_view(op.input, [g.batch * c_in, g.h.size, g.w.size]),
+            ctx.value_view(op.weight, [c_out, g.channels * g.taps]),
+            ctx.value_view(op.output, [g.batch * c_out, g.h.out, g.w.out]),
+            ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None else None,
+        )
+
+
+# --------------------------------------------------------------------------- matrix engine
+
+
+class _MatrixConv:
+    """Emits the implicit GEMM loop nest of one planned conv (see the module docstring)."""
+
+    def __init__(self, kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation):
+        self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
+        positions, k = plan.rows * plan.cols, g.channels * g.taps
+        self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "channel")
+        self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], f32, "sram")
+        self.acc = kb.alloc([plan.tm, positions], f32, "acc")
+        self.y = kb.alloc([plan.tm, positions], f32, "sram")
+        self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, plan.cols])
+        self.bias = kb.alloc([g.outs, 1], f32, "sram") if views.bias is not None else None
+        temps = ACTIVATION_TEMPS.get(activation or "", 0) if self.bias is not None else 0
+        self.temp = Win.at(kb.alloc([plan.tm, positions], f32, "sram")) if temps else None
+
+    def run(self) -> None:
+        self.kb.loop(0, self.g.groups, 1, self._group)
+
+    def _group(self, gi: Index) -> None:
+        kb, g, v = self.kb, self.g, self.v
+        self.w_row = kb.mul(gi, g.outs)
+        if self.plan.keep:
+            kb.copy(Win(v.w, (self.w_row, 0)), Win.at(self.weights), [g.outs, g.channels * g.taps])
+        if self.bias is not None and v.bias is not None:
+            kb.copy(Win(v.bias, (self.w_row, 0)), Win.at(self.bias), [g.outs, 1])
+        kb.loop(0, g.batch, 1, lambda n: self._image(gi, n))
+
+    def _image(self, gi: Index, n: Index) -> None:
+        kb, g = self.kb, self.g
+        self.x_row = kb.linear([(n, g.groups * g.channels), (gi, g.channels)])
+        self.o_row = kb.linear([(n, g.groups * g.outs), (gi, g.outs)])
+        per_row = lambda hb: for_blocks(kb, g.w, self.plan.cols, lambda wb: self._block(hb, wb))  # noqa: E731
+        for_blocks(kb, g.h, self.plan.rows, per_row)
+
+    def _block(self, hb: Block, wb: Block) -> None:
+        self.hb, self.wb = hb, wb
+        self.cols.prepare(hb, wb)
+        whole = self.plan.tc >= self.g.channels  # one chunk: the patch serves every m tile
+        if whole:
+            self.cols.load(self.v.x, self.x_row, self.g.channels, hb, wb)
+        self.kb.tiles(self.g.outs, self.plan.tm, lambda m0, ms: self._m_tile(m0, ms, whole))
+
+    def _m_tile(self, m0: Index, ms: int, whole: bool) -> None:
+        tc = self.plan.tc
+        if whole:
+            self._contract(m0, ms, 0, self.g.channels, True)
+        else:
+            self._chunk(m0, ms, 0, tc, True)
+            self.kb.tiles(self.g.channels - tc, tc, lambda c0, cs: self._chunk(m0, ms, c0, cs, False), tc)
+        self._epilogue(m0, ms)
+
+    def _chunk(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
+        self.cols.load(self.v.x, self.kb.add(self.x_row, c0), cs, self.hb, self.wb)
+        self._contract(m0, ms, c0, cs, first)
+
+    def _contract(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
+        """acc[0:ms, 0:positions] (+)= W[m0:m0+ms, chunk] @ patch[chunk, 0:positions]."""
+        kb, k, column = self.kb, cs * self.g.taps, self.kb.mul(c0, self.g.taps)
+        at: tuple[Index, Index] = (m0, column)
+        if not self.plan.keep:
+            kb.copy(Win(self.v.w, (kb.add(self.w_row, m0), column)), Win.at(self.weights), [ms, k])
+            at = (0, 0)
+        positions = self.hb.size * self.wb.size
+        kb.tiles(positions, kb.budget.cols, lambda p0, ps: self._products(at, (ms, k, ps), p0, first))
+
+    def _products(self, at: tuple[Index, Index], sizes: tuple[int, int, int], p0: Index, first: bool) -> None:
+        kb, rows = self.kb, self.kb.budget.rows
+        ms, k, ps = sizes
+
+        def product(k0: Index, ks: int, accumulate: bool) -> None:
+            lhs = Win(self.weights, (at[0], kb.add(at[1], k0)))
+            kb.matmul(lhs, Win(self.cols.patch, (k0, p0)), Win(self.acc, (0, p0)), [ms, ks, ps], accumulate)
+
+        product(0, min(rows, k), not first)
+        kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows)
+
+    def _epilogue(self, m0: Index, ms: int) -> None:
+        kb, hb, wb = self.kb, self.hb, self.wb
+        sizes, y = [ms, hb.size * wb.size], Win.at(self.y)
+        if self.bias is None:
+            kb.acc_read(Win.at(self.acc), y, sizes, self.activation)
+        else:
+            kb.binary("add", Win.at(self.acc), Win(self.bias, (m0, 0)), y, sizes, "col")
+            apply_activation(kb, self.activation, y, self.temp, sizes)
+        out = Win(self.v.out, (kb.add(self.o_row, m0), hb.o0, wb.o0))
+        kb.copy(Win.at(self.y3), out, [ms, hb.size, wb.size])
+
+
+# --------------------------------------------------------------------------- vector engine
+
+
+def _lower_depthwise(kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation) -> None:
+    """y[c, p] = sum over taps of patch[tap, c, p] * W[c, tap] (+ bias[c]), activation."""
+    positions, rows = plan.rows * plan.cols, g.channels if plan.keep else plan.tc
+    cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap")
+    weights = kb.alloc([rows, g.taps], f32, "sram")
+    bias = kb.alloc([rows, 1], f32, "sram") if views.bias is not None else None
+    y = kb.alloc([plan.tc, positions], f32, "sram")
+    temp = kb.alloc([plan.tc, positions], f32, "sram") if ACTIVATION_TEMPS.get(activation or "") else None
+    sources = [(views.w, weights, g.taps), (views.bias, bias, 1)]
+    loads = [(src, dst, n) for src, dst, n in sources if src is not None and dst is not None]
+    for src, dst, n in loads if plan.keep else ():
+        kb.copy(Win.at(src), Win.at(dst), [g.channels, n])
+
+    def compute(c0: Index, cs: int, hb: Block, wb: Block) -> None:
+        sizes, acc = [cs, hb.size * wb.size], Win.at(y)
+        at = c0 if plan.keep else 0
+        for src, dst, n in () if plan.keep else loads:
+            kb.copy(Win(src, (c0, 0)), Win.at(dst), [cs, n])
+        kb.binary("mul", cols.tap_rows(0), Win(weights, (at, 0)), acc, sizes, "col")
+        for tap in range(1, g.taps):  # the tap's patch rows are scratch: scale them in place
+            kb.binary("mul", cols.tap_rows(tap), Win(weights, (at, tap)), cols.tap_rows(tap), sizes, "col")
+            kb.binary("add", acc, cols.tap_rows(tap), acc, sizes)
+        if bias is not None:
+            kb.binary("add", acc, Win(bias, (at, 0)), acc, sizes, "col")
+        apply_activation(kb, activation, acc, Win.at(temp) if temp is not None else None, sizes)
+
+    VectorWindow(kb, g, cols, y, (views.x, views.out)).run(compute)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _problems(op: graph.ConvOp, g: Geometry) -> list[WindowProblem]:
+    """The matrix-engine problem, and for a depthwise conv the vector-engine one."""
+    activation = op.activation.data if op.activation else None
+    has_bias, temps = op.bias is not None, ACTIVATION_TEMPS.get(activation or "", 0)
+    finish = ("add", *activation_ops(activation)) if has_bias else (activation or "acc_read",)
+    problems = [WindowProblem(g, "matrix", has_bias, False, finish, temps if has_bias else 0)]
+    if g.channels == 1 and g.outs == 1:
+        depthwise = Geometry(g.batch, g.groups, 1, g.groups, g.h, g.w)
+        ops = ("mul",) + ("mul", "add") * (g.taps - 1) + ("add",) * has_bias + activation_ops(activation)
+        problems.append(WindowProblem(depthwise, "vector", has_bias, True, ops, temps))
+    return problems
+
+
+def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
+    block = f"blocks of {plan.rows} x {plan.cols} outputs, {plan.tc} channel(s) per chunk"
+    if plan.engine == "matrix":
+        weights = "kept in SRAM per group" if plan.keep else "streamed per tile"
+        text = (
+            f"implicit GEMM: W [C_out, {g.channels * g.taps}] as lhs (no transpose), im2col patch by DMA "
+            f"as rhs; {block}, {plan.tm} output channel(s) per tile, weights {weights}"
+        )
+    else:
+        text = f"depthwise on the vector engine: {g.taps} tap multiply-adds per chunk; {block}"
+    text += f"; fewest est. cycles of {plan.candidates} tilings"
+    if len(plans) > 1:
+        cost = {p.engine: p.cycles for p in plans}
+        versus = f"est. {cost['vector']} vector vs {cost['matrix']} matrix cycles"
+        text += f"; chose the {plan.engine} engine ({versus})"
+    return text
+
+
+def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> CannotFit:
+    sram, acc = window_minimum(problem)
+    if acc > budget.acc:
+        return CannotFit(op, "one accumulator element of the conv", acc, budget, "ACC")
+    return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
+
+
+@register(graph.ConvOp, unsupported=window_problem)
+def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.ConvOp)
+    g = conv_geometry(op)
+    problems = _problems(op, g)
+    plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]
+    if not plans:
+        raise _cannot_fit(op, problems[-1], ctx.budget)
+    plan = min(plans, key=WindowPlan.key)
+    activation = op.activation.data if op.activation else None
+    views = ConvViews.of(ctx, op, g)
+    kb = ctx.kernel(ops)
+    if plan.engine == "matrix":
+        _MatrixConv(kb, g, plan, views, activation).run()
+    else:
+        _lower_depthwise(kb, problems[-1].g, plan, views, activation)
+    ctx.add(kb, plan.tiles, _reason(plan, plans, g))

@@ -1,0 +1,432 @@
+"""convert-graph-to-tile on conv, pooling and batch_norm (passes/graph_to_tile_conv.py,
+graph_to_tile_pool.py, graph_to_tile_window.py): the tile program computes what the graph
+computes (aitc/interp/graph.py is the reference), on targets tiny (forces tiling) and edge,
+for hand-picked cases, the CNN zoo models after graph-optimize, and random conv shapes; every
+kernel fits its budget and records its decisions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    f64,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc import model_zoo
+from aitc.compiler import CompileOptions, compile_module
+from aitc.dialects import graph, tile
+from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import random_inputs, run_module
+from aitc.ir import make_context
+from aitc.passes import graph_to_tile_conv, graph_to_tile_pool
+from aitc.passes.graph_to_tile import ConvertGraphToTilePass
+from aitc.passes.graph_to_tile_costs import Budget
+from aitc.passes.graph_to_tile_window import WindowDim
+from aitc.passes.graph_to_tile_window_costs import plan_window
+from aitc.passes.pipelines import apply_pipeline
+from aitc.sim import Simulator
+from aitc.target import load_target
+
+TARGETS = ["tiny", "edge"]
+RELATIVE = 1e-5
+"""Outputs agree within 1e-5 of the output's magnitude (max(1, max |reference|))."""
+
+
+# --------------------------------------------------------------------------- building graph modules
+
+
+def _module(shapes: Sequence[Sequence[int]], make: Callable[[Sequence[SSAValue]], Operation]) -> ModuleOp:
+    """func @main(tensors of `shapes`) returning the result of the op `make` builds."""
+    block = Block(arg_types=[TensorType(f32, list(s)) for s in shapes])
+    op = make(block.args)
+    block.add_ops([op, func.ReturnOp(op.results[0])])
+    signature = FunctionType.from_lists(list(block.arg_types), [op.results[0].type])
+    f = func.FuncOp("main", signature, Region(block))
+    module = ModuleOp([f])
+    module.verify()
+    return module
+
+
+def _pool_op(op_type: type[graph.PoolOp], x: SSAValue, attributes: dict) -> Operation:
+    """The op with the result type its own inference gives (as the ONNX importer builds it)."""
+    probe = op_type.build(operands=[x], result_types=[TensorType(f32, [1])], attributes=attributes)
+    type_ = probe.inferred_type()
+    probe.drop_all_references()
+    return op_type.build(operands=[x], result_types=[type_], attributes=attributes)
+
+
+def _window_attrs(strides=None, pads=None, dilations=None) -> dict:
+    named = {"strides": strides, "pads": pads, "dilations": dilations}
+    return {k: graph.ints_attr(v) for k, v in named.items() if v is not None}
+
+
+def conv_module(x, w, *, group=1, bias=False, activation=None, **window) -> ModuleOp:
+    shapes = [x, w] + ([[w[0]]] if bias else [])
+    attributes = _window_attrs(**window)
+    if group != 1:
+        attributes["group"] = IntegerAttr(group, i64)
+    if activation:
+        attributes["activation"] = StringAttr(activation)
+
+    def make(args: Sequence[SSAValue]) -> Operation:
+        x_, w_, *b = args
+        return graph.ConvOp.build(
+            operands=[x_, w_, b], result_types=[_conv_type(x, w, window)], attributes=attributes
+        )
+
+    return _module(shapes, make)
+
+
+def _conv_type(x, w, window) -> TensorType:
+    """Output type by the ONNX formula (an independent check of the op's own inference)."""
+    n = len(x) - 2
+    strides, dilations = window.get("strides") or [1] * n, window.get("dilations") or [1] * n
+    pads = window.get("pads") or [0] * (2 * n)
+    spatial = [
+        (x[2 + i] + pads[i] + pads[i + n] - dilations[i] * (w[2 + i] - 1) - 1) // strides[i] + 1
+        for i in range(n)
+    ]
+    return TensorType(f32, [x[0], w[0], *spatial])
+
+
+def pool_module(kind: str, x, kernel, *, ceil_mode=False, count_include_pad=False, **window) -> ModuleOp:
+    attributes = {"kernel_shape": graph.ints_attr(kernel), **_window_attrs(**window)}
+    if ceil_mode:
+        attributes["ceil_mode"] = UnitAttr()
+    if count_include_pad:
+        attributes["count_include_pad"] = UnitAttr()
+    op_type = graph.MaxPoolOp if kind == "max" else graph.AvgPoolOp
+    return _module([x], lambda args: _pool_op(op_type, args[0], attributes))
+
+
+def batch_norm_module(x, epsilon=1e-3) -> ModuleOp:
+    c = [x[1]]
+
+    def make(args: Sequence[SSAValue]) -> Operation:
+        attributes = {"epsilon": FloatAttr(epsilon, f64)}
+        return graph.BatchNormOp.build(
+            operands=list(args), result_types=[TensorType(f32, list(x))], attributes=attributes
+        )
+
+    return _module([x, c, c, c, c], make)
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def lower(module: ModuleOp, target: str) -> ModuleOp:
+    ConvertGraphToTilePass(target=target).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def kernels(module: ModuleOp) -> list[tile.KernelOp]:
+    return [op for op in module.walk() if isinstance(op, tile.KernelOp)]
+
+
+def check_contract(module: ModuleOp, target: str) -> None:
+    """Every kernel records its decisions and fits SRAM/ACC; every matmul fits the engine."""
+    t = load_target(target)
+    budget = Budget.of(t)
+    for kernel in kernels(module):
+        for key in ("op", "tiles", "dma_bytes", "est_cycles", "sram_bytes", "reason"):
+            assert key in kernel.attributes, f"kernel {kernel.sym} lacks {key}"
+        assert kernel.attributes["sram_bytes"].value.data <= budget.sram  # pyright: ignore
+        acc = kernel.attributes.get("acc_bytes")
+        assert acc is None or acc.value.data <= budget.acc  # pyright: ignore
+    for op in module.walk():
+        if isinstance(op, tile.MatmulOp):
+            _, k, n = op.box()
+            assert k <= t.matrix.rows, f"matmul sizes {op.box()}"
+            assert n <= t.matrix.cols, f"matmul sizes {op.box()}"
+
+
+def assert_same(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> None:
+    """Equal shapes, the same non-finite values (a max pool over padding only is -inf), and
+    finite values within RELATIVE of the finite magnitude."""
+    assert got.keys() == expected.keys()
+    for name, want in expected.items():
+        have, finite = got[name].astype(np.float64), np.isfinite(want)
+        assert have.shape == want.shape, name
+        assert np.array_equal(have[~finite], want[~finite], equal_nan=True), name
+        scale = max(1.0, float(np.max(np.abs(want[finite]), initial=0.0)))
+        error = float(np.max(np.abs(have[finite] - want[finite]), initial=0.0))
+        assert error <= RELATIVE * scale, f"{name}: max error {error:.3g} (scale {scale:.3g})"
+
+
+def check_lowering(module: ModuleOp, target: str, inputs: dict[str, np.ndarray] | None = None) -> ModuleOp:
+    """Graph level vs tile level on (seeded random) inputs; returns the lowered module."""
+    if inputs is None:
+        inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+    expected = run_module(module, inputs)
+    lowered = lower(module, target)
+    check_contract(lowered, target)
+    assert_same(expected, run_module(lowered, inputs))
+    return lowered
+
+
+# --------------------------------------------------------------------------- conv
+
+CONVS: dict[str, Callable[[], ModuleOp]] = {
+    "3x3_pad1_stride1": lambda: conv_module([1, 3, 7, 7], [5, 3, 3, 3], pads=[1, 1, 1, 1]),
+    "3x3_pad1_stride2": lambda: conv_module([2, 3, 9, 8], [6, 3, 3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+    "1x1": lambda: conv_module([1, 8, 5, 6], [6, 8, 1, 1]),
+    "1x1_stride2": lambda: conv_module([2, 4, 7, 6], [6, 4, 1, 1], strides=[2, 2]),
+    "dilation2": lambda: conv_module([1, 4, 9, 9], [4, 4, 3, 3], pads=[2, 2, 2, 2], dilations=[2, 2]),
+    "grouped_g2": lambda: conv_module([1, 4, 6, 6], [6, 2, 3, 3], group=2, pads=[1, 1, 1, 1]),
+    "depthwise": lambda: conv_module([2, 6, 7, 7], [6, 1, 3, 3], group=6, pads=[1, 1, 1, 1]),
+    "depthwise_stride2_bias_relu6": lambda: conv_module(
+        [1, 5, 8, 8], [5, 1, 3, 3], group=5, pads=[1, 1, 1, 1], strides=[2, 2], bias=True, activation="relu6"
+    ),
+    "bias_relu": lambda: conv_module(
+        [1, 3, 6, 6], [4, 3, 3, 3], bias=True, activation="relu", pads=[1, 1, 1, 1]
+    ),
+    "bias_gelu_tanh": lambda: conv_module([1, 3, 5, 5], [4, 3, 3, 3], bias=True, activation="gelu_tanh"),
+    "asymmetric_pads_5x3": lambda: conv_module([1, 2, 9, 7], [3, 2, 5, 3], pads=[2, 0, 1, 2], strides=[1, 2]),
+    "conv1d": lambda: conv_module([2, 3, 10], [4, 3, 3], pads=[1, 1]),
+    "conv1d_stride2_dilation2_bias": lambda: conv_module(
+        [1, 4, 17], [5, 4, 3], pads=[2, 1], strides=[2], dilations=[2], bias=True
+    ),
+    "many_channels": lambda: conv_module([1, 16, 10, 10], [24, 16, 3, 3], pads=[1, 1, 1, 1], bias=True),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CONVS))
+def test_conv_matches_the_graph_level(case: str, target: str):
+    lowered = check_lowering(CONVS[case](), target)
+    (kernel,) = kernels(lowered)
+    assert kernel.attributes["op"].data == "graph.conv"  # pyright: ignore
+
+
+# --------------------------------------------------------------------------- pooling
+
+POOLS: dict[str, Callable[[], ModuleOp]] = {
+    "max_2x2_stride2": lambda: pool_module("max", [2, 3, 8, 8], [2, 2], strides=[2, 2]),
+    "max_3x3_stride1_pad1": lambda: pool_module("max", [1, 4, 7, 6], [3, 3], pads=[1, 1, 1, 1]),
+    "max_ceil_mode": lambda: pool_module("max", [1, 3, 7, 7], [2, 2], strides=[2, 2], ceil_mode=True),
+    "max_3x3_stride2_pad1_ceil": lambda: pool_module(
+        "max", [1, 2, 8, 9], [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=True
+    ),
+    "max_dilation2": lambda: pool_module("max", [1, 2, 9, 9], [2, 2], dilations=[2, 2]),
+    "avg_2x2_stride2": lambda: pool_module("avg", [2, 3, 8, 8], [2, 2], strides=[2, 2]),
+    "avg_3x3_pad1_exclude_pad": lambda: pool_module("avg", [1, 4, 7, 6], [3, 3], pads=[1, 1, 1, 1]),
+    "avg_3x3_pad1_include_pad": lambda: pool_module(
+        "avg", [1, 4, 7, 6], [3, 3], pads=[1, 1, 1, 1], count_include_pad=True
+    ),
+    "avg_ceil_include_pad": lambda: pool_module(
+        "avg", [1, 2, 7, 8], [3, 3], strides=[2, 2], pads=[1, 0, 1, 0], ceil_mode=True, count_include_pad=True
+    ),
+    "avg_ceil_exclude_pad": lambda: pool_module("avg", [1, 2, 7, 7], [2, 2], strides=[2, 2], ceil_mode=True),
+    "max_pool1d": lambda: pool_module("max", [2, 3, 11], [3], strides=[2], pads=[1, 1]),
+    "avg_pool1d": lambda: pool_module("avg", [2, 3, 11], [3], strides=[2], pads=[1, 1]),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(POOLS))
+def test_pooling_matches_the_graph_level(case: str, target: str):
+    check_lowering(POOLS[case](), target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_max_pool_of_negative_inputs_never_picks_the_padding(target: str):
+    module = pool_module("max", [1, 2, 5, 5], [3, 3], pads=[1, 1, 1, 1])
+    noise = np.random.default_rng(3).standard_normal((1, 2, 5, 5))
+    inputs = {"arg0": (-1.0 - np.abs(noise)).astype(np.float32)}
+    expected = run_module(module, inputs)
+    assert_same(expected, run_module(lower(module, target), inputs))
+
+
+def test_avg_pool_divisor_row_only_when_counts_differ():
+    uniform = lower(pool_module("avg", [1, 2, 8, 8], [2, 2], strides=[2, 2]), "tiny")
+    assert not any(isinstance(op, tile.ConstOp) for op in uniform.walk())
+    padded = lower(pool_module("avg", [1, 2, 6, 6], [3, 3], pads=[1, 1, 1, 1]), "tiny")
+    (const,) = [op for op in padded.walk() if isinstance(op, tile.ConstOp)]
+    assert const.buffer.type.get_shape() == (1, 36)  # pyright: ignore
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape", [[2, 5, 4, 3], [3, 6], [1, 4, 7]])
+def test_unfolded_batch_norm_matches_the_graph_level(shape: list[int], target: str):
+    module = batch_norm_module(shape)
+    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+    inputs["arg4"] = np.abs(inputs["arg4"])  # the running variance
+    check_lowering(module, target, inputs)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_depthwise_conv_chooses_the_engine_with_the_lower_estimate(target: str):
+    (kernel,) = kernels(lower(CONVS["depthwise"](), target))
+    reason = kernel.attributes["reason"].data  # pyright: ignore
+    found = re.search(r"chose the (\w+) engine \(est\. (\d+) vector vs (\d+) matrix cycles\)", reason)
+    assert found, reason
+    engine, vector, matrix = found.group(1), int(found.group(2)), int(found.group(3))
+    assert engine == ("vector" if vector < matrix else "matrix") or vector == matrix
+    has_matmul = any(isinstance(op, tile.MatmulOp) for op in kernel.walk())
+    assert has_matmul == (engine == "matrix")
+    assert ("depthwise on the vector engine" in reason) == (engine == "vector")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted({**CONVS, **POOLS}))
+def test_the_plan_estimate_is_the_cost_of_the_emitted_ir(case: str, target: str, monkeypatch):
+    """The planner's closed form follows the emitted loop nests op for op: the chosen plan's
+    estimate equals what KernelBuilder charged for the IR (est_cycles, dma_bytes)."""
+    plans = []
+
+    def spy(problem, budget):
+        plan = plan_window(problem, budget)
+        plans.append(plan)
+        return plan
+
+    monkeypatch.setattr(graph_to_tile_conv, "plan_window", spy)
+    monkeypatch.setattr(graph_to_tile_pool, "plan_window", spy)
+    (kernel,) = kernels(lower({**CONVS, **POOLS}[case](), target))
+    tiles = list(kernel.attributes["tiles"].get_values())  # pyright: ignore
+    (chosen,) = [p for p in plans if p is not None and p.tiles == tiles][:1]
+    assert chosen.cycles == kernel.attributes["est_cycles"].value.data  # pyright: ignore
+    assert chosen.dma_bytes == kernel.attributes["dma_bytes"].value.data  # pyright: ignore
+    assert chosen.sram_bytes == kernel.attributes["sram_bytes"].value.data  # pyright: ignore
+
+
+def test_interior_blocks_share_one_loop():
+    """Border blocks are peeled; the blocks inside the input are one scf.for, not unrolled."""
+    module = lower(conv_module([1, 4, 24, 24], [8, 4, 3, 3], pads=[1, 1, 1, 1]), "tiny")
+    (kernel,) = kernels(module)
+    rows, _, tc, _ = kernel.attributes["tiles"].get_values()  # pyright: ignore
+    assert rows < 24
+    assert tc == 4
+    stage_loads = [
+        op
+        for op in kernel.walk()
+        if isinstance(op, tile.CopyOp) and tile.space_of(op.access("src")[0]) == "dram" and op.box()[0] == 4
+    ]
+    assert len(stage_loads) == 3  # top border block, the interior loop, bottom border block
+    assert [isinstance(op.parent_op(), scf.ForOp) for op in stage_loads] == [False, True, False]
+
+
+def test_a_conv_whose_smallest_tile_cannot_fit_is_reported_with_sizes():
+    module = conv_module([1, 1, 60, 60], [1, 1, 50, 50])  # 2500 taps: one patch column is 10 KB
+    with pytest.raises(PassFailedException, match=r"the smallest conv tile .* needs .* of SRAM per tile"):
+        lower(module, "tiny")
+
+
+def test_a_3d_conv_is_reported_as_not_lowered():
+    module = conv_module([1, 2, 4, 4, 4], [2, 2, 1, 1, 1])
+    with pytest.raises(
+        PassFailedException, match=r"graph.conv .*3-D graph.conv is not lowered \(only 1-D and 2-D\)"
+    ):
+        lower(module, "tiny")
+
+
+def test_window_dim_fields():
+    dim = WindowDim(size=7, out=4, kernel=3, stride=2, dilation=1, pad=1)
+    assert dim.span(4) == 9
+    assert dim.stage(4) == 10
+    assert dim.field(0, 4) == (0, 1, 7)  # starts in the begin pad: one stage row of padding
+    assert not dim.inside(0, 1)
+    assert dim.inside(1, 2)
+    assert not dim.inside(3, 1)
+    assert dim.tap(2) == (1, 0)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _zoo(name: str):
+    model, inputs = getattr(model_zoo, name)()
+    module = import_onnx(model, {k: list(v.shape) for k, v in inputs.items()})
+    apply_pipeline(module, "graph-optimize")
+    return module, inputs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["cnn_bn_pool", "residual_block", "depthwise_separable"])
+def test_zoo_cnns_lower_after_graph_optimize(name: str, target: str):
+    module, inputs = _zoo(name)
+    expected = run_module(module, inputs)
+    lowered = lower(module, target)
+    check_contract(lowered, target)
+    assert_same(expected, run_module(lowered, inputs))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_zoo_cnns_compile_to_hw_and_simulate(target: str):
+    """The kernels survive the rest of the pipeline (multi-buffer ... convert-sync-to-hw)."""
+    for name in ("cnn_bn_pool", "depthwise_separable"):
+        module, inputs = _zoo(name)
+        expected = run_module(module, inputs)
+        program = compile_module(module, CompileOptions(target=target)).module
+        got = Simulator(program, target).run(inputs).outputs
+        assert_same(expected, dict(zip(expected, got.values(), strict=True)))
+
+
+# --------------------------------------------------------------------------- random shapes
+
+
+def _window(draw, max_pad: Callable[[int], int]) -> tuple[list[int], list[int], dict]:
+    """(spatial sizes, kernel, strides/pads/dilations) of a random 1-D or 2-D window."""
+    rank = draw(st.sampled_from([1, 2, 2]))
+    kernel = [draw(st.integers(1, 3)) for _ in range(rank)]
+    dilations = [draw(st.integers(1, 2)) for _ in range(rank)]
+    pads = [draw(st.integers(0, max_pad(kernel[i % rank]))) for i in range(2 * rank)]
+    sizes = [
+        draw(st.integers(max(1, d * (k - 1) + 1 - pads[i] - pads[i + rank]), 9))
+        for i, (k, d) in enumerate(zip(kernel, dilations, strict=True))
+    ]
+    strides = [draw(st.integers(1, 3)) for _ in range(rank)]
+    return sizes, kernel, {"strides": strides, "pads": pads, "dilations": dilations}
+
+
+@st.composite
+def conv_shapes(draw):
+    groups = draw(st.sampled_from([1, 1, 2, 3]))
+    c_in, c_out = groups * draw(st.integers(1, 3)), groups * draw(st.integers(1, 3))
+    sizes, kernel, window = _window(draw, lambda k: 2)
+    x, w = [draw(st.integers(1, 2)), c_in, *sizes], [c_out, c_in // groups, *kernel]
+    return x, w, groups, draw(st.booleans()), draw(st.sampled_from(TARGETS)), window
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv_shapes())
+def test_random_convs_match_the_graph_level(shape):
+    x, w, groups, bias, target, window = shape
+    check_lowering(conv_module(x, w, group=groups, bias=bias, **window), target)
+
+
+@st.composite
+def pool_shapes(draw):
+    sizes, kernel, window = _window(draw, lambda k: k - 1)  # ONNX: pads < kernel
+    x = [draw(st.integers(1, 2)), draw(st.integers(1, 5)), *sizes]
+    kind, ceil_mode = draw(st.sampled_from(["max", "avg"])), draw(st.booleans())
+    flags = {"ceil_mode": ceil_mode, "count_include_pad": kind == "avg" and draw(st.booleans())}
+    return kind, x, kernel, {**window, **flags}, draw(st.sampled_from(TARGETS))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool_shapes())
+def test_random_pools_match_the_graph_level(shape):
+    kind, x, kernel, options, target = shape
+    check_lowering(pool_module(kind, x, kernel, **options), target)
