@@ -34,6 +34,7 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_sim.py
+	$(BIN)/python benchmarks/bench_compile.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
