@@ -13,6 +13,8 @@ from xdsl.ir import Operation
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.dialects import sync, tile
+
 
 def ops_of_dialect(root: Operation, dialect_prefix: str) -> list[Operation]:
     """Every op nested in `root` (root included) whose name is `<dialect_prefix>.<...>`."""
@@ -35,4 +37,26 @@ def check_no_ops_left(module: Operation, dialect_prefix: str, pass_name: str) ->
         diagnostic.add_message(op, f"illegal after {pass_name}: no pattern converted this op")
     counts = ", ".join(f"{name} x{n}" for name, n in sorted(Counter(op.name for op in left).items()))
     error = PassFailedException(f"{pass_name}: {len(left)} '{dialect}' op(s) left unconverted ({counts})")
+    diagnostic.raise_exception(module, error)
+
+
+def unbound_compute_ops(root: Operation) -> list[Operation]:
+    """Every tile compute op nested in `root` that no engine executes (no `sync.engine`)."""
+    return [op for op in root.walk() if isinstance(op, tile.COMPUTE_OPS) and sync.engine_of(op) is None]
+
+
+def check_all_bound(module: Operation, pass_name: str) -> None:
+    """Raises PassFailedException if a tile compute op is not bound to an engine: the legality
+    of the tile -> sync level (every compute op runs on some engine queue)."""
+    left = unbound_compute_ops(module)
+    if not left:
+        return
+    diagnostic = Diagnostic()
+    for op in left:
+        diagnostic.add_message(op, f"{pass_name}: not bound to an engine (sync.engine)")
+    counts = ", ".join(f"{name} x{n}" for name, n in sorted(Counter(op.name for op in left).items()))
+    error = PassFailedException(
+        f"{pass_name}: {len(left)} tile compute op(s) not bound to an engine ({counts}); "
+        "run convert-tile-to-sync first"
+    )
     diagnostic.raise_exception(module, error)

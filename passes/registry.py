@@ -47,6 +47,48 @@ def _graph_optimize() -> type[ModulePass]:
     return GraphOptimizePass
 
 
+def _convert_graph_to_tile() -> type[ModulePass]:
+    from aitc.passes.graph_to_tile import ConvertGraphToTilePass
+
+    return ConvertGraphToTilePass
+
+
+def _plan_memory() -> type[ModulePass]:
+    from aitc.passes.tile_plan_memory import PlanMemoryPass
+
+    return PlanMemoryPass
+
+
+def _multi_buffer() -> type[ModulePass]:
+    from aitc.passes.tile_multi_buffer import MultiBufferPass
+
+    return MultiBufferPass
+
+
+def _convert_sync_to_hw() -> type[ModulePass]:
+    from aitc.passes.sync_to_hw import ConvertSyncToHwPass
+
+    return ConvertSyncToHwPass
+
+
+def _convert_tile_to_sync() -> type[ModulePass]:
+    from aitc.passes.tile_to_sync import ConvertTileToSyncPass
+
+    return ConvertTileToSyncPass
+
+
+def _insert_semaphores() -> type[ModulePass]:
+    from aitc.passes.sync_insert_semaphores import InsertSemaphoresPass
+
+    return InsertSemaphoresPass
+
+
+def _optimize_sync() -> type[ModulePass]:
+    from aitc.passes.sync_optimize import OptimizeSyncPass
+
+    return OptimizeSyncPass
+
+
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-canonicalize": _graph_canonicalize,
     "graph-fold-constants": _graph_fold_constants,
@@ -54,4 +96,11 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
+    "convert-graph-to-tile": _convert_graph_to_tile,
+    "multi-buffer": _multi_buffer,
+    "plan-memory": _plan_memory,
+    "convert-tile-to-sync": _convert_tile_to_sync,
+    "insert-semaphores": _insert_semaphores,
+    "optimize-sync": _optimize_sync,
+    "convert-sync-to-hw": _convert_sync_to_hw,
 }

@@ -2,7 +2,9 @@
 
 Graph-level functions take tensors and return their outputs. Tile-level functions take buffers
 (memrefs) in destination-passing style: inputs first, then the output buffers, marked with the
-unit arg attribute `tile.output`; `run_module` hands those to `aitc.interp.tile`.
+unit arg attribute `tile.output`; `run_module` hands those to `aitc.interp.tile`, or to
+`aitc.interp.sync` once the function is sync level (sync ops, or every compute op bound to an
+engine by `sync.engine`).
 """
 
 from __future__ import annotations
@@ -144,12 +146,16 @@ def run_module(
     inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     entry: str | None = None,
 ) -> dict[str, np.ndarray]:
-    """Executes `module` (graph or tile level) and returns its outputs by name."""
+    """Executes `module` (graph, tile or sync level) and returns its outputs by name."""
     f = entry_function(module, entry)
     if not isinstance(inputs, Mapping):
         inputs = dict(zip(input_names(f), inputs, strict=True))
     if is_tile_level(f):
-        from aitc.interp.tile import run_tile_module  # tile.py imports this module
+        from aitc.interp.sync import is_sync_level, run_sync_module  # both import this module
+        from aitc.interp.tile import run_tile_module
+
+        if is_sync_level(f):
+            return run_sync_module(module, inputs, f.sym_name.data)
 
         return run_tile_module(module, inputs, f.sym_name.data)
     args = check_inputs(f, inputs)

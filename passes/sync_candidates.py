@@ -1,0 +1,116 @@
+"""Candidate pairs of the dependence analysis (`sync_dependences`): the compute ops on different
+engines whose windows may share a byte, one of them writing, minus pairs that the ordering of
+other pairs already implies.
+
+Inside one top-level item (an op, or a loop nest) every pair of overlapping windows is a
+candidate. Across top-level items, accesses are kept per storage as *live records*; a later
+item is paired with the live records it overlaps, and then kills the records its writes cover
+entirely:
+
+    R: tile.unary ... to %a          (record of %a, bytes B)
+    Y: tile.copy %x to %a            (writes all of B: kills R after pairing with it)
+    F: tile.matmul %a ...            (only paired with Y, not with R)
+
+That is sound: R -> Y is ordered (Y writes R's bytes), and any later F touching R's bytes
+touches bytes Y wrote, so Y -> F is ordered too; R -> F follows. A write kills only bytes it
+surely writes: windows whose indices are exact (constant, or loop-invariant in loops, which run
+at least once here). Without this, buffers that plan-memory reuses across every kernel would
+make the candidates quadratic in the program length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from aitc.passes.sync_footprint import Intervals, overlap
+
+if TYPE_CHECKING:
+    from aitc.passes.sync_dependences import Node
+
+
+@dataclass(frozen=True, eq=False)
+class Record:
+    node: Node
+    write: bool
+    bytes: Intervals
+
+
+def covered(inner: Intervals, outer: Intervals) -> bool:
+    """Whether every interval of `inner` lies inside one interval of the sorted `outer`."""
+    index = np.searchsorted(outer[0], inner[0], "right") - 1
+    clipped = np.maximum(index, 0)
+    return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
+
+
+class Candidates:
+    """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order)."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        footprint: Callable[[Node, int], Intervals],
+        exact: Callable[[Node, int], bool],
+    ):
+        self.nodes, self.footprint, self.exact = nodes, footprint, exact
+        self.seen: set[tuple[int, int]] = set()
+
+    def __iter__(self) -> Iterator[tuple[Node, Node]]:
+        groups: dict[int, list[Node]] = {}
+        for node in self.nodes:
+            groups.setdefault(node.path[0][1], []).append(node)
+        live: dict[Hashable, list[Record]] = {}
+        for group in groups.values():
+            yield from self._within(group)
+            yield from self._against(group, live)
+            self._kill(group, live)
+            for node in group:
+                for index, access in enumerate(node.accesses):
+                    record = Record(node, access.write, self.footprint(node, index))
+                    live.setdefault(access.view.storage, []).append(record)
+
+    def _pair(self, first: Node, second: Node) -> Iterator[tuple[Node, Node]]:
+        key = (first.order, second.order)
+        if first.engine != second.engine and key not in self.seen:
+            self.seen.add(key)
+            yield first, second
+
+    def _within(self, group: list[Node]) -> Iterator[tuple[Node, Node]]:
+        """Every overlapping pair inside one top-level item (a sweep over sorted hulls)."""
+        by_storage: dict[Hashable, list[tuple[int, int, Node, bool, Intervals]]] = {}
+        for node in group:
+            for index, access in enumerate(node.accesses):
+                found = self.footprint(node, index)
+                entry = (int(found[0][0]), int(found[1][-1]), node, access.write, found)
+                by_storage.setdefault(access.view.storage, []).append(entry)
+        for entries in by_storage.values():
+            entries.sort(key=lambda e: e[0])
+            for i, (_, hi, node, write, found) in enumerate(entries):
+                for lo2, _, other, write2, found2 in entries[i + 1 :]:
+                    if lo2 >= hi:
+                        break
+                    if (write or write2) and overlap(found, found2):
+                        first, second = sorted((node, other), key=lambda n: n.order)
+                        yield from self._pair(first, second)
+
+    def _against(self, group: list[Node], live: dict[Hashable, list[Record]]) -> Iterator[tuple[Node, Node]]:
+        """Pairs of the group's accesses with the live records of earlier top-level items."""
+        for node in group:
+            for index, access in enumerate(node.accesses):
+                found = self.footprint(node, index)
+                for record in live.get(access.view.storage, ()):
+                    if (record.write or access.write) and overlap(record.bytes, found):
+                        yield from self._pair(record.node, node)
+
+    def _kill(self, group: list[Node], live: dict[Hashable, list[Record]]) -> None:
+        """Drops the live records that the group's sure writes cover entirely."""
+        for node in group:
+            for index, access in enumerate(node.accesses):
+                records = live.get(access.view.storage)
+                if not (records and access.write and self.exact(node, index)):
+                    continue
+                written = self.footprint(node, index)
+                live[access.view.storage] = [r for r in records if not covered(r.bytes, written)]

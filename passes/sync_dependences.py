@@ -1,0 +1,263 @@
+"""Cross-engine data dependences of a tile-level function bound to engines: the analysis behind
+`insert-semaphores`.
+
+The function is seen as a tree of levels: the function body, and the body of every scf.for
+(tile.kernel bodies are flattened into their parent, since a kernel runs once, in place). A
+level's items are its compute ops and loops, in program order. Loop bounds must be constants.
+
+For two compute ops X, Y on different engines that may touch a common byte, one of them writing
+(`sync_footprint`), the dynamic instances where X runs before Y need X to complete before Y
+starts. At the deepest level P holding both, X' and Y' are the items of P containing them:
+
+- X' before Y' and a conflict in the same iteration: a *forward* edge, signal after X', wait
+  before Y' (distance 0). Later iterations follow by engine order.
+- otherwise, P being a loop body: the smallest distance d >= 1 (or >= 0 when X' is before Y')
+  with X at iteration i conflicting with Y at iteration i + d gives a *credit* edge of distance
+  d (see `insert-semaphores`); no conflict inside one instance of the loop: the dependence is
+  between instances, i.e. between iterations of the next enclosing level, where X'' = Y'' =
+  the loop itself (distance >= 1). At the function level such a pair needs nothing.
+
+Candidate pairs come from `sync_candidates`, which leaves out pairs whose order follows from a
+later write covering the earlier access.
+
+Precision: exact per iteration for loop-variant windows (footprints of each iteration are
+evaluated, other loop indices taken as ranges) up to `MAX_TRIPS` iterations; beyond, or for
+indices computed by unknown ops, conservative (distance d0, whole dimension).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import func, scf
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc.dialects import sync, tile
+from aitc.passes.sync_candidates import Candidates
+from aitc.passes.sync_footprint import (
+    Access,
+    IndexRanges,
+    Intervals,
+    Range,
+    access_bytes,
+    accesses,
+    depends_on,
+    overlap,
+)
+
+MAX_TRIPS = 512
+"""Loops longer than this are analysed as if every iteration could conflict with the next."""
+MAX_EXACT_CHECKS = 256
+"""Candidate iteration pairs checked exactly before settling for the smallest candidate distance."""
+
+
+@dataclass(eq=False)
+class Level:
+    """The function body or a loop body, with its items (compute ops and loops) in order."""
+
+    loop: scf.ForOp | None
+    parent: Level | None
+    position: int  # index of `loop` among the parent's items
+    first: int = 0  # lower bound of the induction variable
+    step: int = 1
+    trips: int = 1
+    items: list[Operation] = field(default_factory=list)
+
+    def induction(self) -> SSAValue:
+        assert self.loop is not None
+        return self.loop.body.block.args[0]
+
+    def encloses(self, other: Level) -> bool:
+        """Whether `other` is this level or nested in it."""
+        level: Level | None = other
+        while level is not None and level is not self:
+            level = level.parent
+        return level is self
+
+
+@dataclass(eq=False)
+class Node:
+    """A compute op with its engine, its path of (level, item index) from the function body down,
+    its windows and the ranges of its enclosing loops' induction variables."""
+
+    op: tile.WindowOp
+    engine: str
+    order: int
+    path: tuple[tuple[Level, int], ...]
+    accesses: list[Access]
+    loops: dict[SSAValue, Range]
+
+
+@dataclass(frozen=True, eq=False)
+class Edge:
+    """X' (`level.items[after]`, on `source`) must complete before Y' (`level.items[before]`,
+    on `target`) starts, `distance` iterations of the level's loop later (0: same iteration)."""
+
+    level: Level
+    after: int
+    before: int
+    distance: int
+    source: str
+    target: str
+    consumer: Operation
+
+    def key(self) -> tuple[int, int]:
+        """When the wait happens: (iterations later, item index)."""
+        return self.distance, self.before
+
+
+def fail(op: Operation, message: str) -> None:
+    op.emit_error(message, PassFailedException(message))
+
+
+# --------------------------------------------------------------------------- the level tree
+
+
+class Program:
+    """The level tree and compute-op nodes of one function."""
+
+    def __init__(self, function: func.FuncOp):
+        self.function = function
+        self.top = Level(None, None, -1)
+        self.nodes: list[Node] = []
+        self.levels: dict[scf.ForOp, Level] = {}
+        self._walk(function.body.block, self.top, (), {})
+
+    def program_order(self) -> dict[Operation, int]:
+        """The position of every op of the function in a preorder walk."""
+        return {op: i for i, op in enumerate(self.function.walk())}
+
+    def _walk(self, block: Block, level: Level, path: tuple, loops: dict[SSAValue, Range]) -> None:
+        for op in block.ops:
+            if isinstance(op, tile.KernelOp):
+                self._walk(op.body.block, level, path, loops)
+            elif isinstance(op, scf.ForOp):
+                self._loop(op, level, path, loops)
+            elif isinstance(op, sync.SignalOp | sync.WaitOp | sync.BarrierOp):
+                fail(op, "insert-semaphores: the function already has sync ops; run it on unsynchronised IR")
+            elif isinstance(op, tile.COMPUTE_OPS):
+                engine = sync.engine_of(op)
+                if engine is None:
+                    fail(op, f"{op.name} is not bound to an engine: run convert-tile-to-sync first")
+                assert engine is not None
+                here = (*path, (level, len(level.items)))
+                level.items.append(op)
+                self.nodes.append(Node(op, engine, len(self.nodes), here, accesses(op), dict(loops)))
+
+    def _loop(self, op: scf.ForOp, level: Level, path: tuple, loops: dict[SSAValue, Range]) -> None:
+        ranges = IndexRanges(loops)
+        bounds = [ranges(v) for v in (op.lb, op.ub, op.step)]
+        if any(b is None or b[0] != b[1] for b in bounds) or op.iter_args:
+            fail(op, "insert-semaphores needs scf.for loops with constant bounds and no iter_args")
+        (first, _), (stop, _), (step, _) = bounds  # pyright: ignore
+        trips = max(0, -(-(stop - first) // step)) if step > 0 else 0
+        if trips == 0:
+            return  # never runs: nothing inside can conflict
+        child = Level(op, level, len(level.items), first, step, trips)
+        self.levels[op] = child
+        level.items.append(op)
+        induction = op.body.block.args[0]
+        inner = {**loops, induction: (first, first + (trips - 1) * step)}
+        self._walk(op.body.block, child, (*path, (level, child.position)), inner)
+
+
+# --------------------------------------------------------------------------- conflicts
+
+
+class Dependences:
+    """Computes the edges every conflicting pair of nodes needs."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.cache: dict[tuple[int, int, int | None, int], Intervals] = {}
+
+    def footprint(self, node: Node, index: int, level: Level | None, iteration: int) -> Intervals:
+        """Bytes of access `index` of `node`, with `level`'s loop at `iteration` (None: all)."""
+        key = (node.order, index, id(level) if level else None, iteration)
+        if key not in self.cache:
+            loops = dict(node.loops)
+            if level is not None:
+                value = level.first + iteration * level.step
+                loops[level.induction()] = (value, value)
+            self.cache[key] = access_bytes(node.accesses[index], IndexRanges(loops))
+        return self.cache[key]
+
+    def union(self, node: Node, index: int) -> Intervals:
+        """Bytes access `index` of `node` may touch over all iterations of its loops."""
+        return self.footprint(node, index, None, 0)
+
+    def exact(self, node: Node, index: int) -> bool:
+        """Whether access `index` of `node` touches the same bytes in every iteration."""
+        ranges = IndexRanges(node.loops)
+        return all((r := ranges(i)) is not None and r[0] == r[1] for i in node.accesses[index].indices)
+
+    def edges(self) -> list[Edge]:
+        found = []
+        for first, second in Candidates(self.program.nodes, self.union, self.exact):
+            for x, y in ((first, second), (second, first)):
+                edge = self.requirement(x, y)
+                if edge is not None:
+                    found.append(edge)
+        return found
+
+    def requirement(self, x: Node, y: Node) -> Edge | None:
+        """The edge that orders every instance of `x` before the later instances of `y`."""
+        depth = next(k for k, (a, b) in enumerate(zip(x.path, y.path, strict=False)) if a[1] != b[1])
+        level, after = x.path[depth]
+        before = y.path[depth][1]
+        d0 = 0 if after < before else 1
+        while level.loop is not None:
+            distance = self.distance(x, y, level, d0)
+            if distance is not None:
+                return Edge(level, after, before, distance, x.engine, y.engine, y.op)
+            assert level.parent is not None
+            level, after, before, d0 = level.parent, level.position, level.position, 1
+        if d0 == 0 and self.distance(x, y, None, 0) is not None:
+            return Edge(level, after, before, 0, x.engine, y.engine, y.op)
+        return None
+
+    def distance(self, x: Node, y: Node, level: Level | None, d0: int) -> int | None:
+        """The smallest d >= d0 with x at iteration i and y at i + d of `level` in conflict."""
+        best = None
+        for i, ax in enumerate(x.accesses):
+            for j, ay in enumerate(y.accesses):
+                if ax.view.storage != ay.view.storage or not (ax.write or ay.write):
+                    continue
+                d = self._access_distance(x, i, y, j, level, d0)
+                if d is not None and (best is None or d < best):
+                    best = d
+        return best
+
+    def _access_distance(self, x: Node, i: int, y: Node, j: int, level: Level | None, d0: int) -> int | None:
+        if not overlap(self.footprint(x, i, None, 0), self.footprint(y, j, None, 0)):
+            return None
+        if level is None:
+            return 0
+        if d0 > level.trips - 1:
+            return None
+        induction = level.induction()
+        varies = any(depends_on(v, induction) for v in (*x.accesses[i].indices, *y.accesses[j].indices))
+        if not varies or level.trips > MAX_TRIPS:
+            return d0
+        xs = [self.footprint(x, i, level, t) for t in range(level.trips)]
+        ys = [self.footprint(y, j, level, t) for t in range(level.trips)]
+        return first_distance(xs, ys, d0)
+
+
+def first_distance(xs: list[Intervals], ys: list[Intervals], d0: int) -> int | None:
+    """min (t2 - t1) >= d0 with xs[t1] and ys[t2] overlapping; hulls filter the candidates, then up
+    to MAX_EXACT_CHECKS are checked exactly (the smallest unchecked one is assumed to conflict)."""
+    x_lo, x_hi = np.array([x[0][0] for x in xs]), np.array([x[1][-1] for x in xs])
+    y_lo, y_hi = np.array([y[0][0] for y in ys]), np.array([y[1][-1] for y in ys])
+    hull = (x_lo[:, None] < y_hi[None, :]) & (y_lo[None, :] < x_hi[:, None])
+    t1, t2 = np.nonzero(hull)
+    gaps = t2 - t1
+    keep = gaps >= d0
+    t1, t2, gaps = t1[keep], t2[keep], gaps[keep]
+    order = np.argsort(gaps, kind="stable")
+    for checked, k in enumerate(order):
+        if checked >= MAX_EXACT_CHECKS or overlap(xs[t1[k]], ys[t2[k]]):
+            return int(gaps[k])
+    return None

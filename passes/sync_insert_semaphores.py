@@ -1,0 +1,271 @@
+"""`insert-semaphores`: the signals and waits that cross-engine data dependences need.
+
+Dependences (RAW, WAR, WAW between ops on different engines touching a common byte, views and
+plan-memory's shared bytes included) come from `sync_dependences`, as edges between two items
+of one level (an op, or a whole loop). Each edge becomes a protocol on one semaphore:
+
+    forward (same iteration / straight line)      credit (loop-carried, distance d)
+                                                  sync.signal s on "B" count d   // prime
+    X'  ... on "A"                                scf.for {
+    sync.signal s on "A"    // right after X'       sync.wait s on "B"           // before Y'
+    ...                                             Y' ... on "B"
+    sync.wait s on "B"      // right before Y'      X' ... on "A"
+    Y'  ... on "B"                                  sync.signal s on "A"         // after X'
+                                                  }
+                                                  sync.wait s on "B" count d     // drain
+
+A credit wait lets Y' of iteration i + d start once X' of iteration i is done (the first d
+iterations use the primed credits, e.g. a load into a buffer waits for the consumer of the
+load d iterations earlier); the drain returns the semaphore to 0 and orders all of X' before
+whatever follows the loop on B. A producer before a loop and a consumer inside it is a forward
+edge whose wait sits once before the loop (Y' is the loop); the reverse, once after it.
+
+Redundancy: an edge is dropped when another one on the same engine pair and level implies it
+(signal no earlier, wait no later), or when a loop strictly between its ends holds an edge on
+the same engine pair (that edge's first signal and wait, or its drain, order the same ops).
+
+Semaphore numbers. A semaphore has one waiting engine, which counts units: its k-th wait
+passes once k units were signalled. The edges of one engine pair share a number wherever that
+count still hands each wait its own signal (`counts_match`, `join`): forward edges at every
+level (after pruning, their signals and waits come in the same order, and the channel is empty
+whenever a loop using it starts) and credit edges of loops that do not nest. So the count is
+bounded by the engine pairs and the loop nesting, not by the program length; above
+`target.semaphores` the pass fails naming the kernel.
+
+The end of the function needs nothing: the program ends when every engine has drained its
+queue, so outputs written on any engine are complete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc.dialects import sync, tile
+from aitc.passes.legality import check_all_bound
+from aitc.passes.sync_dependences import Dependences, Edge, Level, Program
+from aitc.passes.tile_plan_memory import resolve_target
+
+# --------------------------------------------------------------------------- pruning
+
+
+def _dominated_same_level(edges: list[Edge]) -> list[Edge]:
+    """Drops edges implied by another of the same level and engine pair. e' implies e when it
+    signals no earlier (after' >= after) and waits no later ((distance', before') <= (distance,
+    before)); in a loop, an e' signalling earlier still implies e through its next iteration
+    when (1 + distance', before') <= (distance, before): X' of iteration i precedes the signal
+    of e' at i + 1 on the same engine (across instances of the loop too)."""
+    groups: dict[tuple[int, str, str], list[Edge]] = {}
+    for edge in edges:
+        groups.setdefault((id(edge.level), edge.source, edge.target), []).append(edge)
+    kept = []
+    for group in groups.values():
+        loop = group[0].level.loop is not None
+        shifted = min((1 + e.distance, e.before) for e in group) if loop else None
+        best: tuple[int, int] | None = None
+        for edge in sorted(group, key=lambda e: (-e.after, e.key())):
+            if best is not None and best <= edge.key():
+                continue
+            best = edge.key()
+            if shifted is None or edge.key() < shifted:
+                kept.append(edge)
+    return kept
+
+
+def _pairs_inside(edges: list[Edge]) -> dict[int, set[tuple[str, str]]]:
+    """For every loop level (by id), the engine pairs of the edges nested in it."""
+    inside: dict[int, set[tuple[str, str]]] = {}
+    for edge in edges:
+        level: Level | None = edge.level
+        while level is not None and level.loop is not None:
+            inside.setdefault(id(level), set()).add((edge.source, edge.target))
+            level = level.parent
+    return inside
+
+
+def _spans_inner_edge(edge: Edge, program: Program, inside: dict[int, set[tuple[str, str]]]) -> bool:
+    """Whether a loop strictly between the ends of forward `edge` holds an edge of its pair."""
+    pair = (edge.source, edge.target)
+    for item in edge.level.items[edge.after + 1 : edge.before]:
+        child = program.levels.get(item)  # pyright: ignore[reportArgumentType]
+        if child is not None and pair in inside.get(id(child), ()):
+            return True
+    return False
+
+
+def prune(edges: list[Edge], program: Program) -> list[Edge]:
+    """The edges left once implied ones are dropped, in program order of their waits."""
+    kept = _dominated_same_level(edges)
+    inside = _pairs_inside(kept)
+    kept = [e for e in kept if e.distance or not _spans_inner_edge(e, program, inside)]
+    order = program.program_order()
+    return sorted(kept, key=lambda e: (order[e.level.items[e.before]], order[e.level.items[e.after]]))
+
+
+# --------------------------------------------------------------------------- semaphore ids
+
+
+def kernel_name(op: Operation) -> str:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, tile.KernelOp):
+        parent = parent.parent_op()
+    return parent.sym.data if parent is not None and parent.sym is not None else "<no kernel>"
+
+
+@dataclass(eq=False)
+class Member:
+    """The edges of one level that use one semaphore."""
+
+    level: Level
+    edges: list[Edge]
+
+    def credit(self) -> bool:
+        return any(e.distance for e in self.edges)
+
+
+def counts_match(edges: list[Edge]) -> bool:
+    """Whether edges of one level and engine pair can share a semaphore: its only waiter then
+    counts units, so with m edges, P credits primed in all, and the ranks of each edge's signal
+    and wait among the m signals and m waits of an iteration, the wait of edge e at iteration j
+    is the (j*m + rank_b)-th and passes after the first (j*m + rank_b + 1 - P) signals, which
+    must include e's own signal of iteration j - d_e: rank_a - rank_b <= d_e * m - P. (Forward
+    edges left by `prune` have equal ranks, so they always share.)"""
+    primed = sum(e.distance for e in edges)
+    by_signal = sorted(edges, key=lambda e: e.after)
+    by_wait = sorted(edges, key=lambda e: e.before)
+    m = len(edges)
+    return all(by_signal.index(e) - by_wait.index(e) <= e.distance * m - primed for e in edges)
+
+
+def join(members: list[Member], level: Level, part: list[Edge]) -> bool:
+    """Adds `part` (edges of `level`) to the users of a semaphore if they can share it: a level
+    with credits outstanding (primed) must not enclose another user, and one level's edges
+    must pass `counts_match` together. Forward edges elsewhere are fine: the channel is
+    balanced and empty whenever a loop using it starts (`prune` drops edges spanning one)."""
+    credit = any(e.distance for e in part)
+    same = None
+    for member in members:
+        if member.level is level:
+            same = member
+        elif (member.level.encloses(level) and member.credit()) or (level.encloses(member.level) and credit):
+            return False
+    if same is None:
+        members.append(Member(level, list(part)))
+        return True
+    if not counts_match(same.edges + part):
+        return False
+    same.edges += part
+    return True
+
+
+class SemaphoreIds:
+    """Semaphore numbers per engine pair: a pair's edges share its first semaphore where `join`
+    allows, else take the pair's next one; numbers are given in order of first use."""
+
+    def __init__(self, limit: int, target: str):
+        self.limit, self.target = limit, target
+        self.slots: dict[tuple[str, str], list[list[Member]]] = {}
+        self.numbers: dict[tuple[str, str, int], int] = {}
+
+    def assign(self, edges: list[Edge]) -> dict[Edge, int]:
+        groups: dict[tuple[int, str, str], list[Edge]] = {}
+        for edge in edges:
+            groups.setdefault((id(edge.level), edge.source, edge.target), []).append(edge)
+        ids: dict[Edge, int] = {}
+        for group in groups.values():
+            forward = [e for e in group if not e.distance]
+            parts = (
+                [group]
+                if counts_match(group)
+                else [forward] * bool(forward) + [[e] for e in group if e.distance]
+            )
+            for part in parts:
+                ids.update(dict.fromkeys(part, self._number(part)))
+        return ids
+
+    def _number(self, part: list[Edge]) -> int:
+        first = part[0]
+        slots = self.slots.setdefault((first.source, first.target), [])
+        slot = next((s for s, members in enumerate(slots) if join(members, first.level, part)), None)
+        if slot is None:
+            slots.append([Member(first.level, list(part))])
+            slot = len(slots) - 1
+        key = (first.source, first.target, slot)
+        if key not in self.numbers:
+            if len(self.numbers) >= self.limit:
+                raise PassFailedException(
+                    f"insert-semaphores: kernel '{kernel_name(first.consumer)}' needs more than the "
+                    f"{self.limit} semaphores of target '{self.target}' ({first.source} -> {first.target})"
+                )
+            self.numbers[key] = len(self.numbers)
+        return self.numbers[key]
+
+
+# --------------------------------------------------------------------------- IR surgery
+
+
+class Inserter:
+    """Places signals right after their producers and waits right before their consumers."""
+
+    def __init__(self) -> None:
+        self.last_after: dict[int, Operation] = {}
+
+    def after(self, anchor: Operation, op: Operation) -> None:
+        previous = self.last_after.get(id(anchor), anchor)
+        Rewriter.insert_op(op, InsertPoint.after(previous))
+        self.last_after[id(anchor)] = op
+
+    def insert(self, edge: Edge, semaphore: int) -> None:
+        producer, consumer = edge.level.items[edge.after], edge.level.items[edge.before]
+        self.after(producer, sync.SignalOp(semaphore, edge.source))
+        Rewriter.insert_op(sync.WaitOp(semaphore, edge.target), InsertPoint.before(consumer))
+        if edge.distance:
+            loop = edge.level.loop
+            assert loop is not None
+            Rewriter.insert_op(sync.SignalOp(semaphore, edge.target, edge.distance), InsertPoint.before(loop))
+            self.after(loop, sync.WaitOp(semaphore, edge.target, edge.distance))
+
+
+def insert_semaphores(function: func.FuncOp, limit: int, target: str) -> None:
+    program = Program(function)
+    edges = prune(Dependences(program).edges(), program)
+    ids = SemaphoreIds(limit, target).assign(edges)
+    inserter = Inserter()
+    for edge in edges:
+        inserter.insert(edge, ids[edge])
+
+
+@dataclass(frozen=True)
+class InsertSemaphoresPass(ModulePass):
+    """Inserts exactly the sync.signal / sync.wait that cross-engine data dependences need.
+
+    Input:
+      Tile-level functions whose compute ops are bound to engines (convert-tile-to-sync), with
+      constant loop bounds and no sync ops yet; plan-memory offsets, if present, are honoured
+      (buffers sharing bytes depend on each other).
+    Output:
+      The same functions with semaphore protocols (see the module docstring): forward edges
+      (signal right after the producer, wait right before the consumer or the loop holding it)
+      and credit edges for loop-carried dependences (prime before the loop, drain after).
+    Invariants:
+      Executing the result honours every dependence (the sync interpreter reports no race);
+      same-engine pairs get nothing; every semaphore returns to 0 at the end; semaphore numbers
+      are < target.semaphores, else the pass fails naming the kernel.
+    """
+
+    name = "insert-semaphores"
+    target: str = "tiny"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = resolve_target(self.target)
+        check_all_bound(op, self.name)
+        for function in op.walk():
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                insert_semaphores(function, target.semaphores, target.name)

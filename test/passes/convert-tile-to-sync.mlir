@@ -1,0 +1,121 @@
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p convert-tile-to-sync | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "convert-tile-to-sync{target=server}" | filecheck %s --check-prefix=SERVER
+
+// The four engine classes of a matmul kernel: the loads go to dma0, the matmul to the matrix
+// engine, the accumulator read to the vector engine, the store to dma1.
+func.func @matmul_kernel(%x: memref<8x4xf32, "dram">, %w: memref<4x4xf32, "dram">, %out: memref<8x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<8x4xf32, "sram">
+  %b = tile.alloc : memref<4x4xf32, "sram">
+  %acc = tile.alloc : memref<8x4xf32, "acc">
+  %y = tile.alloc : memref<8x4xf32, "sram">
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [8, 4] : memref<8x4xf32, "dram">, memref<8x4xf32, "sram">
+  tile.copy %w[%c0, %c0] to %b[%c0, %c0] sizes [4, 4] : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [8, 4, 4] : memref<8x4xf32, "sram">, memref<4x4xf32, "sram">, memref<8x4xf32, "acc">
+  tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [8, 4] {activation = "relu"} : memref<8x4xf32, "acc">, memref<8x4xf32, "sram">
+  tile.copy %y[%c0, %c0] to %out[%c0, %c0] sizes [8, 4] : memref<8x4xf32, "sram">, memref<8x4xf32, "dram">
+  func.return
+}
+// CHECK-LABEL: func.func @matmul_kernel
+// CHECK:         tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:    tile.copy %w{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:    tile.matmul {{.*}} {sync.engine = "matrix"}
+// CHECK-NEXT:    tile.acc_read {{.*}} {activation = "relu", sync.engine = "vector"}
+// CHECK-NEXT:    tile.copy %y{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// Every vector-engine op, inside a loop and a kernel: binding reaches nested regions.
+func.func @vector_ops(%n: memref<8x1xf32, "sram">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = tile.alloc : memref<8x8xf32, "sram">
+  %q = tile.alloc : memref<8x8xi8, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c2 step %c1 {
+      tile.binary %a[%c0, %c0], %a[%c0, %c0] to %a[%c0, %c0] sizes [8, 8] {op = "add"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.binary_imm %a[%c0, %c0] to %a[%c0, %c0] sizes [8, 8] {op = "mul", imm = 2.0 : f64} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.unary %a[%c0, %c0] to %a[%c0, %c0] sizes [8, 8] {op = "exp"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.select %a[%c0, %c0], %a[%c0, %c0], %a[%c0, %c0] to %a[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.reduce %a[%c0, %c0] to %n[%c0, %c0] sizes [8, 8] {op = "max"} : memref<8x8xf32, "sram">, memref<8x1xf32, "sram">
+      tile.cast %a[%c0, %c0] to %q[%c0, %c0] sizes [8, 8] {scale = 0.5 : f64} : memref<8x8xf32, "sram">, memref<8x8xi8, "sram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @vector_ops
+// CHECK-COUNT-6: sync.engine = "vector"
+
+// -----
+
+// On-chip copies (sram -> sram, sram -> acc) share dma0 with the loads on a two-queue target;
+// a target with more queues gives them dma2, off the load and store queues.
+func.func @on_chip_copies() {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<4x4xf32, "sram">
+  %b = tile.alloc : memref<4x4xf32, "sram">
+  %acc = tile.alloc : memref<4x4xf32, "acc">
+  tile.copy %a[%c0, %c0] to %b[%c0, %c0] sizes [4, 4] : memref<4x4xf32, "sram">, memref<4x4xf32, "sram">
+  tile.copy %b[%c0, %c0] to %acc[%c0, %c0] sizes [4, 4] : memref<4x4xf32, "sram">, memref<4x4xf32, "acc">
+  func.return
+}
+// CHECK-LABEL: func.func @on_chip_copies
+// CHECK:         tile.copy %a{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:    tile.copy %b{{.*}} {sync.engine = "dma0"}
+// SERVER-LABEL: func.func @on_chip_copies
+// SERVER:         tile.copy %a{{.*}} {sync.engine = "dma2"}
+// SERVER-NEXT:    tile.copy %b{{.*}} {sync.engine = "dma2"}
+
+// -----
+
+// Transposes and gathers are DMAs too: by direction, like copies.
+func.func @transpose_gather(%t: memref<16x8xf32, "dram">, %x: memref<8x4xf32, "dram">, %o: memref<8x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %ids = tile.alloc : memref<4x1xi32, "sram">
+  %e = tile.alloc : memref<4x8xf32, "sram">
+  %xt = tile.alloc : memref<4x8xf32, "sram">
+  tile.gather %t[%c0, %c0], %ids[%c0, %c0] to %e[%c0, %c0] sizes [4, 8] : memref<16x8xf32, "dram">, memref<4x1xi32, "sram">, memref<4x8xf32, "sram">
+  tile.transpose %x[%c0, %c0] to %xt[%c0, %c0] sizes [8, 4] : memref<8x4xf32, "dram">, memref<4x8xf32, "sram">
+  tile.transpose %e[%c0, %c0] to %o[%c0, %c0] sizes [4, 8] : memref<4x8xf32, "sram">, memref<8x4xf32, "dram">
+  func.return
+}
+// CHECK-LABEL: func.func @transpose_gather
+// CHECK:         tile.gather {{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:    tile.transpose %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:    tile.transpose %e{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// An op bound before the pass keeps its engine when the engine suits it (here a load that a
+// colleague moved to the store queue on purpose).
+func.func @keeps_valid_binding(%x: memref<4x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<4x4xf32, "sram">
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 4] {sync.engine = "dma1"} : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  func.return
+}
+// CHECK-LABEL: func.func @keeps_valid_binding
+// CHECK:         tile.copy %x{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// A binding to an engine of the wrong class is an error, not silently replaced.
+func.func @wrong_engine(%x: memref<4x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<4x4xf32, "sram">
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 4] {sync.engine = "matrix"} : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  func.return
+}
+// CHECK: tile.copy is bound to 'matrix', which is not a dma engine of target 'tiny' (2 DMA queues)
+
+// -----
+
+// A DMA queue the target does not have (tiny has dma0 and dma1) is an error too.
+func.func @missing_queue(%x: memref<4x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<4x4xf32, "sram">
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 4] {sync.engine = "dma3"} : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  func.return
+}
+// CHECK: tile.copy is bound to 'dma3', which is not a dma engine of target 'tiny'

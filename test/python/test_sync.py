@@ -1,0 +1,345 @@
+"""The sync level: convert-tile-to-sync, insert-semaphores and optimize-sync against the sync
+interpreter (`aitc.interp.sync`), on hand-written tile modules.
+
+Each module runs at tile level (program order) and at sync level (engines concurrent, ordered
+only by the inserted semaphores): the outputs must be equal, with no race and no deadlock,
+whichever engine runs ahead. The mutation tests delete each sync op of the result in turn: the
+interpreter must report every mutant as a race, a deadlock or an unbalanced semaphore.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc.diagnostics import AitcError
+from aitc.dialects import sync
+from aitc.interp.run import entry_function, random_inputs, run_module
+from aitc.interp.sync import run_sync
+from aitc.ir import make_context, parse_mlir, print_mlir
+from aitc.passes.legality import check_all_bound
+from aitc.passes.pipelines import available_passes
+from aitc.passes.sync_dependences import first_distance
+from aitc.target import load_target
+
+HEADER = (
+    "%c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n  %c2 = arith.constant 2 : index\n"
+)
+HEADER += (
+    "  %c4 = arith.constant 4 : index\n  %c8 = arith.constant 8 : index\n  %c16 = arith.constant 16 : index"
+)
+
+
+def _function(args: str, body: str) -> str:
+    return f"func.func @main({args}) {{\n  {HEADER}\n{body}\n  func.return\n}}\n"
+
+
+IO = '%x: memref<8x16xf32, "dram"> {graph.name = "x"}'
+OUT = '%out: memref<8x4xf32, "dram"> {graph.name = "out", tile.output}'
+S4 = 'memref<4x4xf32, "sram">'
+
+TILED_MATMUL = _function(
+    f'{IO}, %w: memref<16x4xf32, "dram"> {{graph.name = "w"}}, {OUT}',
+    f"""  tile.kernel "fc" {{
+    %a = tile.alloc : {S4}
+    %b = tile.alloc : {S4}
+    %acc = tile.alloc : memref<4x4xf32, "acc">
+    %y = tile.alloc : {S4}
+    scf.for %m = %c0 to %c8 step %c4 {{
+      scf.for %k = %c0 to %c16 step %c4 {{
+        tile.copy %x[%m, %k] to %a[%c0, %c0] sizes [4, 4] : memref<8x16xf32, "dram">, {S4}
+        tile.copy %w[%k, %c0] to %b[%c0, %c0] sizes [4, 4] : memref<16x4xf32, "dram">, {S4}
+        tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [4, 4, 4] {{accumulate}}
+            : {S4}, {S4}, memref<4x4xf32, "acc">
+      }}
+      tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [4, 4] {{activation = "relu"}}
+          : memref<4x4xf32, "acc">, {S4}
+      tile.binary_imm %acc[%c0, %c0] to %y[%c0, %c0] sizes [4, 4] {{op = "mul", imm = 0.5 : f64}}
+          : memref<4x4xf32, "acc">, {S4}
+      tile.copy %y[%c0, %c0] to %out[%m, %c0] sizes [4, 4] : {S4}, memref<8x4xf32, "dram">
+    }}
+  }}""",
+)
+"""Row tiles (m) of a matmul accumulating over k; the accumulator is reused by every row tile."""
+
+ROW = 'memref<2x16xf32, "sram">'
+ELEMENTWISE_CHAIN = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "chain" {{
+    %t = tile.alloc : {ROW}
+    %u = tile.alloc : {ROW}
+    scf.for %i = %c0 to %c8 step %c2 {{
+      tile.copy %x[%i, %c0] to %t[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+      tile.binary %u[%c0, %c0], %t[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "mul"}}
+          : {ROW}, {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%i, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""load -> unary -> binary -> store per row tile: RAW within, WAR across iterations."""
+
+WEIGHT_BEFORE_LOOP = _function(
+    f'{IO}, %bias: memref<1x16xf32, "dram"> {{graph.name = "bias"}}, '
+    '%y: memref<8x16xf32, "dram"> {graph.name = "y", tile.output}',
+    f"""  tile.kernel "bias_add" {{
+    %wb = tile.alloc : memref<1x16xf32, "sram">
+    %t = tile.alloc : {ROW}
+    tile.copy %bias[%c0, %c0] to %wb[%c0, %c0] sizes [1, 16]
+        : memref<1x16xf32, "dram">, memref<1x16xf32, "sram">
+    scf.for %i = %c0 to %c8 step %c2 {{
+      tile.copy %x[%i, %c0] to %t[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.binary %t[%c0, %c0], %wb[%c0, %c0] to %t[%c0, %c0] sizes [2, 16] {{op = "add", broadcast = "row"}}
+          : {ROW}, memref<1x16xf32, "sram">, {ROW}
+      tile.copy %t[%c0, %c0] to %y[%i, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""A bias loaded once before the loop, read by every iteration."""
+
+MULTI_BUFFERED = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "double_buffered" {{
+    %t0 = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %t1 = tile.alloc {{offset = 128 : i64}} : {ROW}
+    %u = tile.alloc {{offset = 256 : i64}} : {ROW}
+    scf.for %i = %c0 to %c8 step %c4 {{
+      tile.copy %x[%i, %c0] to %t0[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t0[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%i, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+      %j = arith.addi %i, %c2 : index
+      tile.copy %x[%j, %c0] to %t1[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t1[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%j, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""Two rotating input buffers (as multi-buffer unrolls a loop by its depth), planned offsets."""
+
+SHARED_BYTES = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "first" {{
+    %a = tile.alloc {{offset = 0 : i64}} : memref<8x16xf32, "sram">
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "dram">, memref<8x16xf32, "sram">
+    tile.unary %a[%c0, %c0] to %a[%c0, %c0] sizes [8, 16] {{op = "neg"}}
+        : memref<8x16xf32, "sram">, memref<8x16xf32, "sram">
+    tile.copy %a[%c0, %c0] to %y[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<8x16xf32, "dram">
+  }}
+  tile.kernel "second" {{
+    %b = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %v = tile.reshape %y : memref<8x16xf32, "dram"> -> memref<4x2x16xf32, "dram">
+    %bv = tile.reshape %b : {ROW} -> memref<1x2x16xf32, "sram">
+    tile.copy %v[%c1, %c0, %c0] to %bv[%c0, %c0, %c0] sizes [1, 2, 16]
+        : memref<4x2x16xf32, "dram">, memref<1x2x16xf32, "sram">
+    tile.unary %b[%c0, %c0] to %b[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+    tile.copy %b[%c0, %c0] to %y[%c0, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+  }}""",
+)
+"""Two kernels whose SRAM buffers plan-memory placed on the same bytes, and DRAM views."""
+
+MODULES = {
+    "tiled_matmul": TILED_MATMUL,
+    "elementwise_chain": ELEMENTWISE_CHAIN,
+    "weight_before_loop": WEIGHT_BEFORE_LOOP,
+    "multi_buffered": MULTI_BUFFERED,
+    "shared_bytes": SHARED_BYTES,
+}
+ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
+SYNC_PIPELINES = (
+    "convert-tile-to-sync,insert-semaphores",
+    "convert-tile-to-sync,insert-semaphores,optimize-sync",
+)
+
+
+def _apply(module: ModuleOp, spec: str) -> ModuleOp:
+    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def _sync_ops(module: ModuleOp) -> list[sync.SignalOp | sync.WaitOp]:
+    return [op for op in module.walk() if isinstance(op, sync.SignalOp | sync.WaitOp)]
+
+
+def _case(name: str) -> tuple[ModuleOp, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    module = parse_mlir(MODULES[name])
+    inputs = random_inputs(entry_function(module), seed=3)
+    return module, inputs, run_module(module, inputs)
+
+
+# --------------------------------------------------------------------------- tile == sync
+
+
+@pytest.mark.parametrize("spec", SYNC_PIPELINES)
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_sync_level_computes_what_tile_level_does(name: str, spec: str):
+    module, inputs, expected = _case(name)
+    _apply(module, spec)
+    assert _sync_ops(module), "every module has cross-engine dependences"
+    assert max(op.semaphore() for op in _sync_ops(module)) < load_target("tiny").semaphores
+    for order in ORDERS:
+        run = run_sync(module, inputs, order=order)
+        for key, value in expected.items():
+            np.testing.assert_array_equal(run.outputs[key], value)
+        assert set(run.semaphores.values()) <= {0}, "every semaphore ends at 0"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_run_module_runs_sync_level_on_the_sync_interpreter(name: str):
+    module, inputs, expected = _case(name)
+    outputs = run_module(_apply(module, SYNC_PIPELINES[1]), inputs)
+    assert outputs.keys() == expected.keys()
+    for key, value in expected.items():
+        np.testing.assert_array_equal(outputs[key], value)
+
+
+def test_multi_buffer_and_plan_memory_then_sync():
+    module, inputs, expected = _case("tiled_matmul")
+    _apply(module, "multi-buffer{depth=2},plan-memory," + SYNC_PIPELINES[1])
+    for order in ORDERS:
+        np.testing.assert_array_equal(run_sync(module, inputs, order=order).outputs["out"], expected["out"])
+
+
+# --------------------------------------------------------------------------- mutation
+
+
+@pytest.mark.parametrize("spec", SYNC_PIPELINES)
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_deleting_any_sync_op_is_caught(name: str, spec: str):
+    module, inputs, _ = _case(name)
+    synced = print_mlir(_apply(module, spec))
+    count = len(_sync_ops(module))
+    assert count > 0
+    for index in range(count):
+        mutant = parse_mlir(synced)
+        victim = _sync_ops(mutant)[index]
+        described = str(victim)
+        victim.detach()
+        victim.erase()
+        for order in ORDERS:
+            with pytest.raises(AitcError, match=r"data race|deadlock|unbalanced") as caught:
+                run_sync(mutant, inputs, order=order)
+            assert caught.value.problems, f"deleting #{index} ({described}) gave an empty report"
+
+
+# --------------------------------------------------------------------------- interpreter reports
+
+UNSYNCED = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "k" {{
+    %t = tile.alloc : {ROW}
+    tile.copy %x[%c0, %c0] to %t[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+        : memref<8x16xf32, "dram">, {ROW}
+    SYNC
+    tile.unary %t[%c0, %c0] to %t[%c0, %c0] sizes [2, 16] {{op = "neg", sync.engine = "vector"}}
+        : {ROW}, {ROW}
+  }}""",
+)
+
+
+ORDERED = 'sync.signal 0 on "dma0"\n    sync.wait 0 on "vector"\n    '
+
+
+def _unsynced(sync_ops: str = "") -> ModuleOp:
+    return parse_mlir(UNSYNCED.replace("SYNC", sync_ops))
+
+
+def test_race_names_both_ops_their_kernel_and_engines():
+    module = _unsynced()
+    with pytest.raises(AitcError) as caught:
+        run_sync(module, random_inputs(entry_function(module)))
+    text = str(caught.value)
+    assert text.startswith("data race on %t, bytes [0x0, 0x80)")
+    assert 'tile.copy in tile.kernel "k" on dma0' in text
+    assert 'tile.unary in tile.kernel "k" on vector' in text
+    assert "write 'dst'" in text
+    assert "read  'a'" in text
+
+
+def test_deadlock_lists_blocked_engines_and_semaphores():
+    module = _unsynced(ORDERED + 'sync.wait 3 on "vector"\n    sync.signal 2 on "dma0"')
+    with pytest.raises(AitcError) as caught:
+        run_sync(module, random_inputs(entry_function(module)))
+    text = str(caught.value)
+    assert "deadlock" in text
+    assert "vector: blocked (semaphore 3 = 0, needs 1) at sync.wait" in text
+    assert "dma0: finished" in text
+    assert "semaphores: 2 = 1" in text
+
+
+def test_unbalanced_semaphore_is_reported():
+    module = _unsynced(ORDERED + 'sync.signal 5 on "dma0" count 2')
+    with pytest.raises(AitcError, match="unbalanced semaphores: semaphore 5 = 2"):
+        run_sync(module, random_inputs(entry_function(module)))
+
+
+def test_disjoint_windows_of_one_buffer_do_not_race():
+    text = UNSYNCED.replace("SYNC", "").replace(
+        "tile.unary %t[%c0, %c0] to %t[%c0, %c0] sizes [2, 16]",
+        "tile.unary %t[%c1, %c0] to %t[%c1, %c0] sizes [1, 16]",
+    )
+    module = parse_mlir(text.replace("sizes [2, 16] {sync", "sizes [1, 16] {sync", 1))
+    run_sync(module, random_inputs(entry_function(module)))
+
+
+# --------------------------------------------------------------------------- semaphore numbers
+
+
+def _kernels(count: int) -> str:
+    body = []
+    for k in range(count):
+        body.append(f"""  tile.kernel "k{k}" {{
+    %t{k} = tile.alloc : {ROW}
+    tile.copy %x[%c0, %c0] to %t{k}[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+    tile.unary %t{k}[%c0, %c0] to %t{k}[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+    tile.copy %t{k}[%c0, %c0] to %y[%c{2 * (k % 4)}, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+  }}""")
+    return _function(f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}', "\n".join(body))
+
+
+def test_semaphores_are_shared_per_engine_pair_not_per_kernel():
+    module = _apply(parse_mlir(_kernels(12).replace("%c6", "%c4")), SYNC_PIPELINES[1])
+    # dma0 -> vector and vector -> dma1, whatever the number of kernels (the direct dma0 -> dma1
+    # edge of each store is implied through the vector engine: optimize-sync drops it)
+    assert len({op.semaphore() for op in _sync_ops(module)}) == 2
+    run_sync(module, random_inputs(entry_function(module)))
+
+
+def test_too_many_semaphores_names_the_kernel(tmp_path: Path):
+    tiny = (Path(__file__).resolve().parents[2] / "aitc" / "targets" / "tiny.toml").read_text()
+    target = tmp_path / "one_semaphore.toml"
+    target.write_text(
+        tiny.replace("semaphores = 16", "semaphores = 1").replace('name = "tiny"', 'name = "one"')
+    )
+    module = _apply(parse_mlir(MODULES["elementwise_chain"]), "convert-tile-to-sync")
+    with pytest.raises(
+        PassFailedException, match="kernel 'chain' needs more than the 1 semaphores of target 'one'"
+    ):
+        _apply(module, f'insert-semaphores{{target="{target}"}}')
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_check_all_bound_names_the_unbound_ops():
+    module = parse_mlir(MODULES["elementwise_chain"])
+    with pytest.raises(PassFailedException, match=r"4 tile compute op\(s\) not bound .*tile.copy x2"):
+        check_all_bound(module, "some-pass")
+    check_all_bound(_apply(module, "convert-tile-to-sync"), "some-pass")
+
+
+def _intervals(*spans: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([lo for lo, _ in spans]), np.array([hi for _, hi in spans])
+
+
+def test_first_distance_finds_the_closest_conflicting_iterations():
+    slots = [_intervals((64 * (t % 2), 64 * (t % 2) + 64)) for t in range(6)]  # slot t mod 2
+    assert first_distance(slots, slots, 1) == 2
+    assert first_distance(slots, slots, 0) == 0
+    rows = [_intervals((16 * t, 16 * t + 16)) for t in range(4)]  # row t: never again
+    assert first_distance(rows, rows, 1) is None
