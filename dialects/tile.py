@@ -791,6 +791,11 @@ class KernelOp(IRDLOperation):
         return {}, Region(Block())
 
 
+def narrows_i64(op: CastOp) -> bool:
+    """Whether `op` is the i64 -> i32 index narrowing (a DMA of low words, not a vector op)."""
+    return str(op.access("a")[0].type.get_element_type()) == "i64"  # pyright: ignore
+
+
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (
     CopyOp, TransposeOp, GatherOp, MatmulOp, BinaryOp, BinaryImmOp, UnaryOp, SelectOp, ReduceOp,
     CastOp, AccReadOp,
@@ -802,6 +807,15 @@ ENGINE_OF: dict[type[WindowOp], str] = {
     BinaryImmOp: "vector", UnaryOp: "vector", SelectOp: "vector", ReduceOp: "vector", CastOp: "vector",
     AccReadOp: "vector",
 }  # fmt: skip
-"""Engine class of each compute op (DMA queue chosen by convert-tile-to-sync)."""
+"""Engine class of each compute op type (DMA queue chosen by convert-tile-to-sync)."""
+
+
+def engine_class(op: WindowOp) -> str:
+    """ "dma", "matrix" or "vector": the engine class that executes `op`. The i64 -> i32 index
+    narrowing cast is a DMA of low words (the vector engine has no i64 lanes)."""
+    if isinstance(op, CastOp) and narrows_i64(op):
+        return "dma"
+    return ENGINE_OF[type(op)]
+
 
 Tile = Dialect("tile", [AllocOp, ConstOp, ReshapeOp, KernelOp, *COMPUTE_OPS], [])

@@ -1,9 +1,11 @@
-"""`make demo`: import the bundled example models, optimise them, run them at graph level and
-show that they match onnxruntime.
+"""`make demo`: the toolchain end to end on the bundled example models.
 
-For each examples/models/*.onnx: the per-node support summary (`aitc check`), the imported
-graph-dialect op count before and after the `graph-optimize` pipeline, the wall time of each
-step, and the largest error against onnxruntime on random inputs.
+For each examples/models/*.onnx:
+  1. import (aitc check's per-node summary), graph-optimize, run at graph level (numpy reference);
+  2. compile for the `edge` NPU (graph -> tile -> sync -> hw), write the binary, run it on the
+     cycle-approximate simulator;
+and compare both with onnxruntime on the same random inputs. Prints two tables and where the
+binaries, the optimised IR and a Chrome/Perfetto trace were written.
 """
 
 from __future__ import annotations
@@ -16,59 +18,96 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+from aitc.binary import save_program
+from aitc.compiler import CompileOptions, compile_module
 from aitc.files import write_atomic
 from aitc.frontend.onnx_import import check_model, import_onnx
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
 from aitc.passes.pipelines import apply_pipeline
 from aitc.report import format_table
+from aitc.sim import Simulator, write_trace
+from aitc.target import load_target
 
 HERE = Path(__file__).parent
 OUT = HERE.parent / "out"
+TARGET = "edge"
+TOLERANCE = 1e-4
+"""Max error relative to the output magnitude (the simulator's f32 sums run in another order)."""
 
 
-def graph_ops(module) -> Counter:
-    return Counter(op.name for op in module.walk() if op.name.startswith("graph."))
+def relative_error(got: dict[str, np.ndarray], want: list[np.ndarray]) -> float:
+    error = 0.0
+    for value, expected in zip(got.values(), want, strict=True):
+        scale = max(1.0, float(np.abs(expected).max()))
+        error = max(error, float(np.abs(value.astype(np.float64) - expected).max()) / scale)
+    return error
 
 
-def demo(path: Path) -> tuple:
-    model = onnx.load(path)
+def graph_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
     support = Counter(row.status for row in check_model(model))
-    start = time.perf_counter()
     module = import_onnx(model)
-    import_ms = (time.perf_counter() - start) * 1e3
-    before = graph_ops(module)
-    inputs = random_inputs(entry_function(module))
-    plain = run_module(module, inputs)
+    before = sum(1 for op in module.walk() if op.name.startswith("graph."))
     start = time.perf_counter()
     apply_pipeline(module, "graph-optimize")
     optimise_ms = (time.perf_counter() - start) * 1e3
-    after = graph_ops(module)
-    OUT.mkdir(exist_ok=True)
+    after = sum(1 for op in module.walk() if op.name.startswith("graph."))
     write_atomic(OUT / f"{path.stem}.mlir", print_mlir(module))
-    optimised = run_module(module, inputs)
-    reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
-    error = 0.0
-    for got_plain, got_opt, want in zip(plain.values(), optimised.values(), reference, strict=True):
-        scale = max(1.0, float(np.abs(want).max()))
-        worst = max(float(np.abs(got_plain - want).max()), float(np.abs(got_opt - want).max()))
-        error = max(error, worst / scale)
-    verdict = "MATCH" if error <= 1e-5 else "MISMATCH"
+    error = relative_error(run_module(module, inputs), reference)
     nodes = f"{len(model.graph.node)} ({support['supported']} direct, {support['decomposed']} decomp.)"
-    timings = (f"{import_ms:.0f}", f"{optimise_ms:.0f}")
-    return (path.stem, nodes, sum(before.values()), sum(after.values()), *timings, f"{error:.1e}", verdict)
+    return (path.stem, nodes, before, after, f"{optimise_ms:.0f}", f"{error:.1e}", _verdict(error))
+
+
+def npu_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
+    start = time.perf_counter()
+    result = compile_module(model, CompileOptions(target=TARGET))
+    compile_s = time.perf_counter() - start
+    target = load_target(TARGET)
+    save_program(OUT / f"{path.stem}.aitb", result.module, target)
+    run = Simulator(result.module, target).run(inputs, trace=True)
+    assert run.trace is not None
+    write_trace(run.trace, OUT / f"{path.stem}.trace.json")
+    stats = run.stats
+    error = relative_error(run.outputs, reference)
+    return (
+        path.stem, len(result.kernels), f"{compile_s:.2f}", stats.instructions, stats.cycles,
+        f"{stats.seconds * 1e6:.1f}", f"{stats.utilisation():.1%}", f"{error:.1e}", _verdict(error),
+    )  # fmt: skip
+
+
+def _verdict(error: float) -> str:
+    return "MATCH" if error <= TOLERANCE else "MISMATCH"
 
 
 def main() -> None:
-    models = sorted((HERE / "models").glob("*.onnx"))
-    rows = [demo(path) for path in models]
-    print("aitc demo: ONNX -> graph dialect -> graph-optimize -> numpy reference vs onnxruntime\n")
-    headers = ["model", "ONNX nodes", "graph ops", "optimised", "import ms", "optimise ms", "rel. error"]
-    headers.append("result")
-    print(format_table(headers, rows))
+    OUT.mkdir(exist_ok=True)
+    graph_rows, npu_rows = [], []
+    for path in sorted((HERE / "models").glob("*.onnx")):
+        model = onnx.load(path)
+        inputs = random_inputs(entry_function(import_onnx(model)))
+        reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
+        graph_rows.append(graph_level(path, model, inputs, reference))
+        npu_rows.append(npu_level(path, model, inputs, reference))
+    print("aitc demo: the bundled ONNX models through the toolchain, checked against onnxruntime\n")
+    print("1. graph level: import -> graph-optimize -> numpy reference interpreter")
+    graph_headers = ["model", "ONNX nodes", "graph ops", "optimised", "optimise ms", "rel. error", "result"]
+    print(format_table(graph_headers, graph_rows))
+    print(f"\n2. compiled for the '{TARGET}' NPU (graph -> tile -> sync -> hw), run on the simulator")
+    headers = [
+        "model",
+        "kernels",
+        "compile s",
+        "instructions",
+        "cycles",
+        "us @clock",
+        "matrix util",
+        "rel. error",
+    ]
+    print(format_table([*headers, "result"], npu_rows))
     shown = OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT
-    print(f"\noptimised graph-level IR written to {shown}/")
-    if any(row[-1] != "MATCH" for row in rows):
+    print(f"\nwritten to {shown}/: optimised graph IR (*.mlir), binaries (*.aitb), traces (*.trace.json:")
+    print("open in https://ui.perfetto.dev or chrome://tracing)")
+    if any(row[-1] != "MATCH" for row in graph_rows + npu_rows):
         raise SystemExit(1)
 
 

@@ -138,7 +138,7 @@ def _locate(ops: list[Operation], location: Attribute) -> list[Operation]:
 
 def _check_engine(op: tile.WindowOp) -> None:
     """The op is bound (`sync.engine`) to an engine of its class."""
-    engine, expected = sync.engine_of(op), tile.ENGINE_OF[type(op)]
+    engine, expected = sync.engine_of(op), tile.engine_class(op)
     if engine is None:
         fail(op, f"{op.name} is not bound to an engine (sync.engine): run convert-tile-to-sync first")
     valid = engine[3:].isdigit() if expected == "dma" else engine == expected

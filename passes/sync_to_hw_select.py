@@ -314,7 +314,16 @@ def select_reduce(op: tile.ReduceOp, at: Addressing) -> list[Operation]:
 
 
 def select_cast(op: tile.CastOp, at: Addressing) -> list[Operation]:
-    """tile.cast -> hw.vcast (`from` / `to` from the windows' element types)."""
+    """tile.cast -> hw.vcast (`from` / `to` from the windows' element types); i64 -> i32 index
+    narrowing -> a DMA of each element's low 32-bit word (little endian), 8-byte src steps."""
+    if tile.narrows_i64(op):
+        src, dst = at.access(op, "a"), at.access(op, "dst")
+        dims = [
+            Dim(n, s * 8, d * 4)
+            for n, s, d in zip(op.box(), src.buffer.strides, dst.buffer.strides, strict=True)
+        ]
+        kind = dma_kind(op, src, dst)
+        return [strided_dma(kind, src.address, dst.address, dims, 4, at.depth, dma_queue(op, kind))]
     fields = {"from": dtype_of(op, at.access(op, "a")), "to": dtype_of(op, at.access(op, "dst"))}
     fields["scale"] = op.scale.value.data if op.scale else None
     return _plan(op, at, hw.VCastOp, fields).select(at.depth)

@@ -43,15 +43,15 @@ def dma_queue(op: tile.WindowOp, queues: int) -> str:
 
 
 def engine_for(op: tile.WindowOp, target: Target) -> str:
-    """The engine `op` runs on for `target`."""
-    kind = tile.ENGINE_OF[type(op)]
+    """The engine `op` runs on for `target` (its class: `tile.engine_class`)."""
+    kind = tile.engine_class(op)
     return dma_queue(op, target.dma.queues) if kind == "dma" else kind
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:
     """An op bound before this pass keeps its engine if the engine suits the op and the target."""
     assert isinstance(op, tile.WindowOp)
-    kind = tile.ENGINE_OF[type(op)]
+    kind = tile.engine_class(op)
     queue_ok = kind != "dma" or (engine[3:].isdigit() and int(engine[3:]) < target.dma.queues)
     if engine.startswith(kind) and queue_ok:
         return

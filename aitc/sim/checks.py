@@ -248,6 +248,17 @@ def deadlock_error(
     )
 
 
+def unbalanced_error(semaphores: Sequence[str]) -> SimulationError:
+    """The report when the program ends with semaphores above zero: signals nobody awaited. A
+    program must leave the semaphores as it found them (zero), or its next run starts with stale
+    credits that let a producer overwrite data still in use."""
+    lines = ["the program ended with semaphores above zero (signals that no wait consumed):"]
+    lines += [f"    {line}" for line in semaphores]
+    return SimulationError(
+        "unbalanced", "\n".join(lines), hint="every hw.sem_signal needs a matching hw.sem_wait before hw.end"
+    )
+
+
 def cap_error(what: str, value: int, cap: int, option: str) -> SimulationError:
     """The error for a program over the instruction or cycle cap."""
     return SimulationError(

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aitc.sim.checks import RaceDetector, cap_error, check_region, deadlock_error
+from aitc.sim.checks import RaceDetector, cap_error, check_region, deadlock_error, unbalanced_error
 from aitc.sim.execute import EXECUTE, Memories, gather_indices
 from aitc.sim.footprint import Region, gather_intervals
 from aitc.sim.program import Instr, Program
@@ -129,6 +129,8 @@ class Scheduler:
             steps[ins.static.kind](e, ins, t)
         if any(e.remaining for e in self.engines):
             raise self._deadlock()
+        if self.semaphores.any():
+            raise unbalanced_error(self._semaphore_lines())
         return max((e.done_at for e in self.engines), default=0)
 
     def _next(self, e: EngineState) -> Instr:

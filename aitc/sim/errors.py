@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from aitc.diagnostics import AitcError
 
-KINDS = ("program", "input", "bounds", "alignment", "gather", "race", "deadlock", "cap")
+KINDS = ("program", "input", "bounds", "alignment", "gather", "race", "deadlock", "unbalanced", "cap")
 """What went wrong: an invalid program for the target, bad inputs, an out-of-bounds or misaligned
-access, a gather index outside its table, a data race, a deadlock, or an exceeded cap."""
+access, a gather index outside its table, a data race, a deadlock, semaphores left above zero at
+the end (the next run would start with stale credits), or an exceeded cap."""
 
 
 class SimulationError(AitcError):

@@ -37,6 +37,8 @@ builtin.module {
           hw.sem_signal 2, engine=dma1
         }
       }
+      hw.sem_wait 0, engine=dma0, count=2
+      hw.sem_wait 2, engine=vector, count=2
       hw.end
     }
   }

@@ -92,7 +92,9 @@ def test_vector_cycles(op, cost_name):
 
 
 def test_control_op_takes_one_cycle():
-    assert cycles_of([SemSignalOp(sem=0, engine="vector")]).cycles == 1
+    # a signal and its wait on one engine: 1 cycle each (a lone signal would end unbalanced)
+    ops = [SemSignalOp(sem=0, engine="vector"), SemWaitOp(sem=0, engine="vector")]
+    assert cycles_of(ops).cycles == 2
 
 
 def test_dependent_chain_adds_up():
