@@ -106,3 +106,70 @@ def test_deleting_any_semaphore_op_is_caught_by_the_simulator(name: str):
         with pytest.raises(SimulationError) as caught:
             Simulator(mutant, "tiny").run(inputs)
         assert caught.value.kind in ("race", "deadlock", "unbalanced"), str(caught.value)
+
+
+def _single_op_model(op_type: str, shapes: list[list[int]], seed: int, **attrs) -> onnx.ModelProto:
+    """A one-node model: input x, the other operands as initializers."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), f"w{i}")
+        for i, s in enumerate(shapes[1:])
+    ]
+    node = helper.make_node(op_type, ["x", *[w.name for w in weights]], ["y"], name=op_type.lower(), **attrs)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shapes[0])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    model.graph.output[0].CopyFrom(inferred.graph.output[0])
+    return model
+
+
+def _compile_simulate_compare(model: onnx.ModelProto, shape: list[int], target: str, seed: int) -> None:
+    x = np.random.default_rng(seed + 1).standard_normal(shape).astype(np.float32)
+    program = compile_module(model, CompileOptions(target=target, depth=2)).module
+    outputs = Simulator(program, target).run({"x": x}).outputs  # raises on any race or deadlock
+    assert_close(outputs, reference(model, {"x": x}))
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+TARGETS = st.sampled_from(["tiny", "edge"])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(
+    m=st.integers(1, 24), k=st.integers(1, 40), n=st.integers(1, 24), target=TARGETS, seed=st.integers(0, 99)
+)
+def test_random_matmuls_compile_and_simulate(m: int, k: int, n: int, target: str, seed: int):
+    _compile_simulate_compare(_single_op_model("MatMul", [[m, k], [k, n]], seed), [m, k], target, seed)
+
+
+@SETTINGS
+@given(
+    c=st.integers(1, 4), f=st.integers(1, 6), size=st.integers(3, 9), kernel=st.sampled_from([1, 3]),
+    stride=st.integers(1, 2), pad=st.integers(0, 1), target=TARGETS, seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_convs_compile_and_simulate(c, f, size, kernel, stride, pad, target, seed):
+    model = _single_op_model(
+        "Conv", [[1, c, size, size], [f, c, kernel, kernel]], seed, strides=[stride, stride], pads=[pad] * 4
+    )
+    _compile_simulate_compare(model, [1, c, size, size], target, seed)
+
+
+@SETTINGS
+@given(
+    rows=st.integers(1, 20), cols=st.integers(1, 40), op=st.sampled_from(["Add", "Mul", "Sub", "Max"]),
+    broadcast=st.sampled_from(["full", "row", "scalar"]), target=TARGETS, seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_elementwise_compile_and_simulate(rows, cols, op, broadcast, target, seed):
+    other = {"full": [rows, cols], "row": [cols], "scalar": [1]}[broadcast]
+    _compile_simulate_compare(_single_op_model(op, [[rows, cols], other], seed), [rows, cols], target, seed)
