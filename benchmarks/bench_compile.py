@@ -1,29 +1,36 @@
 """End-to-end benchmark: compile (graph -> hw) and simulate example models and a large matmul.
 
     python benchmarks/bench_compile.py [--target edge] [--depths 1 2] [--models mlp matmul ...]
+                                       [--kernels]
 
 For each model and buffer depth: compile time, static instruction count, simulated cycles, the
-roofline bound of the program on one core (max of MACs / peak MACs per cycle and minimal DRAM
-bytes / DRAM bytes per cycle, minimal bytes = inputs + weights + outputs read or written once),
-efficiency = bound / cycles, matrix-engine utilisation, exposed DMA time (cycles in which the
-matrix engine had no work while a DMA engine was busy... approximated as cycles - matrix busy),
-and the simulator's wall time against onnxruntime's on the same model in this process. Prints
-a table; asserts nothing about speed.
+compiler's estimate (sum of the kernels' `est_cycles`), the roofline bound of the program on one
+core (max of MACs / peak MACs per cycle and minimal DRAM bytes / DRAM bytes per cycle, minimal
+bytes = inputs + weights + outputs read or written once), efficiency = bound / cycles,
+matrix-engine utilisation, cycles the matrix engine was not busy, DRAM bytes moved and their
+ratio to the minimal bytes, and the simulator's wall time against onnxruntime's on the same model
+in this process. `--kernels` adds one row per matmul kernel: its span in the simulation (first
+instruction start to last instruction end, from the trace; kernels overlap), its estimate, its
+own roofline (its MACs, and its operands and result read or written once) and efficiency.
+Prints tables; asserts nothing about speed.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import scf
 
 from aitc import model_zoo
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects.hw import InstructionOp
+from aitc.dialects.tile import CopyOp, KernelOp, MatmulOp, space_of
 from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import load_target
@@ -69,7 +76,64 @@ def _minimal_dram_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], o
     return weights + sum(v.nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
 
 
-def bench(name: str, target_name: str, depth: int) -> list[object]:
+def _matmul_kernels(result, trace: dict, target) -> list[list[object]]:
+    """One row per matmul kernel: span in the simulation vs its estimate and its roofline."""
+    spans: dict[str, list[int]] = {}
+    for event in trace["traceEvents"]:
+        if event.get("ph") == "X":
+            span = spans.setdefault(event["args"].get("node", "?"), [1 << 62, 0])
+            span[0], span[1] = min(span[0], event["ts"]), max(span[1], event["ts"] + event["dur"])
+    rows = []
+    for kernel in result.module.walk():
+        if not isinstance(kernel, KernelOp) or "graph.matmul" not in str(kernel.attributes.get("op")):
+            continue
+        name = kernel.sym.data  # pyright: ignore
+        macs, minimal = _matmul_work(kernel)
+        bound = max(macs / target.matrix.macs_per_cycle, minimal / target.dram.bytes_per_cycle)
+        first, last = spans.get(name, (0, 0))
+        cycles = max(last - first, 1)
+        attrs = kernel.attributes
+        rows.append([
+            name[-32:], _attr(attrs["tiles"]), _attr(attrs.get("block")), _attr(attrs.get("buffer_depth")),
+            cycles, _attr(attrs["est_cycles"]), f"{bound:.0f}", f"{bound / cycles:.2f}",
+        ])  # fmt: skip
+    return rows
+
+
+def _attr(value) -> object:
+    if value is None:
+        return ""
+    if hasattr(value, "get_values"):
+        return "x".join(str(v) for v in value.get_values())
+    return value.value.data if hasattr(value, "value") else str(value)
+
+
+def _matmul_work(kernel: KernelOp) -> tuple[int, int]:
+    """(MACs, minimal DRAM bytes) of a matmul kernel, from its tile.matmul trip counts and the
+    DRAM buffers it reads and writes (each counted once, whole)."""
+    macs, buffers = 0, {}
+    for op in kernel.walk():
+        if isinstance(op, MatmulOp):
+            m, k, n = op.box()
+            macs += m * k * n * _trips(op)
+        if isinstance(op, CopyOp):
+            for buffer, _ in op.accesses():
+                if space_of(buffer) == "dram":
+                    buffers[buffer] = math.prod(buffer.type.get_shape()) * 4  # pyright: ignore
+    return macs, sum(buffers.values())
+
+
+def _trips(op) -> int:
+    count, parent = 1, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp):
+            lb, ub, step = (v.owner.value.value.data for v in (parent.lb, parent.ub, parent.step))
+            count *= -(-(ub - lb) // step)
+        parent = parent.parent_op()
+    return count
+
+
+def bench(name: str, target_name: str, depth: int, kernels: list[list[object]] | None = None) -> list[object]:
     model, inputs = MODELS[name]()
     shapes = {k: list(v.shape) for k, v in inputs.items()}
     target = load_target(target_name)
@@ -77,6 +141,13 @@ def bench(name: str, target_name: str, depth: int) -> list[object]:
     result = compile_module(model, CompileOptions(target=target_name, depth=depth, input_shapes=shapes))
     compile_s = time.perf_counter() - start
     instructions = sum(1 for op in result.module.walk() if isinstance(op, InstructionOp))
+    estimate = sum(int(row.get("est_cycles", 0)) for row in result.kernels)  # pyright: ignore
+    if kernels is not None:
+        tile_level = compile_module(
+            model, CompileOptions(target=target_name, depth=depth, input_shapes=shapes, emit="tile")
+        )
+        traced = Simulator(result.module, target).run(inputs, trace=True).trace
+        kernels += [[name, depth, *row] for row in _matmul_kernels(tile_level, traced, target)]  # pyright: ignore
     simulator = Simulator(result.module, target)
     run, sim_s = _best(lambda: simulator.run(inputs), repeat=1)
     stats = run.stats  # pyright: ignore
@@ -87,20 +158,34 @@ def bench(name: str, target_name: str, depth: int) -> list[object]:
         for got, want in zip(run.outputs.values(), reference, strict=True)  # pyright: ignore
     )
     compute_bound = stats.macs / target.matrix.macs_per_cycle
-    memory_bound = _minimal_dram_bytes(model, inputs, run.outputs) / target.dram.bytes_per_cycle  # pyright: ignore
-    bound = max(compute_bound, memory_bound)
+    minimal = _minimal_dram_bytes(model, inputs, run.outputs)  # pyright: ignore
+    bound = max(compute_bound, minimal / target.dram.bytes_per_cycle)
     matrix_busy = sum(e.busy for e in stats.engines if e.engine == "matrix")
+    moved = stats.dram_read + stats.dram_write
     return [
-        name, depth, f"{compile_s:.2f}", instructions, stats.instructions, stats.cycles, f"{bound:.0f}",
-        f"{bound / stats.cycles:.2f}", f"{stats.utilisation():.1%}", stats.cycles - matrix_busy,
-        f"{sim_s:.2f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
+        name, depth, f"{compile_s:.2f}", instructions, stats.instructions, stats.cycles, estimate,
+        f"{bound:.0f}", f"{bound / stats.cycles:.2f}", f"{stats.utilisation():.1%}",
+        stats.cycles - matrix_busy, f"{moved / 2**20:.2f}", f"{moved / minimal:.2f}", f"{sim_s:.2f}",
+        f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
     ]  # fmt: skip
 
 
 HEADERS = [
-    "model", "depth", "compile s", "static instr", "executed", "cycles", "roofline", "efficiency",
-    "matrix util", "matrix idle", "sim s", "sim/ort", "rel err",
+    "model", "depth", "compile s", "static instr", "executed", "cycles", "est", "roofline", "efficiency",
+    "matrix util", "matrix idle", "DRAM MiB", "x minimal", "sim s", "sim/ort", "rel err",
 ]  # fmt: skip
+KERNEL_HEADERS = [
+    "model",
+    "depth",
+    "matmul kernel",
+    "tiles",
+    "block",
+    "buffer depth",
+    "cycles",
+    "est",
+    "roofline",
+    "efficiency",
+]
 
 
 def main() -> None:
@@ -108,10 +193,15 @@ def main() -> None:
     parser.add_argument("--target", default="edge")
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--kernels", action="store_true", help="also one row per matmul kernel")
     args = parser.parse_args()
-    rows = [bench(name, args.target, depth) for name in args.models for depth in args.depths]
+    kernels: list[list[object]] | None = [] if args.kernels else None
+    rows = [bench(name, args.target, depth, kernels) for name in args.models for depth in args.depths]
     print(f"end-to-end on target '{args.target}' (one core)\n")
     print(format_table(HEADERS, rows))
+    if kernels:
+        print("\nmatmul kernels (cycles: span in the simulation; kernels overlap)\n")
+        print(format_table(KERNEL_HEADERS, kernels))
 
 
 if __name__ == "__main__":

@@ -185,17 +185,21 @@ class ConvertGraphToTilePass(ModulePass):
     Invariants:
       No graph op is left. Every kernel's SRAM allocs fit half the target's SRAM (the other
       half is for multi-buffering), ACC allocs half of ACC; every tile.matmul has k <= matrix
-      rows and n <= matrix cols. Fused chains never round-trip through DRAM. Results equal the
+      rows and n <= matrix cols. Estimates that model pipelining (the matmul family's
+      `est_cycles`) assume the buffer depth given as `depth` (the pipeline passes multi-buffer's).
+      Fused chains never round-trip through DRAM. Results equal the
       graph level's up to f32 rounding. Ops that cannot be lowered are all reported at once;
       a tensor that cannot fit is reported with the sizes needed and a fix.
     """
 
     name = "convert-graph-to-tile"
     target: str = "tiny"
+    depth: int = 2
+    """The buffer depth multi-buffer will use: estimates that model pipelining assume it."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = _load(self.target)
-        budget = Budget.of(target)
+        budget = Budget.of(target, max(1, self.depth))
         for f in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             if _is_graph_level(f):
                 convert_function(op, f, budget)

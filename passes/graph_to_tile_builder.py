@@ -87,6 +87,11 @@ class KernelBuilder:
         self._times = 1
         self._memo: list[dict[tuple, SSAValue]] = [{}]
 
+    @property
+    def times(self) -> int:
+        """How many times the ops emitted now will run (the trip counts of the loops around)."""
+        return self._times
+
     # -- ops and index arithmetic
     def emit(self, op: Operation) -> Operation:
         op.location = self.location  # pyright: ignore
@@ -205,7 +210,7 @@ class KernelBuilder:
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]
-        self.cost.vector += self._times * vector_cycles(self.target, op, rows, cols)
+        self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times)
 
     def copy(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.CopyOp, [src, dst], sizes)
@@ -222,7 +227,7 @@ class KernelBuilder:
     def matmul(self, lhs: Win, rhs: Win, acc: Win, sizes: Sequence[int], accumulate: bool) -> None:
         self._window_op(tile.MatmulOp, [lhs, rhs, acc], sizes, accumulate=UnitAttr() if accumulate else None)
         m, k, _ = sizes
-        self.cost.matrix += self._times * matmul_cycles(self.target, m, k)
+        self.cost.add_matrix(matmul_cycles(self.target, m, k), self._times)
 
     def binary(
         self, op: str, a: Win, b: Win, dst: Win, sizes: Sequence[int], broadcast: str = "none"
@@ -258,8 +263,11 @@ class KernelBuilder:
         self._charge_vector(activation or "acc_read", sizes)
 
     # -- result
-    def finish(self, tiles: Sequence[int], reason: str) -> tile.KernelOp:
-        """The kernel with its prologue (constants, then allocs) and its recorded decisions."""
+    def finish(
+        self, tiles: Sequence[int], reason: str, extra: dict[str, Attribute] | None = None
+    ) -> tile.KernelOp:
+        """The kernel with its prologue (constants, then allocs) and its recorded decisions
+        (`extra` ones right after `tiles`)."""
         block = self.kernel.body.block
         first = block.first_op
         constants = [op for op in self._prologue if isinstance(op, arith.ConstantOp)]
@@ -272,6 +280,7 @@ class KernelBuilder:
         attrs: dict[str, Attribute] = {
             "op": StringAttr(self.op_names),
             "tiles": DenseArrayBase.from_list(i64, [int(t) for t in tiles]),
+            **(extra or {}),
             "dma_bytes": IntegerAttr(self.cost.dram_bytes, i64),
             "est_cycles": IntegerAttr(self.cost.cycles(self.target), i64),
             "sram_bytes": IntegerAttr(self.sram_bytes, i64),

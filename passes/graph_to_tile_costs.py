@@ -10,7 +10,10 @@ min(DMA, DRAM) bandwidth, matrix latency + k + m, vector latency + rows * ceil(c
 
     est_cycles = max(DMA-in, DMA-out, DRAM bytes / DRAM bandwidth, matrix, vector)
 
-since the engines run concurrently once `multi-buffer` pipelines the loops.
+since the engines run concurrently once `multi-buffer` pipelines the loops. The matmul family
+uses `PipelineCost` instead, closer to what the simulator does: per-DMA latency, the fill and
+drain of the pipeline, the waits at loop entries, and the sum of the engines (no overlap) when
+the buffer depth (`Budget.depth`) is 1.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from itertools import product
 
 from aitc.target import Target
 
@@ -27,15 +31,18 @@ F32 = 4
 @dataclass(frozen=True)
 class Budget:
     """What one kernel may use: `sram` is half of the target's SRAM (one copy of the working
-    set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC."""
+    set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC.
+    `depth` is the buffer depth multi-buffer will use (the estimates of planners that model
+    pipelining depend on it; the half left for the copies holds depth 2)."""
 
     target: Target
     sram: int
     acc: int
+    depth: int = 2
 
     @staticmethod
-    def of(target: Target) -> Budget:
-        return Budget(target, target.sram_bytes // 2, target.acc_bytes // 2)
+    def of(target: Target, depth: int = 2) -> Budget:
+        return Budget(target, target.sram_bytes // 2, target.acc_bytes // 2, depth)
 
     @property
     def rows(self) -> int:
@@ -102,9 +109,85 @@ class Cost:
             self.dma_in += cycles
         self.dram_bytes += times * nbytes if dram else 0
 
+    def add_matrix(self, once: int, times: int = 1) -> None:
+        """A matrix op of `once` cycles, run `times` times."""
+        self.matrix += times * once
+
+    def add_vector(self, once: int, times: int = 1) -> None:
+        """A vector op of `once` cycles, run `times` times."""
+        self.vector += times * once
+
     def cycles(self, target: Target) -> int:
         dram = self.dram_bytes / target.dram.bytes_per_cycle
         return math.ceil(max(self.dma_in, self.dma_out, dram, self.matrix, self.vector))
+
+
+# --------------------------------------------------------------------------- pipelined cost
+
+
+def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> int:
+    """One DMA as the simulator times it on its queue: latency + transfer at the path's rate."""
+    bandwidth = dram_bandwidth(target) if dram else target.dma.bytes_per_cycle
+    return target.dma.latency + -(-nbytes // bandwidth)
+
+
+@dataclass
+class PipelineCost(Cost):
+    """The cost model of kernels planned for a buffer depth (the matmul family).
+
+    Per DMA instruction it charges latency + transfer (each occupies its queue that long), and
+    it follows the emitted program to find the fill (`lead`: loads before the first matmul, one
+    instance each) and the drain (`tail`: vector ops and stores after the last matmul, one
+    instance each); the lowering adds the stalls it knows of (`waits`). Pipelined (depth >= 2:
+    multi-buffer overlaps the engines)
+
+        cycles = max(DMA-in, DMA-out, DRAM channel, matrix, vector) + lead + tail + waits
+
+    and serial at depth 1 (every load waits for the compute before it):
+
+        cycles = DMA-in + matrix + vector + DMA-out
+    """
+
+    depth: int = 2
+    dram_cycles: int = 0
+    transfers: int = 0
+    lead: int = 0
+    tail: int = 0
+    waits: int = 0
+    started: bool = False
+
+    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
+        dram = "dram" in (src, dst)
+        once = dma_instruction_cycles(target, nbytes, dram)
+        if dst == "dram":
+            self.dma_out += times * once
+            self.tail += once
+        else:
+            self.dma_in += times * once
+            self.lead += 0 if self.started else once
+        if dram:
+            self.dram_bytes += times * nbytes
+            self.dram_cycles += times * -(-nbytes // target.dram.bytes_per_cycle)
+        self.transfers += times
+
+    def add_matrix(self, once: int, times: int = 1) -> None:
+        self.matrix += times * once
+        self.started, self.tail = True, 0
+
+    def add_vector(self, once: int, times: int = 1) -> None:
+        self.vector += times * once
+        self.tail += once
+
+    def add_wait(self, once: int, times: int = 1) -> None:
+        """Cycles the pipeline stalls, e.g. at the entry of a loop whose first loads must wait
+        for the previous loop's last use of the same tiles."""
+        self.waits += times * once
+
+    def cycles(self, target: Target) -> int:
+        if self.depth < 2:
+            return math.ceil(self.dma_in + self.matrix + self.vector + self.dma_out)
+        busiest = max(self.dma_in, self.dma_out, self.dram_cycles, self.matrix, self.vector)
+        return math.ceil(busiest + self.lead + self.tail + self.waits)
 
 
 # --------------------------------------------------------------------------- matmul
@@ -113,7 +196,7 @@ class Cost:
 @dataclass(frozen=True)
 class MatmulProblem:
     """C[batches x m x n] = A[m x k] @ B[k x n] (+ bias row) per batch, f32; `temps` extra
-    m x n SRAM tiles the epilogue needs (a composite activation after a bias), `epilogue` the
+    tm x tn SRAM tiles the epilogue needs (a composite activation after a bias), `epilogue` the
     vector ops it runs per output tile (acc_read, or the bias add and the activation's ops)."""
 
     batches: int
@@ -124,12 +207,34 @@ class MatmulProblem:
     temps: int = 0
     epilogue: tuple[str, ...] = ("acc_read",)
 
+    @property
+    def activation(self) -> tuple[str, ...]:
+        """The activation's vector ops when they cannot ride on acc_read (after an add)."""
+        if self.bias:
+            return self.epilogue[1:]
+        return () if self.epilogue == ("acc_read",) else activation_ops_of(self.epilogue[0])
+
+
+def activation_ops_of(name: str) -> tuple[str, ...]:
+    """The vector ops of an activation applied in place (graph_to_tile_elementwise)."""
+    from aitc.passes.graph_to_tile_elementwise import activation_ops
+
+    return activation_ops(name)
+
 
 @dataclass(frozen=True)
 class MatmulPlan:
-    """Tile sizes (SRAM tiles tm x tk of A, tk x tn of B, tm x tn of C), loop order ("m":
-    m tiles outermost, "n": n tiles outermost), which operand stays in SRAM across the inner
-    loop ("lhs", "rhs" or "none"), and the estimate that chose them."""
+    """How graph_to_tile_linear tiles a matmul (see its module docstring).
+
+    C is computed in blocks of tm x bn; each block runs over K in steps of tk, every step
+    loading a tm x tk tile of A and a tk x bn tile of B (unless a panel is kept: `keep` "lhs"
+    holds the tm x K row panel of A across the blocks of a row, loop order "m"; "rhs" the K x bn
+    column panel of B across the blocks of a column, loop order "n"), and issuing one
+    tile.matmul of m = tm, k <= matrix rows, n = tn <= matrix cols per (column group, row chunk).
+    `mode` "acc": the block accumulates in ACC over all steps (tm x bn of ACC; tm x tn when
+    one step covers K); "sram": each step's group products go through a tm x tn ACC tile and are
+    added into the block in SRAM by the vector engine (the ACC holds one group, so blocks can be
+    larger). The estimate (`cycles`, `dma_bytes`) is `PipelineCost` applied to that nest."""
 
     tm: int
     tk: int
@@ -142,6 +247,9 @@ class MatmulPlan:
     acc_bytes: int
     work: int = 0
     candidates: int = 0
+    bn: int = 0
+    mode: str = "acc"
+    depth: int = 2
 
     def key(self) -> tuple[int, int, int, int]:
         """Fewest cycles, then DMA bytes, then engine work (matrix + vector cycles: fewer,
@@ -149,48 +257,189 @@ class MatmulPlan:
         return (self.cycles, self.dma_bytes, self.work, self.sram_bytes)
 
 
-def matmul_sram_bytes(p: MatmulProblem, tm: int, tk: int, tn: int) -> int:
-    return F32 * (tm * tk + tk * tn + tm * tn * (1 + p.temps) + (tn if p.bias else 0))
+def matmul_steps(k: int, tk: int, mode: str) -> list[tuple[str, int, int]]:
+    """The K steps of a block in emission order as (kind, size, count): one step when tk
+    covers K; "acc" mode peels the first step (its matmuls start the sum) and loops over the
+    rest; "sram" mode loops over all of them (the block starts at zero)."""
+    first = min(tk, k)
+    if first == k:
+        return [("only", k, 1)]
+    if mode == "acc":
+        return [("first", first, 1)] + [("next", size, count) for size, count in split(k - first, tk)]
+    return [("next", size, count) for size, count in split(k, tk)]
 
 
-def _matmul_dma(p: MatmulProblem, tm: int, tk: int, tn: int, keep: str) -> tuple[int, int]:
-    """(DRAM bytes loaded, DRAM bytes stored) of one candidate."""
-    nm, nn = -(-p.m // tm), -(-p.n // tn)
-    a_bytes, b_bytes = F32 * p.m * p.k, F32 * p.k * p.n
-    if keep == "lhs":  # the A tile (tm x K) is loaded once per m tile, reused by every n tile
-        loads = a_bytes + nm * b_bytes
-    elif keep == "rhs":  # the B panel (K x tn) is loaded once per n tile, reused by every m tile
-        loads = b_bytes + nn * a_bytes
+FILL_OPS = ("cmp_eq", "mul")
+"""The vector ops that zero a block in SRAM whatever it held (graph_to_tile_elementwise.fill)."""
+
+
+def matmul_buffers(
+    p: MatmulProblem, tm: int, tk: int, tn: int, bn: int, mode: str, keep: str
+) -> dict[str, tuple]:
+    """The kernel's SRAM/ACC buffers by role: (shape, space); graph_to_tile_linear allocates
+    exactly these."""
+    ktile = min(tk, p.k)
+    single = ktile == p.k
+    buffers: dict[str, tuple] = {
+        "a": ((tm, p.k if keep == "lhs" else ktile), "sram"),
+        "b": ((p.k if keep == "rhs" else ktile, bn), "sram"),
+    }
+    if mode == "sram" and not single:
+        buffers["c"] = ((tm, bn), "sram")
+        buffers["acc"] = ((tm, tn), "acc")
     else:
-        loads = nn * a_bytes + nm * b_bytes
-    if p.bias:  # a bias row per n tile: once per panel (keep rhs), else once per (m, n) tile
-        loads += F32 * p.n * (1 if keep == "rhs" else nm)
-    return p.batches * loads, p.batches * F32 * p.m * p.n
+        buffers["acc"] = ((tm, tn if single else bn), "acc")
+        buffers["y"] = ((tm, tn), "sram")
+    if p.bias:
+        buffers["bias"] = ((1, p.n), "sram")
+    if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
+        buffers.update((f"temp{t}", ((tm, tn), "sram")) for t in range(p.temps))
+    return buffers
 
 
-def _matmul_compute(p: MatmulProblem, budget: Budget, tm: int, tk: int, tn: int) -> tuple[int, int]:
-    """(matrix cycles, vector cycles) of one candidate, in closed form."""
+def _footprint(buffers: dict[str, tuple], space: str) -> int:
+    return sum(F32 * math.prod(shape) for shape, where in buffers.values() if where == space)
+
+
+def matmul_sram_bytes(
+    p: MatmulProblem, tm: int, tk: int, tn: int, bn: int = 0, mode: str = "acc", keep: str = "none"
+) -> int:
+    return _footprint(matmul_buffers(p, tm, tk, tn, bn or tn, mode, keep), "sram")
+
+
+def _flush_ops(p: MatmulProblem, kind: str, mode: str) -> tuple[str, ...]:
+    """The vector ops after a group's matmuls of one step, or (kind "epilogue") of a block whose
+    steps are done (see graph_to_tile_linear)."""
+    if mode == "sram":
+        return ("add",) if kind == "next" else (("add",) if p.bias else ()) + p.activation
+    return p.epilogue if kind in ("only", "epilogue") else ()
+
+
+def _step_loads(cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int) -> int:
+    """Charges the A and B tiles of one K step; returns their DMA cycles (one instance)."""
+    msz, ks, nsz = shape
+    once = 0
+    if keep != "lhs":
+        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times)
+        once += dma_instruction_cycles(target, F32 * msz * ks)
+    if keep != "rhs":
+        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times)
+        once += dma_instruction_cycles(target, F32 * ks * nsz)
+    return once
+
+
+def _charge_group(
+    cost: Cost,
+    p: MatmulProblem,
+    budget: Budget,
+    shape: tuple[int, int, int],
+    kind: str,
+    mode: str,
+    times: int,
+) -> None:
+    """The matmuls of one column group of one step, and what follows them."""
+    target, rows = budget.target, budget.rows
+    msz, ks, gsz = shape
+    chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
+    for kk, count in chunks:
+        cost.add_matrix(matmul_cycles(target, msz, kk), times * count)
+    if kind == "only":
+        _charge_epilogue(cost, p, budget, (msz, gsz), mode, times)
+    else:
+        for op in _flush_ops(p, kind, mode):
+            cost.add_vector(vector_cycles(target, op, msz, gsz), times)
+
+
+def _charge_epilogue(
+    cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], mode: str, times: int
+) -> None:
+    msz, gsz = shape
+    for op in _flush_ops(p, "epilogue", mode):
+        cost.add_vector(vector_cycles(budget.target, op, msz, gsz), times)
+    cost.add_dma(budget.target, F32 * msz * gsz, "sram", "dram", times)
+
+
+def _charge_block(
+    cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], times: int, plan: tuple
+) -> None:
+    """Charges one C block (msz x nsz, run `times` times) as graph_to_tile_linear emits it.
+
+    With several K steps, each block also pays the wait at the entry of its step loop: the
+    synchronisation orders a loop after the whole previous use of its rotating tiles, so the
+    first step's loads do not overlap the previous block's last matmuls (a peeled first step
+    adds one more such wait)."""
+    tk, tn, mode, keep = plan
     target = budget.target
-    nm, nn = -(-p.m // tm), -(-p.n // tn)
-    subs = sum(count * -(-size // budget.rows) for size, count in split(p.k, tk))
-    matrix = p.batches * nn * (nm * (p.k + target.matrix.latency * subs) + p.m * subs)
-    groups = sum(count * -(-size // target.vector.lanes) for size, count in split(p.n, tn))
-    per_group = sum(target.vector.cycles_per_group(op) for op in p.epilogue)
-    vector = p.batches * (len(p.epilogue) * nm * nn * target.vector.latency + p.m * groups * per_group)
-    return matrix, vector
+    msz, nsz = shape
+    groups = split(nsz, tn)
+    steps = matmul_steps(p.k, tk, mode)
+    if mode == "sram" and steps[0][0] != "only":
+        for op in FILL_OPS:
+            cost.add_vector(vector_cycles(target, op, msz, nsz), times)
+    bubble = 0
+    for kind, ks, kc in steps:
+        once = _step_loads(cost, target, (msz, ks, nsz), keep, times * kc)
+        bubble = bubble or once
+        for gsz, gc in groups:
+            _charge_group(cost, p, budget, (msz, ks, gsz), kind, mode, times * kc * gc)
+    if steps[0][0] != "only":
+        for gsz, gc in groups:
+            _charge_epilogue(cost, p, budget, (msz, gsz), mode, times * gc)
+        if isinstance(cost, PipelineCost):
+            cost.add_wait(bubble * (2 if steps[0][0] == "first" else 1), times)
 
 
-def estimate_matmul(p: MatmulProblem, budget: Budget, tm: int, tk: int, tn: int, order: str) -> MatmulPlan:
-    """One candidate's estimate: cycles = max(DMA in, DMA out, DRAM, matrix, vector)."""
+def charge_matmul(
+    cost: Cost,
+    p: MatmulProblem,
+    budget: Budget,
+    tm: int,
+    tk: int,
+    tn: int,
+    bn: int,
+    mode: str,
+    order: str,
+    keep: str,
+) -> None:
+    """Charges the whole kernel in emission order (bias row, batches, blocks by `order`)."""
     target = budget.target
-    keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
-    loads, stores = _matmul_dma(p, tm, tk, tn, keep)
-    bandwidth = dram_bandwidth(target)
-    matrix, vector = _matmul_compute(p, budget, tm, tk, tn)
-    dram = (loads + stores) / target.dram.bytes_per_cycle
-    cycles = math.ceil(max(loads / bandwidth, stores / bandwidth, dram, matrix, vector))
-    sram = matmul_sram_bytes(p, tm, tk, tn)
-    return MatmulPlan(tm, tk, tn, order, keep, loads + stores, cycles, sram, F32 * tm * tn, matrix + vector)
+    if p.bias:
+        cost.add_dma(target, F32 * p.n, "dram", "sram")
+    outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
+    for osz, oc in outer:
+        times = p.batches * oc
+        if keep == "lhs":
+            cost.add_dma(target, F32 * osz * p.k, "dram", "sram", times)
+        if keep == "rhs":
+            cost.add_dma(target, F32 * p.k * osz, "dram", "sram", times)
+        for isz, ic in inner:
+            shape = (osz, isz) if order == "m" else (isz, osz)
+            _charge_block(cost, p, budget, shape, times * ic, (tk, tn, mode, keep))
+
+
+def estimate_matmul(
+    p: MatmulProblem,
+    budget: Budget,
+    tm: int,
+    tk: int,
+    tn: int,
+    order: str,
+    bn: int = 0,
+    mode: str = "acc",
+    keep: str | None = None,
+) -> MatmulPlan:
+    """One candidate's estimate (`PipelineCost` of the nest graph_to_tile_linear emits)."""
+    bn = bn or tn
+    if keep is None:  # the former meaning: a whole-K tile is kept along the loop order
+        keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
+    cost = PipelineCost(depth=budget.depth)
+    charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep)
+    buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
+    return MatmulPlan(
+        tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),
+        _footprint(buffers, "sram"), _footprint(buffers, "acc"), cost.matrix + cost.vector,
+        bn=bn, mode=mode if min(tk, p.k) < p.k else "acc", depth=budget.depth,
+    )  # fmt: skip
 
 
 def _tile_choices(extent: int, step: int, limit: int = 16) -> list[int]:
@@ -204,17 +453,27 @@ def _tile_choices(extent: int, step: int, limit: int = 16) -> list[int]:
     return sorted(sizes | {extent})
 
 
+KEEPS = (("none", "m"), ("lhs", "m"), ("rhs", "n"))
+"""(kept panel, loop order) combinations: a kept panel is reused along the inner loop."""
+
+
 def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
     """Every candidate that fits: tn <= matrix cols, tk a multiple of matrix rows or all of K,
-    tm up to the SRAM and ACC budgets."""
+    bn a multiple of tn (or all of N), tm up to the SRAM and ACC budgets but not below the
+    matrix rows or a quarter of M (rows per matmul below both cannot pay for the engine's
+    latency and k cycles, nor buy more overlap), ACC or SRAM accumulation, a kept panel or
+    none."""
     tns = {min(p.n, budget.cols), balanced(p.n, budget.cols)}
     for tn in sorted(tns):
+        bns = [b for b in _tile_choices(p.n, tn) if b % tn == 0 or b == p.n]
         for tk in _tile_choices(p.k, budget.rows):
-            for tm in _tile_choices(p.m, 1):
-                if F32 * tm * tn > budget.acc or matmul_sram_bytes(p, tm, tk, tn) > budget.sram:
+            modes = ("acc", "sram") if tk < p.k else ("acc",)
+            tms = [tm for tm in _tile_choices(p.m, 1) if tm >= min(budget.rows, -(-p.m // 4))]
+            for tm, bn, mode, (keep, order) in product(tms, bns, modes, KEEPS):
+                buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
+                if _footprint(buffers, "acc") > budget.acc or _footprint(buffers, "sram") > budget.sram:
                     continue
-                for order in ("m", "n") if tk == p.k else ("m",):
-                    yield estimate_matmul(p, budget, tm, tk, tn, order)
+                yield estimate_matmul(p, budget, tm, tk, tn, order, bn, mode, keep)
 
 
 def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:

@@ -2,18 +2,31 @@
 optional bias and fused activation) for convert-graph-to-tile.
 
 Every batch is C[M x N] = A[M x K] @ B[K x N] on 2-D DRAM views; a rhs without batch dims folds
-the lhs batch into M. The tile sizes come from `plan_matmul` (graph_to_tile_costs). Loop nest
-for order "m" (order "n" swaps the m and n loops and keeps the K x tn panel of B instead):
+the lhs batch into M. The plan (`graph_to_tile_costs.plan_matmul`) cuts C into blocks of
+tm x bn and K into steps of tk. Loop nest for order "m" (order "n" swaps the block loops and
+keeps the K x bn panel of B instead of the tm x K panel of A):
 
-    for batch:                                   (one scf.for per batch dim > 1)
+    bias row <- bias                              (once: 1 x N)
+    for batch:                                    (one scf.for per batch dim > 1)
       for m0 in M step tm:
-        [A tile <- lhs[m0, 0:K]]                 (keep = lhs: A is reused by every n tile)
-        for n0 in N step tn:                     (tn <= matrix cols)
-          A/B tiles <- lhs/rhs, first K tile     (peeled: its first matmul does not accumulate)
-          tile.matmul ... sizes [tm, rows, tn]   (one per `rows` of the K tile, a loop)
-          for k0 in tk..K step tk:  load, tile.matmul {accumulate}
-          epilogue: acc_read {activation}, or   tile.binary add(acc, bias row) + activation
-          out[m0, n0] <- C tile
+        [A panel <- lhs[m0, 0:K]]                 (keep = lhs: reused by every block of the row)
+        for n0 in N step bn:                      (a block)
+          for each K step k0 (tk):                (the first peeled; "sram" mode peels the last)
+            A tile <- lhs[m0, k0], B tile <- rhs[k0, n0]      (unless kept)
+            for j0 in bn step tn:                 (a column group, tn <= matrix cols)
+              tile.matmul A[:, kk], B[kk, j0] -> acc          (one per matrix rows of the step)
+              "acc" mode, one step:  epilogue: acc_read {activation}, or bias add + activation;
+                                     out[m0, n0 + j0] <- y
+              "sram" mode:           C[:, j0] = acc (first step, + bias) or C[:, j0] + acc;
+                                     last step: activation in place, out[m0, n0 + j0] <- C[:, j0]
+          "acc" mode, several steps: the block accumulates in ACC (tm x bn); then per group the
+                                     epilogue and the store
+
+Every buffer is written before it is read in the loop iteration or straight-line segment that
+uses it (a remainder uses a window of the full-size tile), so `multi-buffer` rotates the A/B
+tiles of the K steps (the peeled steps take the neighbouring copies), the accumulator and
+output tiles of the group loops, and the panels of the block loops, and the DMA of the next
+tiles overlaps the matmuls of the current ones.
 """
 
 from __future__ import annotations
@@ -21,12 +34,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import DenseArrayBase, i64
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile_costs import MatmulPlan, MatmulProblem, matmul_minimum, plan_matmul
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, buffer_element
+from aitc.passes.graph_to_tile_costs import (
+    F32,
+    MatmulPlan,
+    MatmulProblem,
+    PipelineCost,
+    dma_instruction_cycles,
+    matmul_buffers,
+    matmul_minimum,
+    matmul_steps,
+    plan_matmul,
+)
+from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation, fill
 from aitc.passes.graph_to_tile_lowering import (
     CannotFit,
     LoweringContext,
@@ -82,129 +106,166 @@ def _matmul_unsupported(op: Operation) -> str | None:
 
 
 @dataclass
-class _Buffers:
+class _Views:
+    """The DRAM operands as 2-D views."""
+
     lhs: SSAValue
     rhs: SSAValue
     out: SSAValue
     bias: SSAValue | None
-    a: SSAValue
-    b: SSAValue
-    acc: SSAValue
-    y: SSAValue
-    bias_tile: SSAValue | None
-    temp: SSAValue | None
 
 
 class _MatmulEmitter:
-    """Emits the loop nest of one planned matmul (see the module docstring)."""
+    """Emits the loop nest of one planned matmul (see the module docstring); the order of the
+    ops is the one `graph_to_tile_costs.charge_matmul` charges."""
 
     def __init__(
-        self, kb: KernelBuilder, geometry: MatmulGeometry, plan: MatmulPlan, bufs: _Buffers, activation
+        self, kb: KernelBuilder, g: MatmulGeometry, p: MatmulProblem, plan: MatmulPlan, views: _Views
     ):
-        self.kb, self.g, self.plan, self.bufs, self.activation = kb, geometry, plan, bufs, activation
+        self.kb, self.g, self.p, self.plan, self.views = kb, g, p, plan, views
+        self.activation: str | None = None
+        shapes = matmul_buffers(p, plan.tm, plan.tk, plan.tn, plan.bn, plan.mode, plan.keep)
+        f32 = buffer_element(views.lhs)
+        self.bufs = {role: kb.alloc(shape, f32, space) for role, (shape, space) in shapes.items()}
+        self.block_acc = plan.mode == "acc" and plan.tk < g.k
 
-    def batch(self, rows: tuple[Index, Index, Index]) -> None:
-        self.lr, self.rr, self.orow = rows
+    def run(self, activation: str | None) -> None:
+        self.activation = activation
+        if self.views.bias is not None:
+            self.kb.copy(Win(self.views.bias, (0, 0)), Win.at(self.bufs["bias"]), [1, self.g.n])
+        self.kb.nest(self.g.batch, self.batch)
+
+    def batch(self, indices: list[Index]) -> None:
+        g, kb = self.g, self.kb
+        operands = ((g.lhs_batch, g.m), (g.rhs_batch, g.k), (g.batch, g.m))
+        self.lr, self.rr, self.orow = (
+            kb.linear(g.row_terms(indices, batch, count)) for batch, count in operands
+        )
         if self.plan.order == "n":
-            self.kb.tiles(self.g.n, self.plan.tn, self.n_panel)
+            kb.tiles(g.n, self.plan.bn, self.n_panel)
         else:
-            self.kb.tiles(self.g.m, self.plan.tm, self.m_tile)
+            kb.tiles(g.m, self.plan.tm, self.m_panel)
 
-    # -- order m: A kept across n tiles when tk == K
-    def m_tile(self, m0: Index, msz: int) -> None:
+    def m_panel(self, m0: Index, msz: int) -> None:
         if self.plan.keep == "lhs":
             self.kb.copy(
-                Win(self.bufs.lhs, (self.kb.add(self.lr, m0), 0)), Win.at(self.bufs.a), [msz, self.g.k]
+                Win(self.views.lhs, (self.kb.add(self.lr, m0), 0)), Win.at(self.bufs["a"]), [msz, self.g.k]
             )
-        self.kb.tiles(self.g.n, self.plan.tn, lambda n0, nsz: self.mn_tile(m0, msz, n0, nsz))
+        self.kb.tiles(self.g.n, self.plan.bn, lambda n0, nsz: self.block(m0, msz, n0, nsz))
 
-    def mn_tile(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
-        first = min(self.plan.tk, self.g.k)
-        self.k_tile(m0, msz, n0, nsz, 0, first, True)
-        self.kb.tiles(
-            self.g.k - first,
-            self.plan.tk,
-            lambda k0, ksz: self.k_tile(m0, msz, n0, nsz, k0, ksz, False),
-            first,
-        )
-        self.epilogue(m0, msz, n0, nsz, load_bias=True)
-
-    # -- order n: the K x tn panel of B kept across m tiles
     def n_panel(self, n0: Index, nsz: int) -> None:
-        self.kb.copy(Win(self.bufs.rhs, (self.rr, n0)), Win.at(self.bufs.b), [self.g.k, nsz])
-        self.load_bias(n0, nsz)
-        self.kb.tiles(self.g.m, self.plan.tm, lambda m0, msz: self.m_in_panel(m0, msz, n0, nsz))
+        if self.plan.keep == "rhs":
+            self.kb.copy(Win(self.views.rhs, (self.rr, n0)), Win.at(self.bufs["b"]), [self.g.k, nsz])
+        self.kb.tiles(self.g.m, self.plan.tm, lambda m0, msz: self.block(m0, msz, n0, nsz))
 
-    def m_in_panel(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
-        self.k_tile(m0, msz, n0, nsz, 0, self.g.k, True)
-        self.epilogue(m0, msz, n0, nsz, load_bias=False)
-
-    # -- shared pieces
-    def k_tile(self, m0: Index, msz: int, n0: Index, nsz: int, k0: Index, ksz: int, first: bool) -> None:
-        kb, bufs, rows = self.kb, self.bufs, self.kb.budget.rows
-        if self.plan.keep != "lhs":
-            kb.copy(Win(bufs.lhs, (kb.add(self.lr, m0), k0)), Win.at(bufs.a), [msz, ksz])
-        if self.plan.keep != "rhs":
-            kb.copy(Win(bufs.rhs, (kb.add(self.rr, k0), n0)), Win.at(bufs.b), [ksz, nsz])
-        acc = Win.at(bufs.acc)
-        kb.matmul(Win.at(bufs.a), Win.at(bufs.b), acc, [msz, min(rows, ksz), nsz], accumulate=not first)
-        kb.tiles(
-            ksz - rows,
-            rows,
-            lambda ks, kss: kb.matmul(Win(bufs.a, (0, ks)), Win(bufs.b, (ks, 0)), acc, [msz, kss, nsz], True),
-            rows,
-        )
-
-    def load_bias(self, n0: Index, nsz: int) -> None:
-        if self.bufs.bias is not None and self.bufs.bias_tile is not None:
-            self.kb.copy(Win(self.bufs.bias, (0, n0)), Win.at(self.bufs.bias_tile), [1, nsz])
-
-    def epilogue(self, m0: Index, msz: int, n0: Index, nsz: int, load_bias: bool) -> None:
-        kb, bufs, sizes = self.kb, self.bufs, [msz, nsz]
-        y = Win.at(bufs.y)
-        if bufs.bias_tile is None:
-            kb.acc_read(Win.at(bufs.acc), y, sizes, self.activation)
+    # -- one C block
+    def block(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
+        kb, plan, k = self.kb, self.plan, self.g.k
+        at = (m0, msz, n0, nsz)
+        steps = matmul_steps(k, plan.tk, plan.mode)
+        if steps[0][0] == "only":
+            self.step("only", at, 0, k)
+            return
+        if plan.mode == "sram":
+            fill(kb, Win.at(self.bufs["c"]), 0.0, [msz, nsz])
+            kb.tiles(k, plan.tk, lambda k0, ks: self.step("next", at, k0, ks))
+            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.store_block(at, j0, gsz))
         else:
-            if load_bias:
-                self.load_bias(n0, nsz)
-            kb.binary("add", Win.at(bufs.acc), Win.at(bufs.bias_tile), y, sizes, "row")
-            temp = Win.at(bufs.temp) if bufs.temp is not None else None
-            apply_activation(kb, self.activation, y, temp, sizes)
-        kb.copy(y, Win(bufs.out, (kb.add(self.orow, m0), n0)), sizes)
+            first = steps[0][1]
+            self.step("first", at, 0, first)
+            kb.tiles(k - first, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
+            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.epilogue(at, Win(self.bufs["acc"], (0, j0)), j0, gsz))
+        if isinstance(kb.cost, PipelineCost):  # the step loop waits for the previous block's
+            loads = [(msz, plan.tk)] if plan.keep != "lhs" else []
+            loads += [(plan.tk, nsz)] if plan.keep != "rhs" else []
+            once = sum(dma_instruction_cycles(kb.target, F32 * r * c) for r, c in loads)
+            kb.cost.add_wait(once * (1 if plan.mode == "sram" else 2), kb.times)
+
+    def step(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
+        kb, plan, v, bufs = self.kb, self.plan, self.views, self.bufs
+        m0, msz, n0, nsz = at
+        if plan.keep != "lhs":
+            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(bufs["a"]), [msz, ks])
+        if plan.keep != "rhs":
+            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(bufs["b"]), [ks, nsz])
+        a0 = k0 if plan.keep == "lhs" else 0
+        b0 = k0 if plan.keep == "rhs" else 0
+        kb.tiles(nsz, plan.tn, lambda j0, gsz: self.group(kind, at, (a0, b0, ks), j0, gsz))
+
+    def group(self, kind: str, at: tuple, ks: tuple, j0: Index, gsz: int) -> None:
+        kb, bufs, rows = self.kb, self.bufs, self.kb.budget.rows
+        msz = at[1]
+        a0, b0, size = ks
+        acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs["acc"])
+        fresh = kind in ("first", "only") or self.plan.mode == "sram"
+
+        def product(kk: Index, kks: int, accumulate: bool) -> None:
+            lhs, rhs = Win(bufs["a"], (0, kb.add(a0, kk))), Win(bufs["b"], (kb.add(b0, kk), j0))
+            kb.matmul(lhs, rhs, acc, [msz, kks, gsz], accumulate)
+
+        product(0, min(rows, size), not fresh)
+        kb.tiles(size - rows, rows, lambda kk, kks: product(kk, kks, True), rows)
+        if kind == "only":
+            self.epilogue(at, acc, j0, gsz)
+        elif self.plan.mode == "sram":  # the group's product joins the block in SRAM
+            c = Win(bufs["c"], (0, j0))
+            kb.binary("add", acc, c, c, [msz, gsz])
+
+    def epilogue(self, at: tuple, acc: Win, j0: Index, gsz: int) -> None:
+        """The whole product is in ACC: activation (or bias + activation) into y, then store."""
+        kb, bufs = self.kb, self.bufs
+        m0, msz, n0, _ = at
+        y, sizes = Win.at(bufs["y"]), [msz, gsz]
+        if "bias" not in bufs:
+            kb.acc_read(acc, y, sizes, self.activation)
+        else:
+            kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), y, sizes, "row")
+            apply_activation(kb, self.activation, y, self._temp(), sizes)
+        kb.copy(y, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+
+    def store_block(self, at: tuple, j0: Index, gsz: int) -> None:
+        """ "sram" mode: bias and activation in place on a group of the block, then store."""
+        kb, bufs = self.kb, self.bufs
+        m0, msz, n0, _ = at
+        c, sizes = Win(bufs["c"], (0, j0)), [msz, gsz]
+        if "bias" in bufs:
+            kb.binary("add", c, Win(bufs["bias"], (0, kb.add(n0, j0))), c, sizes, "row")
+        apply_activation(kb, self.activation, c, self._temp(), sizes)
+        kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+
+    def _temp(self) -> Win | None:
+        return Win.at(self.bufs["temp0"]) if "temp0" in self.bufs else None
 
 
 def _problem(op: graph.MatMulOp, g: MatmulGeometry) -> MatmulProblem:
     activation = op.activation.data if op.activation else None
-    if op.bias is None:  # the activation rides on acc_read
-        return MatmulProblem(math.prod(g.batch), g.m, g.k, g.n, epilogue=(activation or "acc_read",))
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
+    if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
+        return MatmulProblem(math.prod(g.batch), g.m, g.k, g.n, False, temps, (activation or "acc_read",))
     epilogue = ("add", *activation_ops(activation))
     return MatmulProblem(math.prod(g.batch), g.m, g.k, g.n, True, temps, epilogue)
 
 
-def _allocate(
-    kb: KernelBuilder, ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, plan, temps
-) -> _Buffers:
-    f32 = tensor_element(op.lhs)
+def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry) -> _Views:
     lhs = ctx.value_view(op.lhs, [math.prod(g.lhs_batch) * g.m, g.k])
     rhs = ctx.value_view(op.rhs, [math.prod(g.rhs_batch) * g.k, g.n])
     out = ctx.value_view(op.output, [math.prod(g.batch) * g.m, g.n])
     bias = ctx.value_view(op.bias, [1, g.n]) if op.bias is not None else None
-    tm, tn = plan.tm, plan.tn
-    a = kb.alloc([tm, g.k if plan.keep == "lhs" else plan.tk], f32, "sram")
-    b = kb.alloc([plan.tk, tn], f32, "sram")
-    acc = kb.alloc([tm, tn], f32, "acc")
-    y = kb.alloc([tm, tn], f32, "sram")
-    bias_tile = kb.alloc([1, tn], f32, "sram") if bias is not None else None
-    temp = kb.alloc([tm, tn], f32, "sram") if temps else None
-    return _Buffers(lhs, rhs, out, bias, a, b, acc, y, bias_tile, temp)
+    return _Views(lhs, rhs, out, bias)
 
 
 def _reason(plan: MatmulPlan) -> str:
     keep = {"lhs": "keeps the lhs row panel in SRAM", "rhs": "keeps the rhs column panel in SRAM"}
+    where = "in SRAM (vector adds)" if plan.mode == "sram" else "in ACC"
+    model = (
+        f"pipelined at depth {plan.depth}: max(engines) + fill + drain"
+        if plan.depth >= 2
+        else "serial at depth 1: DMA + matrix + vector"
+    )
     return (
         f"fewest est. cycles, then DMA bytes, of {plan.candidates} tilings (tn <= matrix cols, tk a "
-        f"multiple of matrix rows or K); {keep.get(plan.keep, 'streams K tiles')}; loop order {plan.order}"
+        f"multiple of matrix rows or K); blocks of {plan.tm} x {plan.bn} summed {where} over K steps "
+        f"of {plan.tk}; {keep.get(plan.keep, 'streams K tiles')}; loop order {plan.order}; {model}"
     )
 
 
@@ -226,13 +287,8 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             ctx.budget,
         )
     kb = ctx.kernel(ops)
-    bufs = _allocate(kb, ctx, op, g, plan, problem.temps)
-    emitter = _MatmulEmitter(kb, g, plan, bufs, op.activation.data if op.activation else None)
-
-    def batch(indices: list[Index]) -> None:
-        operands = ((g.lhs_batch, g.m), (g.rhs_batch, g.k), (g.batch, g.m))
-        rows = tuple(kb.linear(g.row_terms(indices, batch, count)) for batch, count in operands)
-        emitter.batch(rows)  # pyright: ignore
-
-    kb.nest(g.batch, batch)
-    ctx.add(kb, [plan.tm, plan.tk, plan.tn], _reason(plan))
+    kb.cost = PipelineCost(depth=ctx.budget.depth)
+    emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g))
+    emitter.run(op.activation.data if op.activation else None)
+    block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}
+    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan), block))

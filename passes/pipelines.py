@@ -38,7 +38,7 @@ def lowering_stages(
     if optimize:
         stages.append(("graph", "graph", GRAPH_OPTIMIZE))
     stages += [
-        ("graph", "tile", (f"convert-graph-to-tile{{target={quoted}}}",)),
+        ("graph", "tile", (f"convert-graph-to-tile{{target={quoted} depth={depth}}}",)),
         (
             "tile",
             "tile",

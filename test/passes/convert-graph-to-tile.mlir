@@ -2,40 +2,50 @@
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p 'convert-graph-to-tile{target=edge}' | filecheck %s --check-prefix=EDGE
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics --print-debuginfo -p convert-graph-to-tile | filecheck %s --check-prefix=LOC
 
-// A 32x48 @ 48x20 matmul on tiny (4x4 engine): N tiles of 4 columns, K in SRAM tiles that
-// several tile.matmul (k <= 4) consume, the first one peeled without accumulate; the choice
-// and its cost are recorded on the kernel.
+// A 32x48 @ 48x20 matmul on tiny (4x4 engine, 8 KiB of SRAM per kernel): the whole 32 x 20
+// output is one block summed in SRAM (zeroed by a fill, then one vector add per K step and
+// column group of 4) over K steps of 4 rows, each loading a 32 x 4 tile of x and a 4 x 20 tile
+// of w; the block is stored group by group at the end. The choice (tiles, block) and its cost
+// are recorded on the kernel. On edge (32x32 engine) the whole K fits one step: the 48 x 20
+// weight panel is loaded once and reused by two blocks of 16 rows (loop order n).
 func.func @matmul(%x: tensor<32x48xf32> {graph.name = "x"}, %w: tensor<48x20xf32> {graph.name = "w"}) -> (tensor<32x20xf32> {graph.name = "y"}) {
   %y = graph.matmul %x, %w : tensor<32x48xf32>, tensor<48x20xf32> -> tensor<32x20xf32> loc("/fc/MatMul")
   func.return %y : tensor<32x20xf32>
 }
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME:    (%x: memref<32x48xf32, "dram"> {graph.name = "x"}, %w: memref<48x20xf32, "dram"> {graph.name = "w"}, %y: memref<32x20xf32, "dram"> {graph.name = "y", tile.output})
-// CHECK-NEXT:    tile.kernel "/fc/MatMul" {op = "graph.matmul", tiles = array<i64: 32, 48, 4>, dma_bytes = 12544 : i64, est_cycles = 2400 : i64, sram_bytes = 7424 : i64, acc_bytes = 512 : i64, reason = "{{.*}}keeps the lhs row panel in SRAM{{.*}}"}
+// CHECK-NEXT:    tile.kernel "/fc/MatMul" {op = "graph.matmul", tiles = array<i64: 32, 4, 4>, block = array<i64: 32, 20>, dma_bytes = 12544 : i64, est_cycles = 2756 : i64, sram_bytes = 3392 : i64, acc_bytes = 512 : i64, reason = "{{.*}}blocks of 32 x 20 summed in SRAM (vector adds) over K steps of 4; streams K tiles; loop order m; pipelined at depth 2{{.*}}"}
 // CHECK-DAG:       %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-DAG:       %[[C4:[a-z0-9_]+]] = arith.constant 4 : index
-// CHECK-DAG:       %[[A:[a-z0-9_]+]] = tile.alloc : memref<32x48xf32, "sram">
-// CHECK-DAG:       %[[B:[a-z0-9_]+]] = tile.alloc : memref<48x4xf32, "sram">
+// CHECK-DAG:       %[[C48:[a-z0-9_]+]] = arith.constant 48 : index
+// CHECK-DAG:       %[[A:[a-z0-9_]+]] = tile.alloc : memref<32x4xf32, "sram">
+// CHECK-DAG:       %[[B:[a-z0-9_]+]] = tile.alloc : memref<4x20xf32, "sram">
+// CHECK-DAG:       %[[C:[a-z0-9_]+]] = tile.alloc : memref<32x20xf32, "sram">
 // CHECK-DAG:       %[[ACC:[a-z0-9_]+]] = tile.alloc : memref<32x4xf32, "acc">
-// CHECK:           tile.copy %x[%[[C0]], %[[C0]]] to %[[A]][%[[C0]], %[[C0]]] sizes [32, 48]
-// CHECK-NEXT:      scf.for %[[N:[a-z0-9_]+]] = %[[C0]] to %{{.*}} step %[[C4]] {
-// CHECK-NEXT:        tile.copy %w[%[[C0]], %[[N]]] to %[[B]][%[[C0]], %[[C0]]] sizes [48, 4]
-// CHECK-NEXT:        tile.matmul %[[A]][%[[C0]], %[[C0]]], %[[B]][%[[C0]], %[[C0]]] to %[[ACC]][%[[C0]], %[[C0]]] sizes [32, 4, 4] :
-// CHECK-NEXT:        scf.for %[[K:[a-z0-9_]+]] = %[[C4]] to %{{.*}} step %[[C4]] {
-// CHECK-NEXT:          tile.matmul %[[A]][%[[C0]], %[[K]]], %[[B]][%[[K]], %[[C0]]] to %[[ACC]][%[[C0]], %[[C0]]] sizes [32, 4, 4] {accumulate}
+// CHECK:           tile.binary_imm %[[C]][%[[C0]], %[[C0]]] to %[[C]][%[[C0]], %[[C0]]] sizes [32, 20] {op = "cmp_eq", imm = 0.000000e+00 : f64}
+// CHECK-NEXT:      tile.binary_imm %[[C]][%[[C0]], %[[C0]]] to %[[C]][%[[C0]], %[[C0]]] sizes [32, 20] {op = "mul", imm = 0.000000e+00 : f64}
+// CHECK-NEXT:      scf.for %[[K:[a-z0-9_]+]] = %[[C0]] to %[[C48]] step %[[C4]] {
+// CHECK-NEXT:        tile.copy %x[%[[C0]], %[[K]]] to %[[A]][%[[C0]], %[[C0]]] sizes [32, 4]
+// CHECK-NEXT:        tile.copy %w[%[[K]], %[[C0]]] to %[[B]][%[[C0]], %[[C0]]] sizes [4, 20]
+// CHECK-NEXT:        scf.for %[[J:[a-z0-9_]+]] = %[[C0]] to %{{.*}} step %[[C4]] {
+// CHECK-NEXT:          tile.matmul %[[A]][%[[C0]], %[[C0]]], %[[B]][%[[C0]], %[[J]]] to %[[ACC]][%[[C0]], %[[C0]]] sizes [32, 4, 4] :
+// CHECK-NEXT:          tile.binary %[[ACC]][%[[C0]], %[[C0]]], %[[C]][%[[C0]], %[[J]]] to %[[C]][%[[C0]], %[[J]]] sizes [32, 4] {op = "add"}
 // CHECK-NEXT:        }
-// CHECK-NEXT:        tile.acc_read %[[ACC]][%[[C0]], %[[C0]]] to %[[Y:[a-z0-9_]+]][%[[C0]], %[[C0]]] sizes [32, 4] :
-// CHECK-NEXT:        tile.copy %[[Y]][%[[C0]], %[[C0]]] to %y[%[[C0]], %[[N]]] sizes [32, 4]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.for %[[J2:[a-z0-9_]+]] = %[[C0]] to %{{.*}} step %[[C4]] {
+// CHECK-NEXT:        tile.copy %[[C]][%[[C0]], %[[J2]]] to %y[%[[C0]], %[[J2]]] sizes [32, 4]
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
 // EDGE-LABEL: func.func @matmul
-// EDGE:         tile.kernel "/fc/MatMul" {op = "graph.matmul", tiles = array<i64: 32, 32, 20>, dma_bytes = 12544 : i64, est_cycles = 312 : i64, sram_bytes = 9216 : i64, acc_bytes = 2560 : i64, reason = "{{.*}}streams K tiles{{.*}}"}
-// EDGE-NOT:       scf.for
-// EDGE:           tile.matmul {{.*}} sizes [32, 32, 20] :
-// EDGE-NEXT:      tile.copy %x[%{{.*}}, %[[K1:[a-z0-9_]+]]] to {{.*}} sizes [32, 16]
-// EDGE-NEXT:      tile.copy %w[%[[K1]], %{{.*}}] to {{.*}} sizes [16, 20]
-// EDGE-NEXT:      tile.matmul {{.*}} sizes [32, 16, 20] {accumulate}
+// EDGE:         tile.kernel "/fc/MatMul" {op = "graph.matmul", tiles = array<i64: 16, 48, 20>, block = array<i64: 16, 20>, dma_bytes = 12544 : i64, est_cycles = 972 : i64, sram_bytes = 8192 : i64, acc_bytes = 1280 : i64, reason = "{{.*}}keeps the rhs column panel in SRAM; loop order n{{.*}}"}
+// EDGE:           tile.copy %w[%[[Z:[a-z0-9_]+]], %[[Z]]] to {{.*}} sizes [48, 20]
+// EDGE-NEXT:      scf.for %[[M:[a-z0-9_]+]] = {{.*}} {
+// EDGE-NEXT:        tile.copy %x[%[[M]], %[[Z]]] to {{.*}} sizes [16, 48]
+// EDGE-NEXT:        tile.matmul {{.*}} sizes [16, 32, 20] :
+// EDGE-NEXT:        tile.matmul {{.*}} sizes [16, 16, 20] {accumulate}
+// EDGE-NEXT:        tile.acc_read {{.*}} sizes [16, 20] :
+// EDGE-NEXT:        tile.copy {{.*}} to %y[%[[M]], %[[Z]]] sizes [16, 20]
 // EDGE:         func.return
 // LOC-LABEL: func.func @matmul
 // LOC:         tile.matmul {{.*}} loc("/fc/MatMul")
@@ -43,8 +53,8 @@ func.func @matmul(%x: tensor<32x48xf32> {graph.name = "x"}, %w: tensor<48x20xf32
 
 // -----
 
-// Bias + relu: acc_read cannot add a bias before its activation, so the bias row is added
-// from ACC with broadcast = row and the relu follows as tile.unary.
+// Bias + relu: acc_read cannot add a bias before its activation, so the bias row (loaded once
+// for all of N) is added from ACC with broadcast = row and the relu follows as tile.unary.
 func.func @bias_relu(%x: tensor<8x16xf32>, %w: tensor<16x12xf32>, %b: tensor<12xf32>) -> tensor<8x12xf32> {
   %y = graph.matmul %x, %w, %b {activation = "relu"} : tensor<8x16xf32>, tensor<16x12xf32>, tensor<12xf32> -> tensor<8x12xf32> loc("/fc1/Relu")
   func.return %y : tensor<8x12xf32>
@@ -53,9 +63,9 @@ func.func @bias_relu(%x: tensor<8x16xf32>, %w: tensor<16x12xf32>, %b: tensor<12x
 // CHECK-SAME:    %[[OUT:[a-z0-9_]+]]: memref<8x12xf32, "dram"> {tile.output})
 // CHECK:         %[[BIAS:[a-z0-9_]+]] = tile.reshape %b : memref<12xf32, "dram"> -> memref<1x12xf32, "dram">
 // CHECK-NEXT:    tile.kernel "/fc1/Relu" {op = "graph.matmul", tiles = array<i64: 8, 16, 4>
+// CHECK:           tile.copy %[[BIAS]][%{{.*}}, %{{.*}}] to %[[BT:[a-z0-9_]+]][{{.*}}] sizes [1, 12]
 // CHECK:           scf.for %[[N:[a-z0-9_]+]] = {{.*}} {
-// CHECK:             tile.copy %[[BIAS]][%{{.*}}, %[[N]]] to %[[BT:[a-z0-9_]+]][{{.*}}] sizes [1, 4]
-// CHECK-NEXT:        tile.binary %[[ACC:[a-z0-9_]+]][{{.*}}], %[[BT]][{{.*}}] to %[[Y:[a-z0-9_]+]][{{.*}}] sizes [8, 4] {op = "add", broadcast = "row"} : memref<8x4xf32, "acc">, memref<1x4xf32, "sram">, memref<8x4xf32, "sram">
+// CHECK:             tile.binary %[[ACC:[a-z0-9_]+]][{{.*}}], %[[BT]][%{{.*}}, %[[N]]] to %[[Y:[a-z0-9_]+]][{{.*}}] sizes [8, 4] {op = "add", broadcast = "row"} : memref<8x4xf32, "acc">, memref<1x12xf32, "sram">, memref<8x4xf32, "sram">
 // CHECK-NEXT:        tile.unary %[[Y]][{{.*}}] to %[[Y]][{{.*}}] sizes [8, 4] {op = "relu"}
 // CHECK-NEXT:        tile.copy %[[Y]][{{.*}}] to %[[OUT]][%{{.*}}, %[[N]]] sizes [8, 4]
 // CHECK-NOT:     tile.acc_read
@@ -68,7 +78,7 @@ func.func @matmul_gelu(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> tensor<8x4
   func.return %y : tensor<8x4xf32>
 }
 // CHECK-LABEL: func.func @matmul_gelu
-// CHECK:         tile.acc_read {{.*}} sizes [8, 4] {activation = "gelu"} : memref<8x4xf32, "acc">, memref<8x4xf32, "sram">
+// CHECK:         tile.acc_read {{.*}} sizes [{{[0-9]+}}, 4] {activation = "gelu"} : memref<{{[0-9]+}}x4xf32, "acc">, memref<{{[0-9]+}}x4xf32, "sram">
 // CHECK-NOT:     tile.unary
 
 // -----

@@ -3,8 +3,9 @@
 // RUN: aitc-opt %s --split-input-file -p "multi-buffer{depth=1}" | filecheck %s --check-prefix=D1
 // RUN: aitc-opt %s --split-input-file -p multi-buffer,multi-buffer | filecheck %s --check-prefix=TWICE
 
-// Trip count 7, depth 2: one extra buffer, the loop unrolled by 2 (step 8 -> 16, copy 1 on %a_1
-// at %i + 8) over 6 iterations, the 7th as an epilogue at the constant index 48.
+// Trip count 7, depth 2: one extra copy of the loaded tile %a and of the output tile %b (written
+// by the vector engine, stored by DMA), the loop unrolled by 2 (step 8 -> 16, copy 1 on %a_1 and
+// %b_1 at %i + 8) over 6 iterations, the 7th as an epilogue at the constant index 48.
 // Depth 3: two extra buffers, step 24 over 6 iterations, epilogue at 48.
 // Depth 1 changes nothing; a second run leaves the already multi-buffered loop alone.
 func.func @trip7(%x: memref<56x16xf32, "dram"> {graph.name = "x"}, %y: memref<56x16xf32, "dram"> {graph.name = "y", tile.output}) {
@@ -27,6 +28,7 @@ func.func @trip7(%x: memref<56x16xf32, "dram"> {graph.name = "x"}, %y: memref<56
 // CHECK-NEXT:      %a = tile.alloc : memref<8x16xf32, "sram">
 // CHECK-NEXT:      %a_1 = tile.alloc : memref<8x16xf32, "sram">
 // CHECK-NEXT:      %b = tile.alloc : memref<8x16xf32, "sram">
+// CHECK-NEXT:      %b_1 = tile.alloc : memref<8x16xf32, "sram">
 // CHECK-NEXT:      %[[C8:.*]] = arith.constant 8 : index
 // CHECK-NEXT:      %[[UB:.*]] = arith.constant 48 : index
 // CHECK-NEXT:      %[[STEP:.*]] = arith.constant 16 : index
@@ -36,9 +38,9 @@ func.func @trip7(%x: memref<56x16xf32, "dram"> {graph.name = "x"}, %y: memref<56
 // CHECK-NEXT:        tile.copy %b[%c0, %c0] to %y[%i, %c0]
 // CHECK-NEXT:        %[[I1:.*]] = arith.addi %i, %[[C8]] : index
 // CHECK-NEXT:        tile.copy %x[%[[I1]], %c0] to %a_1[%c0, %c0]
-// CHECK-NEXT:        tile.binary_imm %a_1[%c0, %c0] to %b[%c0, %c0]
-// CHECK-NEXT:        tile.copy %b[%c0, %c0] to %y[%[[I1]], %c0]
-// CHECK-NEXT:      } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 512 B of SRAM"}
+// CHECK-NEXT:        tile.binary_imm %a_1[%c0, %c0] to %b_1[%c0, %c0]
+// CHECK-NEXT:        tile.copy %b_1[%c0, %c0] to %y[%[[I1]], %c0]
+// CHECK-NEXT:      } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 1 KiB of SRAM"}
 // CHECK-NEXT:      %[[LAST:.*]] = arith.constant 48 : index
 // CHECK-NEXT:      tile.copy %x[%[[LAST]], %c0] to %a[%c0, %c0]
 // CHECK-NEXT:      tile.binary_imm %a[%c0, %c0] to %b[%c0, %c0]
@@ -53,7 +55,7 @@ func.func @trip7(%x: memref<56x16xf32, "dram"> {graph.name = "x"}, %y: memref<56
 // D3-NEXT:    %[[STEP:.*]] = arith.constant 24 : index
 // D3-NEXT:    scf.for %i = %c0 to %{{.*}} step %[[STEP]] {
 // D3:           tile.copy %x[%{{.*}}, %c0] to %a_2[%c0, %c0]
-// D3:         } {buffer_depth = 3 : i64, buffer_depth_reason = "depth 3: 3 x 512 B of SRAM"}
+// D3:         } {buffer_depth = 3 : i64, buffer_depth_reason = "depth 3: 3 x 1 KiB of SRAM"}
 // D3-NEXT:    %[[LAST:.*]] = arith.constant 48 : index
 // D3-NEXT:    tile.copy %x[%[[LAST]], %c0] to %a[%c0, %c0]
 
@@ -91,7 +93,7 @@ func.func @trip2(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %y: memref<16
 // D3-LABEL: func.func @trip2
 // D3:         %a_1 = tile.alloc
 // D3-NOT:     %a_2 = tile.alloc
-// D3:         } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 512 B of SRAM (trip count 2)"}
+// D3:         } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 1 KiB of SRAM (trip count 2)"}
 // D3-NEXT:  }
 // D3-NEXT:  func.return
 
@@ -137,9 +139,29 @@ func.func @dynamic_bounds(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %y: 
 
 // -----
 
-// Negative: the load writes only half of %a, so the other half carries over between
-// iterations; rotating buffers would change what is read.
-func.func @partial_load(%x: memref<32x16xf32, "dram"> {graph.name = "x"}, %y: memref<32x16xf32, "dram"> {graph.name = "y", tile.output}) {
+// Negative: the load writes only half of %a but the store reads all of it, so the other half
+// carries over between iterations; rotating buffers would change what is read.
+func.func @partial_load(%x: memref<32x16xf32, "dram"> {graph.name = "x"}, %y: memref<64x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %a = tile.alloc : memref<8x16xf32, "sram">
+  scf.for %i = %c0 to %c32 step %c4 {
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [4, 16] : memref<32x16xf32, "dram">, memref<8x16xf32, "sram">
+    %r = arith.muli %i, %c4 : index
+    tile.copy %a[%c0, %c0] to %y[%i, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<64x16xf32, "dram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @partial_load
+// CHECK-NOT:     %a_1
+// CHECK:         } {buffer_depth = 1 : i64, buffer_depth_reason = "depth 1: %a is read before the loop body rewrites all of it"}
+
+// -----
+
+// A load that writes part of %a rotates when the iteration reads only what it wrote (a
+// remainder tile in a buffer sized for full tiles).
+func.func @partial_load_read_within(%x: memref<32x16xf32, "dram"> {graph.name = "x"}, %y: memref<32x16xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %c32 = arith.constant 32 : index
@@ -150,9 +172,10 @@ func.func @partial_load(%x: memref<32x16xf32, "dram"> {graph.name = "x"}, %y: me
   }
   func.return
 }
-// CHECK-LABEL: func.func @partial_load
-// CHECK-NOT:     %a_1
-// CHECK:         } {buffer_depth = 1 : i64, buffer_depth_reason = "depth 1: %a is read before the loop body rewrites all of it"}
+// CHECK-LABEL: func.func @partial_load_read_within
+// CHECK:         %a_1 = tile.alloc
+// CHECK:         tile.copy %x[%{{.*}}, %c0] to %a_1[%c0, %c0] sizes [4, 16]
+// CHECK:         } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 512 B of SRAM"}
 
 // -----
 
@@ -172,6 +195,104 @@ func.func @read_after_loop(%x: memref<32x16xf32, "dram"> {graph.name = "x"}, %y:
 // CHECK-LABEL: func.func @read_after_loop
 // CHECK-NOT:     %a_1
 // CHECK:         } {buffer_depth = 1 : i64, buffer_depth_reason = "depth 1: %a is used outside the loop"}
+
+// -----
+
+// A peeled first iteration before the loop and a remainder tile after it use %a too: each
+// writes %a before reading it, so %a rotates; the peel takes copy 1 (as iteration -1 would)
+// and the remainder after 3 iterations copy 3 mod 2 = 1, so their loads need not wait for
+// the loop's reads of %a.
+func.func @peel_and_remainder(%x: memref<44x16xf32, "dram"> {graph.name = "x"}, %y: memref<44x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c40 = arith.constant 40 : index
+  tile.kernel "neg" {
+    %a = tile.alloc : memref<8x16xf32, "sram">
+    %b = tile.alloc : memref<8x16xf32, "sram">
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [8, 16] : memref<44x16xf32, "dram">, memref<8x16xf32, "sram">
+    tile.unary %a[%c0, %c0] to %b[%c0, %c0] sizes [8, 16] {op = "neg"} : memref<8x16xf32, "sram">, memref<8x16xf32, "sram">
+    tile.copy %b[%c0, %c0] to %y[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<44x16xf32, "dram">
+    scf.for %i = %c8 to %c32 step %c8 {
+      tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [8, 16] : memref<44x16xf32, "dram">, memref<8x16xf32, "sram">
+      tile.unary %a[%c0, %c0] to %b[%c0, %c0] sizes [8, 16] {op = "neg"} : memref<8x16xf32, "sram">, memref<8x16xf32, "sram">
+      tile.copy %b[%c0, %c0] to %y[%i, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<44x16xf32, "dram">
+    }
+    tile.copy %x[%c32, %c0] to %a[%c0, %c0] sizes [4, 16] : memref<44x16xf32, "dram">, memref<8x16xf32, "sram">
+    tile.unary %a[%c0, %c0] to %b[%c0, %c0] sizes [4, 16] {op = "neg"} : memref<8x16xf32, "sram">, memref<8x16xf32, "sram">
+    tile.copy %b[%c0, %c0] to %y[%c32, %c0] sizes [4, 16] : memref<8x16xf32, "sram">, memref<44x16xf32, "dram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @peel_and_remainder
+// CHECK:         tile.copy %x[%c0, %c0] to %a_1[%c0, %c0] sizes [8, 16]
+// CHECK-NEXT:    tile.unary %a_1[%c0, %c0] to %b_1[%c0, %c0]
+// CHECK-NEXT:    tile.copy %b_1[%c0, %c0] to %y[%c0, %c0]
+// CHECK:         scf.for %i = %c8 to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      tile.copy %x[%i, %c0] to %a[%c0, %c0]
+// CHECK:         } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 1 KiB of SRAM"}
+// CHECK-NEXT:    %[[LAST:.*]] = arith.constant 24 : index
+// CHECK-NEXT:    tile.copy %x[%[[LAST]], %c0] to %a[%c0, %c0]
+// CHECK:         tile.copy %x[%c32, %c0] to %a_1[%c0, %c0] sizes [4, 16]
+// CHECK-NEXT:    tile.unary %a_1[%c0, %c0] to %b_1[%c0, %c0] sizes [4, 16]
+
+// -----
+
+// Negative: inside an outer loop, %a is read at the start of the next outer iteration before
+// anything rewrites it, i.e. it reads what the inner loop's last iteration loaded.
+func.func @read_next_outer_iteration(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %y: memref<16x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  tile.kernel "carry" {
+    %a = tile.alloc : memref<4x16xf32, "sram">
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 16] : memref<16x16xf32, "dram">, memref<4x16xf32, "sram">
+    scf.for %j = %c0 to %c16 step %c8 {
+      tile.copy %a[%c0, %c0] to %y[%j, %c0] sizes [4, 16] : memref<4x16xf32, "sram">, memref<16x16xf32, "dram">
+      scf.for %i = %c0 to %c8 step %c4 {
+        tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [4, 16] : memref<16x16xf32, "dram">, memref<4x16xf32, "sram">
+        %r = arith.addi %i, %c4 : index
+        tile.copy %a[%c0, %c0] to %y[%r, %c0] sizes [4, 16] : memref<4x16xf32, "sram">, memref<16x16xf32, "dram">
+      }
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @read_next_outer_iteration
+// CHECK-NOT:     %a_1
+// CHECK:         } {buffer_depth = 1 : i64, buffer_depth_reason = "depth 1: %a is used outside the loop"}
+
+// -----
+
+// An accumulator tile written by the matrix engine and read by the vector engine rotates in a
+// loop without loads, so the next matmul need not wait for the acc_read of the previous one;
+// the output tile (vector -> DMA) rotates too. An accumulator summed across iterations does
+// not (see @matmul_k_loop).
+func.func @acc_tiles(%y: memref<8x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  tile.kernel "fc" {
+    %lhs = tile.alloc : memref<8x4xf32, "sram">
+    %rhs = tile.alloc : memref<4x16xf32, "sram">
+    %acc = tile.alloc : memref<8x4xf32, "acc">
+    %out = tile.alloc : memref<8x4xf32, "sram">
+    scf.for %j = %c0 to %c16 step %c4 {
+      tile.matmul %lhs[%c0, %c0], %rhs[%c0, %j] to %acc[%c0, %c0] sizes [8, 4, 4] : memref<8x4xf32, "sram">, memref<4x16xf32, "sram">, memref<8x4xf32, "acc">
+      tile.acc_read %acc[%c0, %c0] to %out[%c0, %c0] sizes [8, 4] : memref<8x4xf32, "acc">, memref<8x4xf32, "sram">
+      tile.copy %out[%c0, %c0] to %y[%c0, %j] sizes [8, 4] : memref<8x4xf32, "sram">, memref<8x16xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @acc_tiles
+// CHECK:         tile.kernel "fc" {buffer_depth = 2 : i64} {
+// CHECK:           %acc_1 = tile.alloc : memref<8x4xf32, "acc">
+// CHECK:           %out_1 = tile.alloc : memref<8x4xf32, "sram">
+// CHECK:             tile.matmul %lhs[%c0, %c0], %rhs[%c0, %{{.*}}] to %acc_1[%c0, %c0]
+// CHECK-NEXT:        tile.acc_read %acc_1[%c0, %c0] to %out_1[%c0, %c0]
+// CHECK:           } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 128 B of SRAM + 2 x 128 B of ACC"}
 
 // -----
 
@@ -264,9 +385,11 @@ func.func @budget_shrinks(%x: memref<32x128xf32, "dram"> {graph.name = "x"}, %y:
 
 // -----
 
-// Nested loops, innermost first: the inner loop rotates the x tile %a; then the outer loop
-// rotates the bias row %w it loads once per column block (the unrolled inner loops come along).
-// The kernel records the largest depth.
+// Nested loops, innermost first: the inner loop rotates the x tile %a and the output tile %b;
+// then the outer loop rotates the bias row %w it loads once per column block, and (while
+// SRAM holds them) the inner loop's tiles as whole families, so the inner loop of the next
+// column block does not wait for all of the previous one: 4 copies of %a and %b. The kernel
+// records the largest depth.
 func.func @nested(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %bias: memref<1x16xf32, "dram"> {graph.name = "bias"}, %y: memref<16x16xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -293,17 +416,21 @@ func.func @nested(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %bias: memre
 // CHECK-NEXT:      %w_1 = tile.alloc
 // CHECK-NEXT:      %a = tile.alloc
 // CHECK-NEXT:      %a_1 = tile.alloc
+// CHECK-NEXT:      %a_2 = tile.alloc
+// CHECK-NEXT:      %a_3 = tile.alloc
 // CHECK:           scf.for %j = %c0 to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:        tile.copy %bias[%c0, %j] to %w[%c0, %c0]
 // CHECK:             scf.for %i = %c0 to %{{.*}} step %{{.*}} {
-// CHECK:               tile.binary %a_1[%c0, %c0], %w[%c0, %c0] to %b[%c0, %c0]
-// CHECK:             } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 128 B of SRAM"}
+// CHECK:               tile.binary %a[%c0, %c0], %w[%c0, %c0] to %b[%c0, %c0]
+// CHECK:               tile.binary %a_2[%c0, %c0], %w[%c0, %c0] to %b_2[%c0, %c0]
+// CHECK:             } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 256 B of SRAM"}
 // CHECK-NEXT:        %[[J1:.*]] = arith.addi %j, %{{.*}} : index
 // CHECK-NEXT:        tile.copy %bias[%c0, %[[J1]]] to %w_1[%c0, %c0]
 // CHECK:             scf.for %{{.*}} = %c0 to %{{.*}} step %{{.*}} {
-// CHECK:               tile.binary %a_1[%c0, %c0], %w_1[%c0, %c0] to %b[%c0, %c0]
-// CHECK:             } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 128 B of SRAM"}
-// CHECK-NEXT:      } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 64 B of SRAM"}
+// CHECK:               tile.binary %a_1[%c0, %c0], %w_1[%c0, %c0] to %b_1[%c0, %c0]
+// CHECK:               tile.binary %a_3[%c0, %c0], %w_1[%c0, %c0] to %b_3[%c0, %c0]
+// CHECK:             } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 256 B of SRAM"}
+// CHECK-NEXT:      } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 576 B of SRAM"}
 
 // -----
 

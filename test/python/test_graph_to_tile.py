@@ -44,6 +44,7 @@ from aitc.passes.graph_to_tile_movement import copy_value
 from aitc.passes.graph_to_tile_vector import fuse_elementwise
 from aitc.passes.legality import ops_of_dialect
 from aitc.passes.pipelines import apply_pipeline, available_passes
+from aitc.passes.tile_multi_buffer import MultiBufferPass
 from aitc.target import Target, load_target
 
 TARGETS = ["tiny", "edge"]
@@ -284,12 +285,28 @@ def test_reshape_is_a_view_and_needs_no_kernel():
     assert all(not isinstance(v.source.owner, tile.ReshapeOp) for v in views), "views of the root buffer"
 
 
+def _trips(op: Operation) -> int:
+    """How many times `op` runs: the product of the trip counts of the loops around it."""
+    count, parent = 1, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp):
+            lb, ub, step = (p.owner.value.value.data for p in (parent.lb, parent.ub, parent.step))  # pyright: ignore
+            count *= -(-(ub - lb) // step)
+        parent = parent.parent_op()
+    return count
+
+
 def test_kernels_keep_loops_structured():
     module = lower(parse_mlir(CASES["matmul"]), "tiny")
     (kernel,) = kernels(module)
     matmuls = [op for op in kernel.walk() if isinstance(op, tile.MatmulOp)]
-    assert len(matmuls) == 2  # the peeled first K step and the loop body, not one per tile
-    assert sum(isinstance(op, scf.ForOp) for op in kernel.walk()) == 2
+    tm, _, tn = kernel.attributes["tiles"].get_values()  # pyright: ignore
+    # 32x48 @ 48x20 on a 4x4 engine: 12 row chunks of K x 5 column groups per block of tm rows,
+    # each one tile.matmul when it runs, but the IR holds one per loop body, not one per tile
+    assert tn == 4
+    assert sum(_trips(op) for op in matmuls) == 12 * 5 * -(-32 // tm)
+    assert len(matmuls) <= 3  # (a peeled first K step,) the K loop body (, a remainder)
+    assert all(isinstance(op.parent_op(), scf.ForOp) for op in matmuls)
     constants = [op.value.value.data for op in kernel.walk() if isinstance(op, arith.ConstantOp)]  # pyright: ignore
     assert len(constants) == len(set(constants)), "one arith.constant per value per kernel"
 
@@ -344,6 +361,82 @@ def test_more_sram_never_costs_cycles_nor_dma_bytes_it_does_not_pay_back(problem
     )
     if dma_bound:
         assert after.dma_bytes <= before.dma_bytes
+
+
+@st.composite
+def _forced_plans(draw):
+    """A matmul and any tiling of it (mode, kept panel, loop order, remainders everywhere)."""
+    target = draw(st.sampled_from(TARGETS))
+    budget = Budget.of(load_target(target), draw(st.sampled_from([1, 2])))
+    m, k, n = (draw(st.integers(1, 24)) for _ in range(3))
+    batch = draw(st.sampled_from([(), (2,)]))
+    tn = draw(st.sampled_from(sorted({min(n, budget.cols), balanced(n, budget.cols)})))
+    tk = min(k, budget.rows * draw(st.integers(1, 3)))
+    bn = min(n, tn * draw(st.integers(1, 3)))
+    tm = draw(st.integers(1, m))
+    mode = draw(st.sampled_from(["acc", "sram"])) if tk < k else "acc"
+    keep, order = draw(st.sampled_from([("none", "m"), ("lhs", "m"), ("rhs", "n")]))
+    bias, activation = draw(st.booleans()), draw(st.sampled_from([None, "relu", "gelu_tanh", "relu6"]))
+    return target, budget, (m, k, n, batch, bias, activation), (tm, tk, tn, order, bn, mode, keep)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_forced_plans())
+def test_every_tiling_computes_the_product_and_records_its_estimate(case):
+    """Whatever the planner picks, the emitted nest is right, and the kernel records exactly the
+    closed-form estimate of the plan (est_cycles, dma_bytes, sram_bytes, acc_bytes)."""
+    from aitc.passes import graph_to_tile_linear
+    from aitc.passes.graph_to_tile_costs import estimate_matmul
+
+    target, budget, (m, k, n, batch, bias, activation), plan_args = case
+    chosen = []
+
+    def forced(problem, _budget):
+        chosen.append(estimate_matmul(problem, budget, *plan_args))
+        return chosen[-1]
+
+    b = "".join(f"{d}x" for d in batch)
+    operands = "%a, %b" + (", %c" if bias else "")
+    types = f"tensor<{b}{m}x{k}xf32>, tensor<{b}{k}x{n}xf32>" + (f", tensor<{n}xf32>" if bias else "")
+    attrs = f' {{activation = "{activation}"}}' if activation else ""
+    body = f"  %y = graph.matmul {operands}{attrs} : {types} -> tensor<{b}{m}x{n}xf32>\n"
+    body += f"  func.return %y : tensor<{b}{m}x{n}xf32>"
+    args = f"%a: tensor<{b}{m}x{k}xf32>, %b: tensor<{b}{k}x{n}xf32>, %c: tensor<{n}xf32>"
+    module = parse_mlir(_func("main", args, f"tensor<{b}{m}x{n}xf32>", body))
+    inputs = random_inputs(entry_function(module), seed=1)
+    expected = run_module(module, inputs)
+    original = graph_to_tile_linear.plan_matmul
+    graph_to_tile_linear.plan_matmul = forced
+    try:
+        ConvertGraphToTilePass(target=target, depth=budget.depth).apply(make_context(), module)
+    finally:
+        graph_to_tile_linear.plan_matmul = original
+    module.verify()
+    assert_same(expected, run_module(module, inputs))
+    (kernel,) = kernels(module)
+    (plan,) = chosen
+    rotated = module.clone()  # and multi-buffer rotates its tiles, peels and blocks rightly
+    MultiBufferPass(depth=budget.depth + 1, target=target).apply(make_context(), rotated)
+    rotated.verify()
+    assert_same(expected, run_module(rotated, inputs))
+    recorded = {key: kernel.attributes[key].value.data for key in ("est_cycles", "dma_bytes", "sram_bytes")}  # pyright: ignore
+    assert recorded == {"est_cycles": plan.cycles, "dma_bytes": plan.dma_bytes, "sram_bytes": plan.sram_bytes}
+    assert kernel.attributes["acc_bytes"].value.data == plan.acc_bytes  # pyright: ignore
+
+
+def test_the_estimate_follows_the_depth():
+    """Pipelined (depth 2): the busiest engine plus fill, drain and waits; serial (depth 1): the
+    engines one after the other, never less."""
+    problem = MatmulProblem(1, 256, 256, 256)
+    edge = load_target("edge")
+    for args in [(128, 32, 32, "m", 128, "sram", "none"), (64, 256, 32, "m", 32, "acc", "lhs")]:
+        from aitc.passes.graph_to_tile_costs import estimate_matmul
+
+        serial = estimate_matmul(problem, Budget.of(edge, 1), *args)
+        pipelined = estimate_matmul(problem, Budget.of(edge, 2), *args)
+        assert pipelined.cycles < serial.cycles
+        assert (pipelined.dma_bytes, pipelined.sram_bytes) == (serial.dma_bytes, serial.sram_bytes)
+    assert plan_matmul(problem, Budget.of(edge, 1)).depth == 1  # pyright: ignore
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -499,3 +592,44 @@ def test_another_file_can_add_a_lowering(monkeypatch: pytest.MonkeyPatch):
     module = lower(parse_mlir(text), "tiny")
     (kernel,) = kernels(module)
     assert kernel.attributes["op"].data == "graph.sin"  # pyright: ignore
+
+
+_PIPELINED = [
+    # (target, m, k, n, bias, activation, (tm, tk, tn, order, bn, mode, keep))
+    ("tiny", 10, 24, 9, True, "relu", (4, 8, 4, "m", 8, "sram", "none")),
+    ("tiny", 10, 24, 9, False, "gelu_tanh", (3, 8, 4, "n", 9, "sram", "rhs")),
+    ("tiny", 9, 20, 10, True, None, (4, 8, 4, "m", 4, "acc", "lhs")),
+    ("tiny", 12, 12, 12, False, None, (6, 12, 4, "n", 8, "acc", "none")),
+    ("edge", 70, 100, 72, True, "relu6", (32, 32, 32, "m", 64, "sram", "none")),
+    ("edge", 70, 100, 72, False, None, (24, 64, 32, "n", 40, "acc", "rhs")),
+]
+
+
+@pytest.mark.parametrize("case", _PIPELINED, ids=lambda c: f"{c[0]}-{c[6][5]}-{c[6][6]}-{c[6][3]}")
+@pytest.mark.parametrize("depth", [1, 2])
+def test_tilings_survive_the_pipeline_and_simulate_right(case, depth: int):
+    """Forced tilings (remainders in every loop, each accumulation mode and kept panel) through
+    multi-buffer, plan-memory, sync and hw: the simulator computes the product."""
+    from aitc.compiler import CompileOptions, compile_module
+    from aitc.passes import graph_to_tile_linear
+    from aitc.passes.graph_to_tile_costs import estimate_matmul
+    from aitc.sim import Simulator
+
+    target, m, k, n, bias, activation, plan_args = case
+    operands = "%a, %b" + (", %c" if bias else "")
+    types = f"tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>" + (f", tensor<{n}xf32>" if bias else "")
+    attrs = f' {{activation = "{activation}"}}' if activation else ""
+    body = f"  %y = graph.matmul {operands}{attrs} : {types} -> tensor<{m}x{n}xf32>\n"
+    body += f"  func.return %y : tensor<{m}x{n}xf32>"
+    args = f"%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>, %c: tensor<{n}xf32>"
+    module = parse_mlir(_func("main", args, f"tensor<{m}x{n}xf32>", body))
+    inputs = random_inputs(entry_function(module), seed=3)
+    expected = run_module(module, inputs)
+    original = graph_to_tile_linear.plan_matmul
+    graph_to_tile_linear.plan_matmul = lambda p, budget: estimate_matmul(p, budget, *plan_args)
+    try:
+        program = compile_module(module, CompileOptions(target=target, depth=depth)).module
+    finally:
+        graph_to_tile_linear.plan_matmul = original
+    outputs = Simulator(program, target).run(inputs).outputs
+    assert_same(expected, dict(zip(expected, outputs.values(), strict=True)))
