@@ -210,9 +210,18 @@ class WindowOp(IRDLOperation):
     # -- structure
     def accesses(self) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
         """(buffer, indices) per name in ACCESSES: each buffer takes the `index` operands that
-        follow it (so a wrong count is reported against the buffer's rank, not misparsed)."""
+        follow it (so a wrong count is reported against the buffer's rank, not misparsed).
+        Memoised against the current operands (passes query it in hot loops)."""
+        operands = tuple(self.operands)
+        cached = self.__dict__.get("_accesses")
+        if cached is not None and cached[0] == operands:
+            return list(cached[1])
+        result = self._split_accesses(list(operands))
+        self.__dict__["_accesses"] = (operands, tuple(result))
+        return result
+
+    def _split_accesses(self, operands: list[SSAValue]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
         result, position = [], 0
-        operands = list(self.operands)
         for _ in self.ACCESSES:
             _require(position < len(operands), f"{self.name} needs {len(self.ACCESSES)} windows")
             buffer = operands[position]
