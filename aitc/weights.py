@@ -128,3 +128,18 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
     array = np.frombuffer(raw, dtype=dtype).reshape(type_.get_shape())
     RESOURCES.arrays[key] = array
     return array
+
+
+def print_constant_body(printer, op) -> None:
+    """` <value> {other attrs}`: the custom syntax of constant ops (graph.constant, tile.const)."""
+    printer.print_string(" ")
+    printer.print_attribute(op.attributes["value"])
+    printer.print_op_attributes(op.attributes, reserved_attr_names=("value",))
+
+
+def parse_constant_body(parser, op_name: str) -> tuple[Attribute, dict[str, Attribute]]:
+    """The value (a `dense` or `dense_resource` attribute) and other attributes of a constant op."""
+    value = parser.parse_attribute()
+    if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
+        parser.raise_error(f"{op_name} expects a dense<...> or dense_resource<...> value")
+    return value, parser.parse_optional_attr_dict()

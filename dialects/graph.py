@@ -50,6 +50,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from aitc.types import broadcast_shapes, is_bool, is_float, shape_str
+from aitc.weights import parse_constant_body, print_constant_body
 
 I1 = IntegerType(1)
 
@@ -164,18 +165,12 @@ class ConstantOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        assert self.value is not None
-        printer.print_attribute(self.value)
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+        print_constant_body(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
-        value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
-            parser.raise_error("graph.constant expects a dense<...> or dense_resource<...> value")
-        extra = parser.parse_optional_attr_dict()
-        op = cls(value)
+        value, extra = parse_constant_body(parser, "graph.constant")
+        op = cls(value)  # pyright: ignore[reportArgumentType]
         op.attributes.update(extra)
         return op
 

@@ -61,6 +61,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, DTYPES, FLOAT_UNARY, UNARY_OPS
+from aitc.weights import parse_constant_body, print_constant_body
 
 SPACES = ("dram", "sram", "acc")
 
@@ -166,18 +167,12 @@ class ConstOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        assert self.value is not None
-        printer.print_string(" ")
-        printer.print_attribute(self.value)
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+        print_constant_body(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstOp:
-        value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
-            parser.raise_error("tile.const expects dense<...> or dense_resource<...>")
-        extra = parser.parse_optional_attr_dict()
-        op = cls(value)
+        value, extra = parse_constant_body(parser, "tile.const")
+        op = cls(value)  # pyright: ignore[reportArgumentType]
         op.attributes.update(extra)
         return op
 
