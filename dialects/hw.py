@@ -768,8 +768,19 @@ ENGINE_NAMES = (
 )
 
 
+class SemaphoreOp(InstructionOp):
+    """Base of sem_signal / sem_wait: semaphore `sem` of this core, on `engine`, by `count`."""
+
+    ENGINE: ClassVar[str] = "control"
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        positional_int("sem"),
+        enum("engine", ENGINE_NAMES),
+        num("count", 1),
+    )
+
+
 @irdl_op_definition
-class SemSignalOp(InstructionOp):
+class SemSignalOp(SemaphoreOp):
     """Increments semaphore `sem` of this core when every earlier instruction of `engine` has
     completed. Simulator: `aitc/sim/engine.py` (semaphores).
 
@@ -779,16 +790,10 @@ class SemSignalOp(InstructionOp):
     """
 
     name = "hw.sem_signal"
-    ENGINE: ClassVar[str] = "control"
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        positional_int("sem"),
-        enum("engine", ENGINE_NAMES),
-        num("count", 1),
-    )
 
 
 @irdl_op_definition
-class SemWaitOp(InstructionOp):
+class SemWaitOp(SemaphoreOp):
     """Blocks `engine` until semaphore `sem` >= count, then subtracts count. The only way
     (with barriers) to order instructions of different engines. Simulator: `aitc/sim/engine.py`.
 
@@ -798,12 +803,6 @@ class SemWaitOp(InstructionOp):
     """
 
     name = "hw.sem_wait"
-    ENGINE: ClassVar[str] = "control"
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        positional_int("sem"),
-        enum("engine", ENGINE_NAMES),
-        num("count", 1),
-    )
 
 
 @irdl_op_definition

@@ -39,7 +39,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from aitc.diagnostics import AitcError
-from aitc.dialects import tile
+from aitc.dialects import sync, tile
 from aitc.interp.run import check_inputs, entry_function, is_output_arg, output_names
 from aitc.sim.execute import _BINARY as BINARY  # pyright: ignore[reportPrivateUsage]
 from aitc.sim.execute import _apply_unary as apply_unary  # pyright: ignore[reportPrivateUsage]
@@ -263,6 +263,25 @@ def _check_signature(f: func.FuncOp) -> None:
         raise AitcError(
             problems, hint="tile-level functions take buffers: inputs, then outputs marked tile.output"
         )
+
+
+@register_impls
+class SyncInProgramOrder(InterpreterFunctions):
+    """sync ops as no-ops, for running sync-level IR in program order with `run_tile_module(...,
+    functions=[SyncInProgramOrder()])`: program order already satisfies every wait (use
+    `aitc.interp.sync` to execute the engines concurrently)."""
+
+    @impl(sync.SignalOp)
+    def run_signal(self, interpreter: Interpreter, op: sync.SignalOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(sync.WaitOp)
+    def run_wait(self, interpreter: Interpreter, op: sync.WaitOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(sync.BarrierOp)
+    def run_barrier(self, interpreter: Interpreter, op: sync.BarrierOp, args: PythonValues) -> PythonValues:
+        return ()
 
 
 def run_tile_module(

@@ -13,14 +13,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 from scipy import special
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from aitc.diagnostics import AitcError
-from aitc.dialects import sync
 from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, UNARY_OPS
 from aitc.dialects.tile import Tile
 from aitc.interp.run import run_module
-from aitc.interp.tile import TileFunctions, run_tile_module
+from aitc.interp.tile import SyncInProgramOrder, TileFunctions, run_tile_module
 from aitc.ir import parse_mlir
 from aitc.tools.aitc_main import main
 
@@ -600,21 +598,8 @@ func.func @main(%x: memref<4x8xf32, "dram"> {graph.name = "x"},
 """
 
 
-@register_impls
-class NoSyncFunctions(InterpreterFunctions):
-    """Sync ops as no-ops: in program order every wait is already satisfied."""
-
-    @impl(sync.SignalOp)
-    def run_signal(self, interpreter: Interpreter, op: sync.SignalOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(sync.WaitOp)
-    def run_wait(self, interpreter: Interpreter, op: sync.WaitOp, args: PythonValues) -> PythonValues:
-        return ()
-
-
 def test_sync_level_ops_need_their_functions_and_sync_engine_is_ignored():
     module, x = parse_mlir(SYNC_LEVEL), floats(4, 8)
     with pytest.raises(AitcError, match=r"Could not find interpretation function for op sync\.signal"):
         run_tile_module(module, {"x": x})
-    assert np.array_equal(run_tile_module(module, {"x": x}, functions=[NoSyncFunctions()])["y"], x)
+    assert np.array_equal(run_tile_module(module, {"x": x}, functions=[SyncInProgramOrder()])["y"], x)

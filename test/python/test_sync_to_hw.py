@@ -14,33 +14,15 @@ import json
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp, NameLoc
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc.dialects import hw, sync
+from aitc.dialects import hw
 from aitc.interp.sync import run_sync_module
-from aitc.interp.tile import run_tile_module
+from aitc.interp.tile import SyncInProgramOrder, run_tile_module
 from aitc.ir import make_context, parse_mlir
 from aitc.passes.sync_to_hw import ConvertSyncToHwPass
 from aitc.passes.tile_plan_memory import PlanMemoryPass
 from aitc.sim import SimulationError, Simulator
-
-
-@register_impls
-class SyncInProgramOrder(InterpreterFunctions):
-    """sync ops for the tile interpreter: program order already satisfies every wait."""
-
-    @impl(sync.SignalOp)
-    def run_signal(self, interpreter: Interpreter, op: sync.SignalOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(sync.WaitOp)
-    def run_wait(self, interpreter: Interpreter, op: sync.WaitOp, args: PythonValues) -> PythonValues:
-        return ()
-
-    @impl(sync.BarrierOp)
-    def run_barrier(self, interpreter: Interpreter, op: sync.BarrierOp, args: PythonValues) -> PythonValues:
-        return ()
 
 
 def lower(module: ModuleOp, target: str = "tiny") -> ModuleOp:
