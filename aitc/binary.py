@@ -1,4 +1,5 @@
-"""The `.aitb` binary format: one assembled `hw.program` for one target, lossless.
+"""The `.aitb` binary format: one assembled `hw.program` for one target, lossless; or a bundle
+of NPU and host segments (a model split by `place-on-host`).
 
 `assemble` turns a verified hw program into bytes, `disassemble` turns bytes back into the same IR
 (printing it gives byte-identical text, locations and weights included). Instructions are encoded
@@ -39,6 +40,19 @@ Sections (kind: content):
 
     Op ordinals number `builtin.module` 0, then the program's ops in `walk()` pre-order.
 
+Bundles (format version 2; a module holding an `exec.schedule` function) hold no PROGRAM .. ATTRS
+sections of their own, only:
+
+    7 HOST     once: uv n, n x u8 module body order (0 = next function of the text, 1 = next
+               SEGMENT), then str: the schedule and host segment functions as MLIR text (host
+               weights in its dialect_resources section). The runtime executes host segments
+               with the numpy reference kernels.
+    8 SEGMENT  one per hw.program, index = its ordinal: a complete version-1 binary of that
+               program (its own header, sections and checksum), for the same target
+
+Each hand-over tensor between segments is an IO descriptor (name, DRAM address, type) of the
+NPU segment that reads or writes it.
+
 Code records (opcode u8):
 
     0 .. len(INSTRUCTIONS)-1   hw.INSTRUCTIONS[opcode]: uv presence mask (bit j = FIELDS[j] is
@@ -67,6 +81,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     AnyFloat,
     BytesAttr,
@@ -91,13 +106,17 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import hw
+from aitc.dialects.exec import is_host_function, is_schedule
 from aitc.files import read_bytes, write_atomic
 from aitc.hw_checks import check_program
 from aitc.target import Target, load_target
 from aitc.weights import RESOURCES
 
 MAGIC = b"AITB"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 1: one hw.program. Version 2 adds bundles (HOST + SEGMENT sections); a binary of one
+program is still written as version 1, so such files are unchanged."""
+PROGRAM_VERSION = 1
 CHECKSUM_BYTES = 32
 _FIXED_HEADER = struct.Struct("<4sHHQ8s8sH")  # magic .. target name length: 34 bytes
 _SECTION_ENTRY = struct.Struct("<HHQQ")
@@ -106,8 +125,10 @@ MAX_LOOP_DEPTH = 64
 """Deeper hardware-loop nesting in a binary is refused (it would only come from a damaged file)."""
 
 OP_LOOP, OP_END = 0xF0, 0xFF
-SECTION_KINDS = {1: "PROGRAM", 2: "CODE", 3: "CONST", 4: "IO", 5: "DEBUG", 6: "ATTRS"}
-PROGRAM, CODE, CONST, IO, DEBUG, ATTRS = 1, 2, 3, 4, 5, 6
+SECTION_KINDS = {
+    1: "PROGRAM", 2: "CODE", 3: "CONST", 4: "IO", 5: "DEBUG", 6: "ATTRS", 7: "HOST", 8: "SEGMENT",
+}  # fmt: skip
+PROGRAM, CODE, CONST, IO, DEBUG, ATTRS, HOST, SEGMENT = 1, 2, 3, 4, 5, 6, 7, 8
 _BODY_KINDS: tuple[type[Operation], ...] = (hw.TensorOp, hw.ConstOp, hw.CoreOp)
 _TENSOR_KINDS = ("input", "output")
 _STRUCTURE_ATTRS: dict[type[Operation], set[str]] = {
@@ -598,7 +619,7 @@ class Header:
     sections: tuple[Section, ...]
 
 
-def _pack(target: Target, sections: list[tuple[int, int, bytes]]) -> bytes:
+def _pack(target: Target, sections: list[tuple[int, int, bytes]], version: int = PROGRAM_VERSION) -> bytes:
     name = target.name.encode()
     if len(name) > 0xFFFF or len(sections) > 0xFFFF:
         raise AitcError("cannot assemble: target name or section count too large")
@@ -608,9 +629,7 @@ def _pack(target: Target, sections: list[tuple[int, int, bytes]]) -> bytes:
         table += _SECTION_ENTRY.pack(kind, index, offset, len(payload))
         offset += len(payload)
     size = offset + CHECKSUM_BYTES
-    fixed = _FIXED_HEADER.pack(
-        MAGIC, FORMAT_VERSION, 0, size, target.fingerprint(), isa_fingerprint(), len(name)
-    )
+    fixed = _FIXED_HEADER.pack(MAGIC, version, 0, size, target.fingerprint(), isa_fingerprint(), len(name))
     body = fixed + name + struct.pack("<H", len(sections)) + bytes(table) + b"".join(p for *_, p in sections)
     return body + hashlib.blake2b(body, digest_size=CHECKSUM_BYTES).digest()
 
@@ -778,10 +797,13 @@ def declared_target(module_or_program: ModuleOp | hw.ProgramOp) -> Target:
 
 
 def assemble(module_or_program: ModuleOp | hw.ProgramOp, target: Target) -> bytes:
-    """The `.aitb` bytes of a hw program (a module holding one `hw.program`, or the program).
+    """The `.aitb` bytes of a hw program (a module holding one `hw.program`, or the program),
+    or of a bundle (a module holding a schedule, its host segments and hw.programs).
 
     Verifies the IR, checks it against `target`'s limits (every problem in one AitcError) and
     refuses anything the format could not reproduce exactly."""
+    if isinstance(module_or_program, ModuleOp) and any(is_schedule(op) for op in module_or_program.ops):
+        return _assemble_bundle(module_or_program, target)
     module, program = _program_of(module_or_program)
     _verify(module or program)
     if program.sym_name is None or program.target is None:
@@ -794,6 +816,80 @@ def assemble(module_or_program: ModuleOp | hw.ProgramOp, target: Target) -> byte
     _encode_attrs(attrs, ordered)
     sections = [*_encode_program(program), (DEBUG, 0, bytes(debug.out)), (ATTRS, 0, bytes(attrs.out))]
     return _pack(target, sections)
+
+
+def _assemble_bundle(module: ModuleOp, target: Target) -> bytes:
+    """HOST (body order, then the schedule and host segments as MLIR text, the module's
+    attributes on its module) and one SEGMENT
+    (a complete version-1 binary) per hw.program, in module order."""
+    from aitc.ir import print_mlir
+
+    _verify(module)
+    order, programs, kept = [], [], []
+    for op in module.ops:
+        if isinstance(op, hw.ProgramOp):
+            order.append(1)
+            programs.append(op)
+        elif isinstance(op, func.FuncOp) and (is_schedule(op) or is_host_function(op)):
+            order.append(0)
+            kept.append(op)
+        else:
+            raise AitcError(
+                f"cannot assemble: a bundle holds schedules, host functions and hw.programs, not {op.name}"
+            )
+    text_module = ModuleOp([op.clone() for op in kept])
+    text_module.attributes.update(module.attributes)  # kept on the text's module
+    w = _Writer()
+    w.uv(len(order))
+    w.raw(bytes(order))
+    w.text(print_mlir(text_module))
+    sections = [(HOST, 0, bytes(w.out))]
+    for index, program in enumerate(programs):
+        if index > 0xFFFF:
+            raise AitcError("cannot assemble: more than 65536 NPU segments")
+        sections.append((SEGMENT, index, assemble(program, target)))
+    return _pack(target, sections, FORMAT_VERSION)
+
+
+def _decode_bundle(header: Header, data: bytes) -> ModuleOp:
+    from aitc.ir import make_context
+
+    kinds = [s.kind for s in header.sections]
+    if kinds.count(HOST) != 1 or any(kind not in (HOST, SEGMENT) for kind in kinds):
+        raise _corrupt("a bundle holds one HOST section and SEGMENT sections only")
+    programs: list[hw.ProgramOp] = []
+    for number, section in enumerate(s for s in header.sections if s.kind == SEGMENT):
+        if section.index != number:
+            raise _corrupt(f"SEGMENT sections out of order ({section.index} where {number} belongs)")
+        nested = data[section.offset : section.offset + section.size]
+        try:
+            part = disassemble(nested)
+        except BinaryError as error:
+            raise BinaryError(f"NPU segment {number}: {error}") from None
+        program = part.ops.first
+        assert isinstance(program, hw.ProgramOp)
+        programs.append(program)
+    host = next(s for s in header.sections if s.kind == HOST)
+    r = _Reader(data[host.offset : host.offset + host.size], "HOST")
+    order = [r.u8() for _ in range(r.count())]
+    text = r.text()
+    r.finish()
+    try:
+        parsed = Parser(make_context(), text, "<aitb HOST section>").parse_module()
+    except ParseError as error:
+        raise _corrupt(f"HOST section is not valid MLIR ({str(error).splitlines()[0]})") from None
+    kept = list(parsed.ops)
+    if order.count(0) != len(kept) or order.count(1) != len(programs) or any(k > 1 for k in order):
+        raise _corrupt("HOST section's body order does not match the segments the file holds")
+    queues = {0: iter(kept), 1: iter(programs)}
+    ops = []
+    for kind in order:
+        op = next(queues[kind])
+        op.detach()
+        ops.append(op)
+    module = ModuleOp(ops)
+    module.attributes.update(parsed.attributes)
+    return module
 
 
 # --------------------------------------------------------------------------- disassemble
@@ -868,13 +964,17 @@ _DECODE_ERRORS = (
 
 
 def disassemble(data: bytes, target: Target | None = None) -> ModuleOp:
-    """The module (one `hw.program`) that `data` encodes. With `target`, a binary assembled
+    """The module (one `hw.program`, or a bundle's schedule, host segments and programs) that
+    `data` encodes. With `target`, a binary assembled
     for any other target is refused. Every problem is a one-line BinaryError."""
     header = read_header(bytes(data))
     if target is not None:
         check_target(header, target)
     try:
-        module = _decode(header, bytes(data))
+        if header.version >= 2 and any(s.kind == HOST for s in header.sections):
+            module = _decode_bundle(header, bytes(data))
+        else:
+            module = _decode(header, bytes(data))
     except DiagnosticException as error:
         raise _corrupt(f"undecodable content ({str(error).splitlines()[0]})") from None
     except _DECODE_ERRORS as error:

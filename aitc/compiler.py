@@ -33,6 +33,8 @@ class CompileOptions:
     depth: int = 2
     emit: str = "hw"
     optimize: bool = True
+    host_fallback: bool = True
+    """Place ops the NPU cannot run on the host (False: report them as an error)."""
     input_shapes: dict[str, Sequence[int]] = field(default_factory=dict)
 
 
@@ -86,7 +88,9 @@ def stage_specs(start: str, stop: str, options: CompileOptions) -> list[tuple[st
     first, last = LEVELS.index(start), LEVELS.index(stop)
     return [
         (produces, list(specs))
-        for consumes, produces, specs in lowering_stages(options.target, options.depth, options.optimize)
+        for consumes, produces, specs in lowering_stages(
+            options.target, options.depth, options.optimize, options.host_fallback
+        )
         if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
     ]
 
@@ -126,8 +130,15 @@ def _run_passes(module: ModuleOp, specs: list[str], timings: list[tuple[str, flo
             pass_.apply(ctx, module)
             module.verify()
         except (PassFailedException, DiagnosticException) as error:
-            raise AitcError(f"{pass_.name}: {str(error).splitlines()[0]}") from None
+            raise AitcError(_pass_message(pass_.name, str(error))) from None
         timings.append((pass_.name, time.perf_counter() - start))
+
+
+def _pass_message(pass_name: str, message: str) -> str:
+    """A pass failure as one diagnostic: the message up to the IR dump xDSL appends after a
+    blank line, prefixed by the pass name unless it already starts with it."""
+    text = message.split("\n\n")[0].strip()
+    return text if text.startswith(f"{pass_name}:") else f"{pass_name}: {text}"
 
 
 def _attr_value(value) -> object:
@@ -141,16 +152,38 @@ def _attr_value(value) -> object:
 
 
 def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
-    """One row per tile.kernel: its name and every recorded decision attribute."""
+    """One row per tile.kernel (its name and every recorded decision attribute) and, for a
+    model split by place-on-host, one per host node (`on` = "host", its `reason`), in
+    schedule order. Rows of a split model name their `segment`."""
+    from aitc.dialects.exec import REASON_ATTR, is_host_function, kept_functions
+    from aitc.dialects.graph import ConstantOp
     from aitc.dialects.tile import KernelOp
+    from aitc.passes.graph_to_tile_lowering import node_name
 
+    split = bool(kept_functions(module))
     rows = []
-    for op in module.walk():
-        if isinstance(op, KernelOp) and op.sym is not None:
-            row: dict[str, object] = {"kernel": op.sym.data}
-            row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
-            rows.append(row)
+    for top in module.ops:
+        segment = {"segment": _symbol(top)} if split else {}
+        if is_host_function(top):
+            for op in top.walk():
+                if op.name.startswith("graph.") and not isinstance(op, ConstantOp):
+                    reason = op.attributes.get(REASON_ATTR)
+                    rows.append({"kernel": node_name(op), "op": op.name, "on": "host", **segment,
+                                 "reason": _attr_value(reason) if reason is not None else ""})  # fmt: skip
+            continue
+        for op in top.walk():
+            if isinstance(op, KernelOp) and op.sym is not None:
+                row: dict[str, object] = {"kernel": op.sym.data}
+                row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
+                if split:
+                    row.update(on="npu", **segment)
+                rows.append(row)
     return rows
+
+
+def _symbol(op: Operation) -> str:
+    name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return name.data if isinstance(name, StringAttr) else ""
 
 
 def _location_name(op: Operation) -> str | None:
@@ -170,12 +203,15 @@ def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> N
             name = _location_name(op) or "?"
             counts[name] = counts.get(name, 0) + 1
     for row in kernels:
-        row["instructions"] = counts.get(str(row["kernel"]), 0)
+        if row.get("on") != "host":
+            row["instructions"] = counts.get(str(row["kernel"]), 0)
 
 
 REPORT_COLUMNS = (
     "kernel",
     "op",
+    "on",
+    "segment",
     "tiles",
     "buffer_depth",
     "sram_peak",
@@ -193,4 +229,21 @@ def format_report(result: CompileResult) -> str:
     rows = [[row.get(c, "") for c in columns] for row in result.kernels]
     table = format_table(columns, rows) if rows else "(no kernels)"
     total = sum(seconds for _, seconds in result.pass_seconds)
-    return f"{table}\n\n{len(result.pass_seconds)} passes, {total:.2f} s"
+    return f"{table}\n{placement_summary(result.kernels)}\n{len(result.pass_seconds)} passes, {total:.2f} s"
+
+
+def placement_summary(rows: list[dict[str, object]]) -> str:
+    """Where the nodes run: one line when everything is on the NPU, else the host nodes and why."""
+    host = [row for row in rows if row.get("on") == "host"]
+    if not host:
+        return "\nplacement: every node on the NPU\n"
+    npu = [row for row in rows if row.get("on") == "npu"]
+    segments = {str(row.get("segment")): str(row.get("on")) for row in rows}
+    count = {on: sum(1 for s in segments.values() if s == on) for on in ("npu", "host")}
+    lines = [
+        "",
+        f"placement: {len(npu)} kernel(s) on the NPU in {count['npu']} segment(s), {len(host)} node(s) "
+        f"on the host in {count['host']} segment(s):",
+    ]
+    lines += [f"  {row['kernel']} ({row['op']}): {row['reason']}" for row in host]
+    return "\n".join(lines) + "\n"

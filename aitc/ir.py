@@ -40,7 +40,19 @@ def _sync() -> Dialect:
     return Sync
 
 
-AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "tile": _tile, "sync": _sync, "hw": _hw}
+def _exec() -> Dialect:
+    from aitc.dialects.exec import Exec
+
+    return Exec
+
+
+AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "graph": _graph,
+    "tile": _tile,
+    "sync": _sync,
+    "hw": _hw,
+    "exec": _exec,
+}
 """aitc's own dialects, name -> factory (lazy, as xDSL registries are)."""
 
 

@@ -36,6 +36,7 @@ from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.diagnostics import AitcError
+from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, tile
 from aitc.passes import (  # noqa: F401  (importing a family registers its lowerings)
     graph_to_tile_conv,
@@ -58,7 +59,8 @@ MISSING: dict[type[Operation], str] = {
 """Why an op without a lowering has none (others: the vector engine lacks the function)."""
 
 
-def _missing_reason(op: Operation) -> str | None:
+def missing_reason(op: Operation) -> str | None:
+    """Why the NPU cannot run `op` (no lowering, or its lowering refuses this variant), or None."""
     lowering = LOWERINGS.get(type(op))
     if lowering is None:
         generic = f"no tile lowering for {op.name}: the vector engine has no such function"
@@ -68,7 +70,7 @@ def _missing_reason(op: Operation) -> str | None:
 
 def check_lowerable(module: ModuleOp, ops: list[Operation], target: Target) -> None:
     """Raises one PassFailedException listing every op that cannot be lowered, with its node."""
-    problems = [(op, reason) for op in ops if (reason := _missing_reason(op))]
+    problems = [(op, reason) for op in ops if (reason := missing_reason(op))]
     if not problems:
         return
     diagnostic = Diagnostic()
@@ -153,7 +155,7 @@ def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -
             diagnostic.raise_exception(module, PassFailedException(f"convert-graph-to-tile: {error.message}"))
 
 
-def _is_graph_level(f: func.FuncOp) -> bool:
+def is_graph_level(f: func.FuncOp) -> bool:
     """A function on tensors (or holding graph ops): the conversion's input."""
     types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
     return any(isinstance(t, TensorType) for t in types) or any(
@@ -173,7 +175,8 @@ class ConvertGraphToTilePass(ModulePass):
     """Lowers graph ops to tile kernels whose tiles fit the target's SRAM, ACC and engines.
 
     Input:
-      Graph-level functions (graph ops on static tensors), typically after graph-optimize.
+      Graph-level functions (graph ops on static tensors), typically after graph-optimize and
+      place-on-host; schedules and host segments (`aitc.dialects.exec`) are left as they are.
     Output:
       Destination-passing functions: `(inputs..., outputs...)` as memref<..., "dram"> arguments
       (outputs marked `tile.output`), no results. Constants become tile.const, intermediates
@@ -200,10 +203,10 @@ class ConvertGraphToTilePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = _load(self.target)
         budget = Budget.of(target, max(1, self.depth))
-        for f in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
-            if _is_graph_level(f):
+        for f in [f for f in op.walk() if exec_dialect.lowered_here(f)]:
+            if is_graph_level(f):
                 convert_function(op, f, budget)
         op.attributes["tile.target"] = StringAttr(target.name)
         op.attributes["tile.sram_budget"] = IntegerAttr(budget.sram, i64)
         op.attributes["tile.acc_budget"] = IntegerAttr(budget.acc, i64)
-        check_no_ops_left(op, "graph", self.name)
+        check_no_ops_left(op, "graph", self.name, skip=exec_dialect.kept_functions(op))

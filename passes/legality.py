@@ -8,6 +8,7 @@ error at the conversion that missed it, not a confusing one three passes later.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from xdsl.ir import Operation
 from xdsl.utils.diagnostic import Diagnostic
@@ -16,19 +17,35 @@ from xdsl.utils.exceptions import PassFailedException
 from aitc.dialects import sync, tile
 
 
-def ops_of_dialect(root: Operation, dialect_prefix: str) -> list[Operation]:
-    """Every op nested in `root` (root included) whose name is `<dialect_prefix>.<...>`."""
+def ops_of_dialect(root: Operation, dialect_prefix: str, skip: Sequence[Operation] = ()) -> list[Operation]:
+    """Every op nested in `root` (root included) whose name is `<dialect_prefix>.<...>`, except
+    inside (and including) the ops in `skip`."""
     prefix = dialect_prefix.rstrip(".") + "."
-    return [op for op in root.walk() if op.name.startswith(prefix)]
+    skipped = {id(op) for op in skip}
+    found: list[Operation] = []
+    stack = [root]
+    while stack:
+        op = stack.pop()
+        if id(op) in skipped:
+            continue
+        if op.name.startswith(prefix):
+            found.append(op)
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                stack.extend(reversed(list(block.ops)))
+    return found
 
 
-def check_no_ops_left(module: Operation, dialect_prefix: str, pass_name: str) -> None:
-    """Raises PassFailedException if any op of the source dialect `dialect_prefix` remains.
+def check_no_ops_left(
+    module: Operation, dialect_prefix: str, pass_name: str, skip: Sequence[Operation] = ()
+) -> None:
+    """Raises PassFailedException if any op of the source dialect `dialect_prefix` remains
+    (outside the ops in `skip`: the schedules and host segments a conversion leaves alone).
 
     The message counts the leftovers by op name; its note is the module (generic form) with
     each illegal op underlined, as xDSL prints verifier errors.
     """
-    left = ops_of_dialect(module, dialect_prefix)
+    left = ops_of_dialect(module, dialect_prefix, skip)
     if not left:
         return
     dialect = dialect_prefix.rstrip(".")

@@ -28,7 +28,7 @@ GRAPH_OPTIMIZE: tuple[str, ...] = (
 
 
 def lowering_stages(
-    target: str, depth: int = 2, optimize: bool = True
+    target: str, depth: int = 2, optimize: bool = True, host_fallback: bool = True
 ) -> list[tuple[str, str, tuple[str, ...]]]:
     """The end-to-end pipeline graph -> hw for `target`, as (level consumed, level produced, pass
     specs) stages in order. `aitc compile` runs a slice of it; `aitc-opt -p` can run any prefix
@@ -38,7 +38,14 @@ def lowering_stages(
     if optimize:
         stages.append(("graph", "graph", GRAPH_OPTIMIZE))
     stages += [
-        ("graph", "tile", (f"convert-graph-to-tile{{target={quoted} depth={depth}}}",)),
+        (
+            "graph",
+            "tile",
+            (
+                f"place-on-host{{target={quoted} fallback={str(host_fallback).lower()}}}",
+                f"convert-graph-to-tile{{target={quoted} depth={depth}}}",
+            ),
+        ),
         (
             "tile",
             "tile",
@@ -58,9 +65,11 @@ def lowering_stages(
     return stages
 
 
-def lowering_specs(target: str, depth: int = 2, optimize: bool = True) -> list[str]:
+def lowering_specs(
+    target: str, depth: int = 2, optimize: bool = True, host_fallback: bool = True
+) -> list[str]:
     """The end-to-end pipeline as one flat list of pass specs."""
-    return [spec for _, _, specs in lowering_stages(target, depth, optimize) for spec in specs]
+    return [spec for _, _, specs in lowering_stages(target, depth, optimize, host_fallback) for spec in specs]
 
 
 PIPELINES: dict[str, tuple[str, ...]] = {

@@ -89,6 +89,12 @@ def _optimize_sync() -> type[ModulePass]:
     return OptimizeSyncPass
 
 
+def _place_on_host() -> type[ModulePass]:
+    from aitc.passes.place_on_host import PlaceOnHostPass
+
+    return PlaceOnHostPass
+
+
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-canonicalize": _graph_canonicalize,
     "graph-fold-constants": _graph_fold_constants,
@@ -96,6 +102,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
+    "place-on-host": _place_on_host,
     "convert-graph-to-tile": _convert_graph_to_tile,
     "multi-buffer": _multi_buffer,
     "plan-memory": _plan_memory,

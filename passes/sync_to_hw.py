@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 from aitc import hw_checks
 from aitc.diagnostics import AitcError
+from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
 from aitc.passes.legality import check_no_ops_left
 from aitc.passes.sync_to_hw_address import Addressing, Buffer, NotAffineError, fail
@@ -260,7 +261,8 @@ class ConvertSyncToHwPass(ModulePass):
       tile.const has an `offset` (plan-memory); every tile compute op has `sync.engine`; scf.for
       loops have constant bounds and window indices are affine in the loop indices.
     Output:
-      One `hw.program @<function> target "<target>"` per function: an hw.tensor per argument,
+      One `hw.program @<function> target "<target>"` per function (schedules and host
+      segments, `aitc.dialects.exec`, are left as they are): an hw.tensor per argument,
       an hw.const per tile.const, one hw.core 0 whose body is the instruction stream (hw.loop for
       scf.for, the DMA queue from `sync.engine`, ONNX locations on instructions).
     Invariants:
@@ -278,12 +280,13 @@ class ConvertSyncToHwPass(ModulePass):
         except AitcError as error:
             raise PassFailedException(f"{self.name}: {error}") from None
         block = op.body.block
-        for function in [f for f in block.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for function in [f for f in block.ops if exec_dialect.lowered_here(f)]:
             program = lower_function(function, self.target)
             block.insert_op_before(program, function)
             function.detach()
             function.erase()
+        kept = exec_dialect.kept_functions(op)
         for dialect in LOWERED_DIALECTS:
-            check_no_ops_left(op, dialect, self.name)
+            check_no_ops_left(op, dialect, self.name, skip=kept)
         for program in [p for p in block.ops if isinstance(p, hw.ProgramOp)]:
             check_fits(program, target)

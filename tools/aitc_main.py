@@ -69,7 +69,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
-        input_shapes=dict(args.input_shape or []),
+        host_fallback=not args.no_host_fallback, input_shapes=dict(args.input_shape or []),
     )  # fmt: skip
     result = compile_module(args.model, options)
     if args.emit is None:
@@ -164,9 +164,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _holds_hw_program(module) -> bool:
+    """Whether the simulator runs `module`: it holds hw.programs (and, if a schedule, no NPU
+    segment above hw level)."""
+    from aitc.dialects.exec import lowered_here
     from aitc.dialects.hw import ProgramOp
 
-    return any(isinstance(op, ProgramOp) for op in module.ops)
+    programs = any(isinstance(op, ProgramOp) for op in module.ops)
+    return programs and not any(lowered_here(op) for op in module.ops)
 
 
 def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
@@ -309,6 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--depth", type=int, default=2, choices=(1, 2, 3), help="pipelining buffer depth")
     p.add_argument("--no-optimize", action="store_true", help="skip the graph-optimize pipeline")
+    p.add_argument(
+        "--no-host-fallback",
+        action="store_true",
+        help="fail (listing the nodes) instead of running ops the NPU cannot execute on the host",
+    )
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
     p.set_defaults(handler=cmd_compile)
 

@@ -28,12 +28,17 @@ OUTPUT_ARG = "tile.output"
 
 
 def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
-    """The function to run: `name`, else @main, else the only public function."""
+    """The function to run: `name`, else @main, else the only schedule, else the only function."""
+    from aitc.dialects.exec import is_schedule
+
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     wanted = name or ENTRY
     for f in funcs:
         if f.sym_name.data == wanted:
             return f
+    schedules = [f for f in funcs if is_schedule(f)]
+    if name is None and len(schedules) == 1:
+        return schedules[0]
     if name is None and len(funcs) == 1:
         return funcs[0]
     names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
@@ -146,10 +151,18 @@ def run_module(
     inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
     entry: str | None = None,
 ) -> dict[str, np.ndarray]:
-    """Executes `module` (graph, tile or sync level) and returns its outputs by name."""
+    """Executes `module` (graph, tile or sync level, or a schedule of segments at any level)
+    and returns its outputs by name."""
+    from aitc.dialects.exec import is_schedule
+
     f = entry_function(module, entry)
     if not isinstance(inputs, Mapping):
         inputs = dict(zip(input_names(f), inputs, strict=True))
+    if is_schedule(f):
+        from aitc.interp.schedule import run_npu_reference, run_schedule
+
+        results = run_schedule(module, f, check_inputs(f, inputs), run_npu_reference(module))
+        return dict(zip(output_names(f), results, strict=True))
     if is_tile_level(f):
         from aitc.interp.sync import is_sync_level, run_sync_module  # both import this module
         from aitc.interp.tile import run_tile_module

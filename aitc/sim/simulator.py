@@ -4,9 +4,11 @@
     result = sim.run({"x": x}, trace=True)             #   or None = the program's own `target`
     result.outputs["y"], result.stats, result.trace    # trace: Chrome/Perfetto JSON dict
 
-A run loads the `hw.const` segments and the inputs into a zeroed DRAM, simulates every core
-(`engine.py`), and reads the outputs back. Inputs must match the program's `hw.tensor` inputs
-exactly (names, shapes, dtypes); every mismatch is reported at once.
+A run of one program loads the `hw.const` segments and the inputs into a zeroed DRAM,
+simulates every core (`engine.py`), and reads the outputs back. A module holding a schedule of
+NPU and host segments (`aitc.dialects.exec`) runs them in order (`aitc.sim.segments`). Inputs
+must match the program's inputs exactly (names, shapes, dtypes); every mismatch is reported at
+once.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from aitc.dialects.hw import ProgramOp
+from aitc.interp.schedule import find_schedule
 from aitc.sim.checks import cap_error
 from aitc.sim.engine import Scheduler, SimOptions
 from aitc.sim.errors import SimulationError
 from aitc.sim.execute import Memories
 from aitc.sim.program import Program, TensorSpec, decode_program, find_program
+from aitc.sim.segments import SegmentedProgram
 from aitc.sim.stats import SimStats, collect_stats
 from aitc.sim.trace import TraceRecorder
 from aitc.target import Target, load_target
@@ -60,26 +64,36 @@ class Simulator:
         target: Target | str | Path | None = None,
         options: SimOptions | None = None,
     ):
+        self.options = options or SimOptions()
+        self.segmented: SegmentedProgram | None = None
+        schedule = find_schedule(program) if isinstance(program, ModuleOp) else None
+        if schedule is not None:
+            assert isinstance(program, ModuleOp)
+            self.segmented = SegmentedProgram(program, schedule, target, self.options)  # pyright: ignore
+            self.target = self.segmented.target
+            return
         if isinstance(program, Program):
             self.program = program
         else:
             op = find_program(program)
             self.program = decode_program(op, resolve_target(op, target))
         self.target = self.program.target
-        self.options = options or SimOptions()
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
         """The program's inputs, in declaration order."""
-        return self.program.inputs
+        return self.segmented.inputs if self.segmented else self.program.inputs
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
         """The program's outputs, in declaration order."""
-        return self.program.outputs
+        return self.segmented.outputs if self.segmented else self.program.outputs
 
     def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False) -> SimResult:
-        """Simulates one execution; raises `SimulationError` on bad inputs or a misbehaving program."""
+        """Simulates one execution; raises `SimulationError` on bad inputs or a misbehaving program.
+        A schedule runs its segments in order (`aitc.sim.segments`)."""
+        if self.segmented is not None:
+            return self.segmented.run(inputs, trace)
         total = self.program.total_instructions
         if total > self.options.max_instructions:
             raise cap_error("instruction", total, self.options.max_instructions, "max_instructions")

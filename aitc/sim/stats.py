@@ -47,6 +47,8 @@ class SimStats:
     dram_write: int
     dram_bytes_per_cycle: int
     by_mnemonic: dict[str, int] = field(default_factory=dict)
+    segments: tuple[Any, ...] = ()
+    """`aitc.sim.segments.SegmentRun` per segment when a schedule ran (empty for one program)."""
 
     @property
     def instructions(self) -> int:
@@ -146,4 +148,16 @@ def format_stats(stats: SimStats) -> str:
     for core in stats.cores:
         util = f", matrix utilisation {100 * stats.utilisation(core):.1f}%" if stats.core_macs(core) else ""
         lines.append(f"core {core:<11} finished at cycle {stats.core_cycles(core)}{util}")
+    if stats.segments:
+        lines += ["", format_segments(stats.segments)]
     return "\n".join(lines)
+
+
+def format_segments(segments: tuple[Any, ...]) -> str:
+    """One row per segment of a schedule: where it ran and what it cost."""
+    rows = [
+        (k, s.placement, s.name, s.cycles if s.placement == "npu" else "",
+         f"{s.host_ops} op(s), {s.host_seconds * 1e3:.2f} ms wall" if s.placement == "host" else "")
+        for k, s in enumerate(segments)
+    ]  # fmt: skip
+    return format_table(["segment", "on", "name", "cycles", "host work"], rows)
