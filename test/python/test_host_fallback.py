@@ -1,0 +1,243 @@
+"""Heterogeneous placement end to end: ops the NPU cannot run go to host segments; the split
+model runs at every level, on the simulator and from a .aitb bundle, and matches onnxruntime."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from test_compile_e2e import assert_close, reference
+
+from aitc.binary import BinaryError, assemble, disassemble
+from aitc.compiler import CompileOptions, compile_module, format_report
+from aitc.dialects.exec import CallOp, is_schedule
+from aitc.dialects.hw import ProgramOp
+from aitc.diagnostics import AitcError
+from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import run_module
+from aitc.ir import print_mlir
+from aitc.sim import Simulator
+from aitc.target import load_target
+from aitc.tools.aitc_main import main
+
+
+def mixed_model(batch: int = 4, features: int = 16, hidden: int = 32, classes: int = 8):
+    """fc1 -> Sin (no NPU lowering) -> x Cast(int64 mask) (host: the NPU has no i64) -> fc2,
+    then ArgMax (host) next to the logits output."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((features, hidden)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((hidden, classes)).astype(np.float32), "w2")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Sin", ["h"], ["s"], name="sin"),
+        helper.make_node("Cast", ["mask"], ["mask_f"], name="cast_mask", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["s", "mask_f"], ["masked"], name="apply_mask"),
+        helper.make_node("MatMul", ["masked", "w2"], ["logits"], name="fc2"),
+        helper.make_node("ArgMax", ["logits"], ["label"], name="argmax", axis=1, keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mixed",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, features]),
+            helper.make_tensor_value_info("mask", TensorProto.INT64, [batch, hidden]),
+        ],
+        [
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, classes]),
+            helper.make_tensor_value_info("label", TensorProto.INT64, [batch]),
+        ],
+        [w1, w2],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    inputs = {
+        "x": rng.standard_normal((batch, features)).astype(np.float32),
+        "mask": rng.integers(0, 2, (batch, hidden)).astype(np.int64),
+    }
+    return model, inputs
+
+
+def host_only_model():
+    """Every node runs on the host: the schedule holds no NPU segment."""
+    node = helper.make_node("Cos", ["x"], ["y"], name="cos")
+    graph = helper.make_graph(
+        [node],
+        "host_only",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, {"x": np.linspace(-2, 2, 15, dtype=np.float32).reshape(3, 5)}
+
+
+def placements(module) -> list[tuple[str, str]]:
+    schedule = next(op for op in module.ops if is_schedule(op))
+    return [(c.placement.data, c.callee_name) for c in schedule.walk() if isinstance(c, CallOp)]
+
+
+@pytest.mark.parametrize("target", ["tiny", "edge"])
+@pytest.mark.parametrize("depth", [1, 2])
+def test_split_model_matches_onnxruntime_on_the_simulator(target: str, depth: int):
+    model, inputs = mixed_model()
+    result = compile_module(model, CompileOptions(target=target, depth=depth))
+    assert placements(result.module) == [
+        ("host", "main_host0"),
+        ("npu", "main_npu1"),
+        ("host", "main_host2"),
+        ("npu", "main_npu3"),
+        ("host", "main_host4"),
+    ]
+    run = Simulator(result.module, target).run(inputs, trace=True)
+    assert_close(run.outputs, reference(model, inputs))
+    assert [s.placement for s in run.stats.segments] == ["host", "npu", "host", "npu", "host"]
+    assert run.stats.cycles == sum(s.cycles for s in run.stats.segments) > 0
+    assert run.trace is not None
+    names = {e["name"] for e in run.trace["traceEvents"]}
+    assert {"host main_host0", "host main_host2", "host main_host4"} <= names
+
+
+def test_every_level_of_a_split_model_computes_the_same():
+    model, inputs = mixed_model()
+    graph = import_onnx(model)
+    expected = run_module(graph, inputs)
+    assert_close(expected, reference(model, inputs), tolerance=1e-5)
+    for level in ("graph", "tile", "sync"):
+        lowered = compile_module(graph, CompileOptions(target="tiny", emit=level)).module
+        assert_close(run_module(lowered, inputs), expected, tolerance=1e-5)
+    hw = compile_module(graph, CompileOptions(target="tiny")).module
+    assert_close(run_module(hw, inputs), expected, tolerance=1e-5)  # hw segments on the simulator
+    assert_close(Simulator(hw, "tiny").run(inputs).outputs, expected, tolerance=1e-5)
+
+
+def test_hand_over_tensors_are_program_io_descriptors():
+    model, _ = mixed_model()
+    module = compile_module(model, CompileOptions(target="tiny")).module
+    programs = {op.sym_name.data: op for op in module.ops if isinstance(op, ProgramOp)}  # pyright: ignore
+    io = {
+        name: [(t.sym.data, t.kind.data) for t in p.body.block.ops if t.name == "hw.tensor"]  # pyright: ignore
+        for name, p in programs.items()
+    }
+    assert io == {
+        "main_npu1": [("x", "input"), ("fc1", "output")],
+        "main_npu3": [("sin", "input"), ("cast_mask", "input"), ("logits", "output")],
+    }
+
+
+def test_report_lists_every_node_with_its_placement():
+    model, _ = mixed_model()
+    result = compile_module(model, CompileOptions(target="tiny"))
+    on = {row["kernel"]: row.get("on") for row in result.kernels}
+    assert on == {
+        "cast_mask": "host",
+        "fc1": "npu",
+        "sin": "host",
+        "apply_mask": "npu",
+        "fc2": "npu",
+        "argmax": "host",
+    }
+    text = format_report(result)
+    assert "3 kernel(s) on the NPU in 2 segment(s), 3 node(s) on the host in 3 segment(s)" in text
+    assert "sin (graph.sin): no tile lowering for graph.sin" in text
+
+
+def test_all_on_the_npu_is_not_split():
+    model, _ = mixed_model()
+    kept = [n for n in model.graph.node if n.name in ("fc1", "fc2")]
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+            helper.make_node("MatMul", ["h", "w2"], ["logits"], name="fc2"),
+        ],
+        "npu_only",
+        [model.graph.input[0]],
+        [model.graph.output[0]],
+        list(model.graph.initializer),
+    )
+    assert len(kept) == 2
+    result = compile_module(helper.make_model(graph, opset_imports=model.opset_import), CompileOptions("tiny"))
+    assert not any(is_schedule(op) for op in result.module.ops)
+    assert "placement: every node on the NPU" in format_report(result)
+
+
+def test_model_entirely_on_the_host_runs():
+    model, inputs = host_only_model()
+    module = compile_module(model, CompileOptions(target="edge")).module
+    assert placements(module) == [("host", "main_host0")]
+    assert not any(isinstance(op, ProgramOp) for op in module.ops)
+    back = disassemble(assemble(module, load_target("edge")), load_target("edge"))
+    run = Simulator(back, "edge").run(inputs)
+    assert_close(run.outputs, reference(model, inputs), tolerance=1e-6)
+    assert run.stats.cycles == 0
+
+
+def test_bundle_round_trips_byte_identically_and_compiles_deterministically():
+    model, inputs = mixed_model()
+    target = load_target("edge")
+    first = assemble(compile_module(model, CompileOptions(target="edge")).module, target)
+    second = assemble(compile_module(model, CompileOptions(target="edge")).module, target)
+    assert first == second
+    module = disassemble(first, target)
+    assert assemble(module, target) == first
+    assert print_mlir(module) == print_mlir(compile_module(model, CompileOptions(target="edge")).module)
+    assert_close(Simulator(module).run(inputs).outputs, reference(model, inputs))
+
+
+def _rechecksum(data: bytes) -> bytes:
+    body = data[:-32]
+    return body + hashlib.blake2b(body, digest_size=32).digest()
+
+
+def test_damaged_bundles_are_refused_in_one_line():
+    model, _ = mixed_model()
+    target = load_target("tiny")
+    data = assemble(compile_module(model, CompileOptions(target="tiny")).module, target)
+    for position in range(0, len(data), max(1, len(data) // 97)):
+        damaged = bytearray(data)
+        damaged[position] ^= 0x40
+        with pytest.raises(BinaryError) as error:
+            disassemble(bytes(damaged), target)
+        assert "\n" not in str(error.value)
+    for cut in (10, len(data) // 2, len(data) - 1):
+        with pytest.raises(BinaryError, match="truncated"):
+            disassemble(data[:cut], target)
+    # a damaged NPU segment inside an intact envelope: the nested checksum catches it
+    nested_at = data.rindex(b"AITB")
+    damaged = bytearray(data)
+    damaged[nested_at + 60] ^= 0x01
+    with pytest.raises(BinaryError, match=r"NPU segment 1: corrupted binary: checksum mismatch"):
+        disassemble(_rechecksum(bytes(damaged)), target)
+
+
+def test_no_host_fallback_lists_every_host_node(tmp_path, capsys):
+    model, _ = mixed_model()
+    path = tmp_path / "mixed.onnx"
+    onnx.save(model, path)
+    output = tmp_path / "mixed.aitb"
+    code = main(["compile", str(path), "--target", "tiny", "-o", str(output), "--no-host-fallback"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "3 op(s) cannot run on the NPU and host fallback is off (--no-host-fallback)" in err
+    for node in ("'sin' (graph.sin)", "'cast_mask' (graph.cast)", "'argmax' (graph.argmax)"):
+        assert node in err
+    assert "Traceback" not in err
+    assert not output.exists()
+    assert list(tmp_path.iterdir()) == [path]
+    with pytest.raises(AitcError, match="host fallback is off"):
+        compile_module(model, CompileOptions(target="tiny", host_fallback=False))
+
+
+def test_cli_compiles_and_runs_a_bundle(tmp_path, capsys):
+    model, inputs = mixed_model()
+    path, binary, npz, out = (tmp_path / n for n in ("m.onnx", "m.aitb", "in.npz", "out.npz"))
+    onnx.save(model, path)
+    np.savez(npz, **inputs)
+    assert main(["compile", str(path), "--target", "edge", "-o", str(binary)]) == 0
+    report = capsys.readouterr().out
+    assert "on the host in 3 segment(s)" in report
+    assert main(["run", str(binary), "--inputs", str(npz), "--outputs", str(out), "--stats"]) == 0
+    stats = capsys.readouterr().out
+    assert "main_host2" in stats and "main_npu3" in stats
+    with np.load(out) as saved:
+        assert_close(dict(saved), reference(model, inputs))
