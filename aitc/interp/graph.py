@@ -387,6 +387,27 @@ def _gather(op: graph.GatherOp, x: np.ndarray, indices: np.ndarray) -> np.ndarra
     return np.take(x, indices.astype(np.int64), axis=axis)
 
 
+@kernel(graph.GatherNDOp)
+def _gather_nd(op: graph.GatherNDOp, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Flattens the batch dims to one (B) and the index rows to one (M), then one fancy index:
+    x[batch, i0, i1, ...] with batch broadcast to B x M."""
+    b, k = op.batch_rank(), indices.shape[-1]
+    batch = math.prod(x.shape[:b])
+    dims = np.asarray(x.shape[b : b + k], np.int64)
+    rows = indices.astype(np.int64).reshape(batch, math.prod(indices.shape[b:-1]), k)
+    bad = (rows < -dims) | (rows >= dims)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad.reshape(indices.shape))[0])
+        raise IndexError(
+            f"gather_nd index {int(indices[where])} at indices{list(where)} is out of range "
+            f"[-{dims[where[-1]]}, {dims[where[-1]] - 1}] at {op.name}"
+        )
+    rows = np.where(rows < 0, rows + dims, rows)
+    batch_index = np.broadcast_to(np.arange(batch)[:, None], rows.shape[:2])
+    picked = x.reshape(batch, *x.shape[b:])[(batch_index, *np.moveaxis(rows, -1, 0))]
+    return picked.reshape((*indices.shape[:-1], *x.shape[b + k :]))
+
+
 # --------------------------------------------------------------------------- evaluation
 
 
