@@ -20,6 +20,7 @@ from aitc import model_zoo
 from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
+from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.pipelines import apply_pipeline
 
 VARIANTS = {
@@ -139,6 +140,14 @@ def test_gather_nd_picks_batch_and_position_rows():
     assert str(op.operands[0].type) == "tensor<2x16x64xf32>"
     assert str(op.operands[1].type) == "tensor<2x2xi64>"
     assert str(op.results[0].type) == "tensor<2x64xf32>"
+
+
+def test_printed_module_parses_back_and_computes_the_same():
+    _, inputs = built("static")
+    module = imported("static", optimize=True)
+    again = parse_mlir(print_mlir(module), "bert.mlir")
+    assert "graph.gather_nd" in print_mlir(again)
+    assert_close(run_module(again, inputs), run_module(module, inputs))
 
 
 # --------------------------------------------------------------------------- numerics
