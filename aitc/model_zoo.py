@@ -16,6 +16,7 @@ benchmark `encoder` is static by default (`dynamic_batch=True` makes it dynamic 
     depthwise_separable()        MobileNet block: depthwise Conv, BN, Clip 0..6, pointwise Conv
     transformer_encoder_layer()  one BERT-style layer as torch.onnx exports it (opset 13..20)
     encoder()                    a BERT-style encoder for benchmarks (~90 MB of weights by default)
+    bert_torch_export()          BERT with int64 ids/mask inputs, torch's mask arithmetic, GatherND
 """
 
 from __future__ import annotations
@@ -51,14 +52,16 @@ class GraphBuilder:
         return name
 
     def output(self, value: str, name: str, dims: Dims, elem_type: int = TensorProto.FLOAT) -> str:
-        """Declares a graph output `name`, renaming the last node output `value` to it."""
-        for node in reversed(self.nodes):
-            for i, out in enumerate(node.output):
-                if out == value:
-                    node.output[i] = name
-                    self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
-                    return name
-        raise ValueError(f"no node produces '{value}'")
+        """Declares a graph output `name`, renaming the node output `value` (and its uses) to it."""
+        if not any(value in node.output for node in self.nodes):
+            raise ValueError(f"no node produces '{value}'")
+        for node in self.nodes:
+            for names in (node.input, node.output):
+                for i, used in enumerate(names):
+                    if used == value:
+                        names[i] = name
+        self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
+        return name
 
     def const(self, name: str, value: np.ndarray | float | int | Sequence) -> str:
         """An initializer holding `value` (int lists become int64, floats float32)."""
@@ -454,6 +457,166 @@ def encoder(
     return b.model(), example
 
 
+def _dim(b: GraphBuilder, x: str, index: int, prefix: str) -> str:
+    """torch's `x.size(index)`: Shape -> Gather, a scalar int64."""
+    shape = b.node("Shape", [x], f"/{prefix}/Shape")
+    index_value = b.const(f"{prefix}.dim{index}", np.int64(index))
+    return b.node("Gather", [shape, index_value], f"/{prefix}/Gather", axis=0)
+
+
+def _torch_expand(b: GraphBuilder, x: str, sizes: Sequence[str], prefix: str) -> str:
+    """torch's `x.expand(*sizes)` as its exporter writes it: the sizes (1-element int64 tensors)
+    are concatenated, then every -1 is replaced by 1 with ConstantOfShape/Mul/Equal/Where."""
+    p = f"/{prefix}"
+    size = b.node("Concat", list(sizes), f"{p}/Concat", axis=0)
+    size = b.node("Reshape", [size, b.const(f"{prefix}.flat", [-1])], f"{p}/Reshape")
+    one = numpy_helper.from_array(np.ones(1, np.int64))
+    rank = b.node("Shape", [size], f"{p}/Shape")
+    ones = b.node("ConstantOfShape", [rank], f"{p}/ConstantOfShape", value=one)
+    minus_ones = b.node("Mul", [ones, b.const(f"{prefix}.minus_one", np.int64(-1))], f"{p}/Mul")
+    keep = b.node("Equal", [size, minus_ones], f"{p}/Equal")
+    size = b.node("Where", [keep, ones, size], f"{p}/Where")
+    return b.node("Expand", [x, size], f"{p}/Expand")
+
+
+def _bert_embeddings(
+    b: GraphBuilder, ids: str, token_types: str | None, sizes: tuple[int, int, int, int], batch: str
+) -> str:
+    """BertEmbeddings: word + token-type + position embeddings, LayerNorm. Position ids (and,
+    without a `token_type_ids` input, the token types) are slices of int64 buffers."""
+    vocab, hidden, max_positions, type_vocab = sizes
+    seq_len = _unsqueeze(b, _dim(b, ids, 1, "embeddings/seq"), [0], "/embeddings/Unsqueeze")
+    zero, one = b.const("embeddings.slice_start", [0]), b.const("embeddings.slice_axis", [1])
+    buffer = b.const("embeddings.position_ids", np.arange(max_positions, dtype=np.int64)[None])
+    positions = b.node("Slice", [buffer, zero, seq_len, one, one], "/embeddings/Slice")
+    if token_types is None:
+        buffer = b.const("embeddings.token_type_ids", np.zeros((1, max_positions), np.int64))
+        sliced = b.node("Slice", [buffer, zero, seq_len, one, one], "/embeddings/Slice_1")
+        token_types = _torch_expand(b, sliced, [batch, seq_len], "embeddings/token_type_ids")
+    words = b.weight("embeddings.word_embeddings.weight", [vocab, hidden], fan_in=1)
+    x = b.node("Gather", [words, ids], "/embeddings/word_embeddings/Gather", axis=0)
+    types = b.weight("embeddings.token_type_embeddings.weight", [type_vocab, hidden], fan_in=1)
+    t = b.node("Gather", [types, token_types], "/embeddings/token_type_embeddings/Gather", axis=0)
+    x = b.node("Add", [x, t], "/embeddings/Add")
+    table = b.weight("embeddings.position_embeddings.weight", [max_positions, hidden], fan_in=1)
+    p = b.node("Gather", [table, positions], "/embeddings/position_embeddings/Gather", axis=0)
+    x = b.node("Add", [x, p], "/embeddings/Add_1")
+    return _layer_norm(b, x, "embeddings/LayerNorm", hidden, decomposed=False)
+
+
+def _bert_mask(b: GraphBuilder, mask: str, ids: str, pad_token_id: int, batch: str, seq_len: str) -> str:
+    """The additive attention mask [B, 1, S, S] from the int64 mask and the token ids; in torch:
+
+    keep = mask[:, None, None, :].bool() & (input_ids != pad)[:, None, None, :]
+    inverted = 1.0 - keep.expand(B, 1, S, S).float()
+    additive = inverted.masked_fill(inverted.bool(), torch.finfo(torch.float32).min)
+    """
+    m = _unsqueeze(b, _unsqueeze(b, mask, [1], "/mask/Unsqueeze"), [2], "/mask/Unsqueeze_1")
+    m = b.node("Cast", [m], "/mask/Cast", to=TensorProto.BOOL)
+    pad = b.node("Equal", [ids, b.const("mask.pad_token_id", np.int64(pad_token_id))], "/mask/Equal")
+    real = b.node("Not", [pad], "/mask/Not")
+    real = _unsqueeze(b, _unsqueeze(b, real, [1], "/mask/Unsqueeze_2"), [2], "/mask/Unsqueeze_3")
+    keep = b.node("And", [m, real], "/mask/And")
+    one = b.const("mask.one_dim", [1])
+    keep = _torch_expand(b, keep, [batch, one, seq_len, seq_len], "mask/expand")
+    keep = b.node("Cast", [keep], "/mask/Cast_1", to=TensorProto.FLOAT)
+    inverted = b.node("Sub", [b.const("mask.one", np.float32(1.0)), keep], "/mask/Sub")
+    masked = b.node("Cast", [inverted], "/mask/Cast_2", to=TensorProto.BOOL)
+    lowest = b.const("mask.finfo_min", np.float32(np.finfo(np.float32).min))
+    return b.node("Where", [masked, lowest, inverted], "/mask/Where")
+
+
+def _last_token(b: GraphBuilder, hidden: str, mask: str, batch: str) -> str:
+    """hidden[arange(batch), mask.sum(1) - 1]: the last non-padding token of each sequence, as
+    GatherND over [row, position] index rows (`batch` is a scalar int64)."""
+    lengths = b.node("ReduceSum", [mask, b.const("pool.sum_axes", [1])], "/pool/ReduceSum", keepdims=0)
+    last = b.node("Sub", [lengths, b.const("pool.one", np.int64(1))], "/pool/Sub")
+    start, delta = b.const("pool.start", np.int64(0)), b.const("pool.delta", np.int64(1))
+    rows = _unsqueeze(b, b.node("Range", [start, batch, delta], "/pool/Range"), [1], "/pool/Unsqueeze")
+    last = _unsqueeze(b, last, [1], "/pool/Unsqueeze_1")
+    index = b.node("Concat", [rows, last], "/pool/Concat", axis=1)
+    return b.node("GatherND", [hidden, index], "/pool/GatherND", batch_dims=0)
+
+
+def _bert_head(b: GraphBuilder, token: str, hidden: int, labels: int) -> tuple[str, str]:
+    """BertPooler (dense + tanh) on the picked token, then a classifier: (pooled, logits)."""
+    w = b.weight("pooler.dense.weight", [hidden, hidden], fan_in=hidden)
+    bias = b.uniform("pooler.dense.bias", [hidden], -0.1, 0.1)
+    pooled = b.node("Gemm", [token, w, bias], "/pooler/dense/Gemm", transB=1)
+    pooled = b.node("Tanh", [pooled], "/pooler/activation/Tanh")
+    w = b.weight("classifier.weight", [labels, hidden], fan_in=hidden)
+    bias = b.uniform("classifier.bias", [labels], -0.1, 0.1)
+    return pooled, b.node("Gemm", [pooled, w, bias], "/classifier/Gemm", transB=1)
+
+
+def _bert_example(b: GraphBuilder, batch: int, seq: int, vocab: int, pad_token_id: int) -> Inputs:
+    """Token ids (`pad_token_id` exactly where the mask is 0), a mask whose later rows are
+    padded, and two segments (token types 0, then 1) per sequence."""
+    mask = _mask_example(batch, seq).astype(np.int64)
+    ids = b.rng.integers(0, vocab - 1, (batch, seq)).astype(np.int64)
+    ids = np.where(ids >= pad_token_id, ids + 1, ids)
+    ids = np.where(mask == 1, ids, np.int64(pad_token_id))
+    lengths = mask.sum(axis=1, keepdims=True)
+    types = ((np.arange(seq)[None] >= lengths // 2) & (mask == 1)).astype(np.int64)
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def bert_torch_export(
+    layers: int = 2,
+    hidden: int = 64,
+    heads: int = 4,
+    ffn: int = 128,
+    seq: int = 16,
+    vocab: int = 100,
+    max_positions: int = 64,
+    type_vocab: int = 2,
+    labels: int = 2,
+    pad_token_id: int = 0,
+    batch: int = 2,
+    dynamic_batch: bool = False,
+    token_type_ids: bool = True,
+    seed: int = 0,
+):
+    """A BERT encoder with a last-token classification head, as torch.onnx.export (opset 17)
+    writes HF's BertModel with the sdpa-era mask code.
+
+    Inputs `input_ids`, `attention_mask` (1 = token, 0 = padding) and, with `token_type_ids`,
+    `token_type_ids`, all int64 [B, seq]; outputs `last_hidden_state` [B, seq, hidden],
+    `pooler_output` [B, hidden] (tanh(dense(hidden state of the last non-padding token))) and
+    `logits` [B, labels]. B is `batch`, or the symbolic `N` with `dynamic_batch=True`.
+
+    Integer/bool arithmetic on the inputs at run time: Cast int64 -> bool, Equal/Not (ids !=
+    pad), And, Expand to [B, 1, S, S], Cast bool -> float -> bool, Where (masked_fill) for the
+    mask; ReduceSum, Sub, Unsqueeze, Concat and GatherND for the pooled token. The shape
+    arithmetic (Shape, Gather, Slice of the int64 `position_ids` buffer, Range,
+    ConstantOfShape/Mul/Equal/Where of torch's `expand`) folds at import once B is known.
+    """
+    if hidden % heads:
+        raise ValueError(f"hidden {hidden} is not a multiple of heads {heads}")
+    if seq > max_positions:
+        raise ValueError(f"seq {seq} exceeds max_positions {max_positions}")
+    b = GraphBuilder("bert_torch_export", opset=17, seed=seed)
+    n: int | str = "N" if dynamic_batch else batch
+    ids = b.input("input_ids", [n, seq], TensorProto.INT64)
+    mask = b.input("attention_mask", [n, seq], TensorProto.INT64)
+    types = b.input("token_type_ids", [n, seq], TensorProto.INT64) if token_type_ids else None
+    batch_size = _dim(b, ids, 0, "batch")
+    batch_dim = _unsqueeze(b, batch_size, [0], "/batch/Unsqueeze")
+    x = _bert_embeddings(b, ids, types, (vocab, hidden, max_positions, type_vocab), batch_dim)
+    seq_dim = _unsqueeze(b, _dim(b, mask, 1, "mask/seq"), [0], "/mask/seq/Unsqueeze")
+    additive = _bert_mask(b, mask, ids, pad_token_id, batch_dim, seq_dim)
+    for index in range(layers):
+        x = _encoder_layer(b, x, additive, f"encoder/layer.{index}", hidden, heads, seq, ffn, False)
+    pooled, logits = _bert_head(b, _last_token(b, x, mask, batch_size), hidden, labels)
+    b.output(x, "last_hidden_state", [n, seq, hidden])
+    b.output(pooled, "pooler_output", [n, hidden])
+    b.output(logits, "logits", [n, labels])
+    example = _bert_example(b, batch, seq, vocab, pad_token_id)
+    if not token_type_ids:
+        del example["token_type_ids"]
+    return b.model(), example
+
+
 def with_static_batch(model: onnx.ModelProto, batch: int = 1) -> onnx.ModelProto:
     """A copy of `model` whose symbolic (dynamic) input/output dims are pinned to `batch`."""
     pinned = onnx.ModelProto()
@@ -482,5 +645,6 @@ ZOO = {
     "depthwise_separable": depthwise_separable,
     "transformer_encoder_layer": transformer_encoder_layer,
     "encoder": encoder,
+    "bert_torch_export": bert_torch_export,
 }
 """Builder name -> builder function."""

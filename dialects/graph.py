@@ -1258,6 +1258,62 @@ class GatherOp(IRDLOperation):
         _check(self.output.type == expected, f"result type should be {expected}")
 
 
+@irdl_op_definition
+class GatherNDOp(IRDLOperation):
+    """ONNX GatherND: gathers slices of `input` addressed by the last dim of `indices`.
+
+    The first `batch_dims` (b) dims of `input` and `indices` are shared batch dims; each
+    `indices[..., :]` row holds k (1 <= k <= rank(input) - b) possibly negative coordinates
+    into the next k dims of `input`. Result shape = indices[:-1] + input[b+k:].
+    Picking one token's hidden state per sequence (rows [batch, position]):
+
+    ```mlir
+    %h = graph.gather_nd %x, %idx {batch_dims = 0 : i64}
+       : tensor<2x16x64xf32>, tensor<2x2xi64> -> tensor<2x64xf32>
+    ```
+    """
+
+    name = "graph.gather_nd"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    batch_dims = opt_attr_def(IntegerAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
+
+    def batch_rank(self) -> int:
+        return self.batch_dims.value.data if self.batch_dims is not None else 0
+
+    @staticmethod
+    def infer_shape(x: Sequence[int], idx: Sequence[int], batch_dims: int) -> list[int]:
+        """The result shape, or a VerifyException naming the rule that `x`/`idx` break."""
+        _check(
+            0 <= batch_dims < min(len(x), len(idx)),
+            f"batch_dims {batch_dims} must be in [0, min(rank(input), rank(indices)) = "
+            f"{min(len(x), len(idx))})",
+        )
+        _check(
+            tuple(x[:batch_dims]) == tuple(idx[:batch_dims]),
+            f"batch dims differ: input {shape_str(x[:batch_dims])}, indices {shape_str(idx[:batch_dims])}",
+        )
+        k = idx[-1]
+        _check(
+            1 <= k <= len(x) - batch_dims,
+            f"indices' last dim {k} must be in [1, {len(x) - batch_dims}] (rank(input) - batch_dims)",
+        )
+        return [*idx[:-1], *x[batch_dims + k :]]
+
+    def verify_(self) -> None:
+        idx_elem = _elem(self.indices)
+        _check(
+            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem),
+            f"indices must be an integer tensor (not i1), got {self.indices.type}",
+        )
+        shape = self.infer_shape(_shape(self.input), _shape(self.indices), self.batch_rank())
+        expected = TensorType(_elem(self.input), shape)
+        _check(self.output.type == expected, f"result type should be {expected}")
+
+
 Graph = Dialect(
     "graph",
     [
@@ -1270,6 +1326,7 @@ Graph = Dialect(
         MatMulOp, ConvOp, MaxPoolOp, AvgPoolOp, BatchNormOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp,
         ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, BroadcastOp, TileOp, PadOp, GatherOp,
+        GatherNDOp,
     ],
     [],
 )  # fmt: skip

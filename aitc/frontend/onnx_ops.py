@@ -894,6 +894,19 @@ def _lower_gather(lw: Lowering, node, inputs):
     return lw.emit(op)
 
 
+@_register(["GatherND"], "supported")
+def _lower_gather_nd(lw: Lowering, node, inputs):
+    x, indices = inputs[0], inputs[1]
+    batch_dims = int(attrs(node).get("batch_dims", 0))  # pyright: ignore
+    out = graph.GatherNDOp.infer_shape(_shape(x), _shape(indices), batch_dims)
+    op = graph.GatherNDOp.build(
+        operands=[lw.ssa(x), lw.ssa(indices)],
+        result_types=[TensorType(element_type_of(_dtype(x)), out)],
+        attributes={"batch_dims": IntegerAttr(batch_dims, i64)},
+    )
+    return lw.emit(op)
+
+
 # --------------------------------------------------------------------------- import-time constants
 
 

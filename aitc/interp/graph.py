@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import special
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import NameLoc, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 
+from aitc.diagnostics import AitcError
 from aitc.dialects import graph
 from aitc.types import numpy_dtype
 from aitc.weights import attr_to_array
@@ -378,13 +379,46 @@ def _pad(op: graph.PadOp, x: np.ndarray) -> np.ndarray:
     return np.pad(x[crop], widths, mode=mode)
 
 
+class IndexOutOfRange(AitcError, IndexError):
+    """An index tensor (of a gather or gather_nd) points outside its dim: bad input data, which
+    the CLI reports as such, not an aitc bug. Also an IndexError, as numpy's would be, so that
+    constant folding declines the op."""
+
+
+def _op_label(op: Operation) -> str:
+    """`graph.gather_nd ('/pool/GatherND')`: the op and, when it has one, its ONNX node name."""
+    location = getattr(op, "location", None)
+    return f"{op.name} ('{location.desc.data}')" if isinstance(location, NameLoc) else op.name
+
+
 @kernel(graph.GatherOp)
 def _gather(op: graph.GatherOp, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     axis = op.axis.value.data if op.axis is not None else 0
     size = x.shape[axis]
     if indices.size and (indices.min() < -size or indices.max() >= size):
-        raise IndexError(f"gather index out of range [-{size}, {size - 1}] at {op.name}")
+        raise IndexOutOfRange(f"gather index out of range [-{size}, {size - 1}] at {_op_label(op)}")
     return np.take(x, indices.astype(np.int64), axis=axis)
+
+
+@kernel(graph.GatherNDOp)
+def _gather_nd(op: graph.GatherNDOp, x: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Flattens the batch dims to one (B) and the index rows to one (M), then one fancy index:
+    x[batch, i0, i1, ...] with batch broadcast to B x M."""
+    b, k = op.batch_rank(), indices.shape[-1]
+    batch = math.prod(x.shape[:b])
+    dims = np.asarray(x.shape[b : b + k], np.int64)
+    rows = indices.astype(np.int64).reshape(batch, math.prod(indices.shape[b:-1]), k)
+    bad = (rows < -dims) | (rows >= dims)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad.reshape(indices.shape))[0])
+        raise IndexOutOfRange(
+            f"gather_nd index {int(indices[where])} at indices{list(where)} is out of range "
+            f"[-{dims[where[-1]]}, {dims[where[-1]] - 1}] at {_op_label(op)}"
+        )
+    rows = np.where(rows < 0, rows + dims, rows)
+    batch_index = np.broadcast_to(np.arange(batch)[:, None], rows.shape[:2])
+    picked = x.reshape(batch, *x.shape[b:])[(batch_index, *np.moveaxis(rows, -1, 0))]
+    return picked.reshape((*indices.shape[:-1], *x.shape[b + k :]))
 
 
 # --------------------------------------------------------------------------- evaluation

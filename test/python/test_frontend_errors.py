@@ -196,6 +196,17 @@ def test_graph_op_verification_blames_the_onnx_node(capsys, tmp_path):
     )
 
 
+def test_gather_nd_batch_dims_that_onnx_inference_lets_through(capsys, tmp_path):
+    """onnx's inference does not compare GatherND's batch dims; the graph verifier does."""
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd", batch_dims=1)
+    model = make_model(
+        [node], [tensor("x", [2, 3, 4]), tensor("i", [3, 1], TensorProto.INT64)], [tensor("y", [3, 4])]
+    )
+    import_fails(
+        capsys, tmp_path, save(model, tmp_path / "m.onnx"), "node 'gnd' (GatherND): batch dims differ"
+    )
+
+
 def test_output_without_shape(capsys, tmp_path):
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
     model = make_model([node], [tensor("x", [2, 4])], [tensor("y", None)])
@@ -545,6 +556,25 @@ def test_run_onnx_with_dynamic_dims(capsys, tmp_path):
     path = save(relu_model(["N", 4]), tmp_path / "m.onnx")
     code, _, err = run_cli(capsys, ["run", path])
     assert_user_error(code, err, path, "--input-shape x=1x4")
+
+
+@pytest.mark.parametrize(
+    ("op", "message"),
+    [
+        ("Gather", "gather index out of range [-4, 3] at graph.gather ('g')"),
+        ("GatherND", "gather_nd index 4 at indices[1, 0] is out of range [-4, 3] at graph.gather_nd ('g')"),
+    ],
+)
+def test_run_with_an_index_out_of_range(capsys, tmp_path, op, message):
+    """Index data outside the dim is the input's fault: a located error, not an internal one."""
+    index_dims = [2] if op == "Gather" else [2, 1]
+    node = helper.make_node(op, ["x", "i"], ["y"], name="g")
+    model = make_model(
+        [node], [tensor("x", [4, 3]), tensor("i", index_dims, TensorProto.INT64)], [tensor("y", [2, 3])]
+    )
+    path = save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", x=np.zeros((4, 3), np.float32), i=np.array([1, 4]).reshape(index_dims))
+    run_fails(capsys, path, tmp_path / "in.npz", message)
 
 
 # --------------------------------------------------------------------------- in a real process

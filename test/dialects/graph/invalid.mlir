@@ -976,6 +976,76 @@ func.func @gather_result(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4x
 
 // -----
 
+// gather_nd indices are integers, not i1.
+func.func @gather_nd_bool_indices(%x: tensor<4x5xf32>, %i: tensor<3x1xi1>) -> tensor<3x5xf32> {
+  %0 = graph.gather_nd %x, %i : tensor<4x5xf32>, tensor<3x1xi1> -> tensor<3x5xf32>
+  func.return %0 : tensor<3x5xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: indices must be an integer tensor (not i1), got tensor<3x1xi1>
+
+// -----
+
+// batch_dims must leave at least one dim of each operand (here indices has rank 2).
+func.func @gather_nd_batch_dims_rank(%x: tensor<2x3x4xf32>, %i: tensor<2x1xi64>) -> tensor<2x4xf32> {
+  %0 = graph.gather_nd %x, %i {batch_dims = 2 : i64} : tensor<2x3x4xf32>, tensor<2x1xi64> -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: batch_dims 2 must be in [0, min(rank(input), rank(indices)) = 2)
+
+// -----
+
+// batch_dims is not negative.
+func.func @gather_nd_batch_dims_negative(%x: tensor<2x3xf32>, %i: tensor<2x1xi64>) -> tensor<2xf32> {
+  %0 = graph.gather_nd %x, %i {batch_dims = -1 : i64} : tensor<2x3xf32>, tensor<2x1xi64> -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: batch_dims -1 must be in [0, min(rank(input), rank(indices)) = 2)
+
+// -----
+
+// The leading batch_dims dims of input and indices are shared.
+func.func @gather_nd_batch_mismatch(%x: tensor<2x3x4xf32>, %i: tensor<3x1xi64>) -> tensor<3x4xf32> {
+  %0 = graph.gather_nd %x, %i {batch_dims = 1 : i64} : tensor<2x3x4xf32>, tensor<3x1xi64> -> tensor<3x4xf32>
+  func.return %0 : tensor<3x4xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: batch dims differ: input 2, indices 3
+
+// -----
+
+// Each index row addresses at most rank(input) - batch_dims dims.
+func.func @gather_nd_row_too_long(%x: tensor<2x3xf32>, %i: tensor<4x3xi64>) -> tensor<4xf32> {
+  %0 = graph.gather_nd %x, %i : tensor<2x3xf32>, tensor<4x3xi64> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: indices' last dim 3 must be in [1, 2] (rank(input) - batch_dims)
+
+// -----
+
+// An empty index row (k = 0) is not allowed by ONNX.
+func.func @gather_nd_empty_row(%x: tensor<2x3xf32>, %i: tensor<4x0xi64>) -> tensor<4x2x3xf32> {
+  %0 = graph.gather_nd %x, %i : tensor<2x3xf32>, tensor<4x0xi64> -> tensor<4x2x3xf32>
+  func.return %0 : tensor<4x2x3xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: indices' last dim 0 must be in [1, 2] (rank(input) - batch_dims)
+
+// -----
+
+// The result is indices[:-1] + input[batch_dims+k:] (here 2x64, not 2x16x64).
+func.func @gather_nd_result(%x: tensor<2x16x64xf32>, %i: tensor<2x2xi64>) -> tensor<2x16x64xf32> {
+  %0 = graph.gather_nd %x, %i : tensor<2x16x64xf32>, tensor<2x2xi64> -> tensor<2x16x64xf32>
+  func.return %0 : tensor<2x16x64xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: result type should be tensor<2x64xf32>
+
+// -----
+
 // graph IR is statically shaped: a dynamic dim is rejected with a clear message.
 func.func @dynamic_dim(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) -> tensor<?x8xf32> {
   %0 = graph.matmul %x, %w : tensor<?x4xf32>, tensor<4x8xf32> -> tensor<?x8xf32>

@@ -423,6 +423,20 @@ func.func @gather(%table: tensor<30522x384xf32>, %ids: tensor<1x128xi64>, %m: te
 // CHECK-NEXT:    %1 = graph.gather %m, %i {axis = 1 : i64} : tensor<3x4x5xf32>, tensor<i32> -> tensor<3x5xf32>
 // CHECK-NEXT:    func.return %0, %1 : tensor<1x128x384xf32>, tensor<3x5xf32>
 
+// gather_nd: one hidden state per sequence (k = 2 of rank 3, i64 indices); a batch_dims = 1
+// gather of rows with i32 indices; the default batch_dims 0 with full coordinates (k = rank).
+func.func @gather_nd(%h: tensor<2x16x64xf32>, %idx: tensor<2x2xi64>, %x: tensor<2x3x4xf32>, %j: tensor<2x5x1xi32>, %p: tensor<7x2xi64>) -> (tensor<2x64xf32>, tensor<2x5x4xf32>, tensor<7x4xf32>) {
+  %0 = graph.gather_nd %h, %idx {batch_dims = 0 : i64} : tensor<2x16x64xf32>, tensor<2x2xi64> -> tensor<2x64xf32>
+  %1 = graph.gather_nd %x, %j {batch_dims = 1 : i64} : tensor<2x3x4xf32>, tensor<2x5x1xi32> -> tensor<2x5x4xf32>
+  %2 = graph.gather_nd %x, %p : tensor<2x3x4xf32>, tensor<7x2xi64> -> tensor<7x4xf32>
+  func.return %0, %1, %2 : tensor<2x64xf32>, tensor<2x5x4xf32>, tensor<7x4xf32>
+}
+// CHECK-LABEL: func.func @gather_nd(
+// CHECK-NEXT:    %0 = graph.gather_nd %h, %idx {batch_dims = 0 : i64} : tensor<2x16x64xf32>, tensor<2x2xi64> -> tensor<2x64xf32>
+// CHECK-NEXT:    %1 = graph.gather_nd %x, %j {batch_dims = 1 : i64} : tensor<2x3x4xf32>, tensor<2x5x1xi32> -> tensor<2x5x4xf32>
+// CHECK-NEXT:    %2 = graph.gather_nd %x, %p : tensor<2x3x4xf32>, tensor<7x2xi64> -> tensor<7x4xf32>
+// CHECK-NEXT:    func.return %0, %1, %2 : tensor<2x64xf32>, tensor<2x5x4xf32>, tensor<7x4xf32>
+
 // The blob is printed back in the module's resource section, in lower-case hex (upstream
 // mlir-opt writes upper case; both spell the same bytes).
 // CHECK:      {-#
