@@ -14,9 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import onnx
-import onnxruntime as ort
 
 from aitc.binary import save_program
 from aitc.compiler import CompileOptions, compile_module
@@ -25,6 +23,7 @@ from aitc.frontend.onnx_import import check_model, import_onnx
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
 from aitc.passes.pipelines import apply_pipeline
+from aitc.reference import onnxruntime_outputs, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator, write_trace
 from aitc.target import load_target
@@ -34,14 +33,6 @@ OUT = HERE.parent / "out"
 TARGET = "edge"
 TOLERANCE = 1e-4
 """Max error relative to the output magnitude (the simulator's f32 sums run in another order)."""
-
-
-def relative_error(got: dict[str, np.ndarray], want: list[np.ndarray]) -> float:
-    error = 0.0
-    for value, expected in zip(got.values(), want, strict=True):
-        scale = max(1.0, float(np.abs(expected).max()))
-        error = max(error, float(np.abs(value.astype(np.float64) - expected).max()) / scale)
-    return error
 
 
 def graph_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
@@ -85,7 +76,7 @@ def main() -> None:
     for path in sorted((HERE / "models").glob("*.onnx")):
         model = onnx.load(path)
         inputs = random_inputs(entry_function(import_onnx(model)))
-        reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, inputs)
+        reference = onnxruntime_outputs(model, inputs)
         graph_rows.append(graph_level(path, model, inputs, reference))
         npu_rows.append(npu_level(path, model, inputs, reference))
     print("aitc demo: the bundled ONNX models through the toolchain, checked against onnxruntime\n")

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
@@ -22,6 +21,7 @@ from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.pipelines import apply_pipeline
+from aitc.reference import assert_close, onnxruntime_outputs
 
 VARIANTS = {
     "static": {},
@@ -32,26 +32,6 @@ seq 16, vocab 100, batch 2, static shapes)."""
 
 MASK_OPS = {"Cast", "Equal", "Not", "And", "Expand", "Where", "ReduceSum", "Sub", "Concat", "GatherND"}
 """ONNX op types of the mask and pooling arithmetic on integer/bool tensors."""
-
-
-def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """onnxruntime's outputs with its graph optimisations off (its fusions are no reference)."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in model.graph.output]
-    return dict(zip(names, session.run(names, dict(inputs)), strict=True))
-
-
-def assert_close(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -> None:
-    """Same names, shapes and dtypes; max abs error <= 1e-5 * max(1, max|want|)."""
-    assert list(got) == list(want)
-    for name, expected in want.items():
-        actual = got[name]
-        assert (actual.shape, actual.dtype) == (expected.shape, expected.dtype), name
-        scale = max(1.0, float(np.abs(expected).max()))
-        error = float(np.abs(actual.astype(np.float64) - expected).max())
-        assert error <= 1e-5 * scale, f"{name}: max abs error {error:.3g} > {1e-5 * scale:.3g}"
 
 
 @functools.cache

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from aitc import files, model_zoo
@@ -19,6 +18,7 @@ from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir
+from aitc.reference import assert_close, onnxruntime_outputs
 from aitc.tools import aitc_main
 from aitc.tools.aitc_main import main
 
@@ -30,19 +30,6 @@ def run_cli(capsys, argv: Sequence[str | os.PathLike]) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def reference(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in model.graph.output]
-    return dict(zip(names, session.run(names, inputs), strict=True))
-
-
-def assert_close(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.shape == want.shape
-    assert float(np.abs(got - want).max()) <= 1e-5 * max(1.0, float(np.abs(want).max()))
 
 
 @pytest.fixture
@@ -191,7 +178,7 @@ def test_run_round_trip_with_npz(capsys, tmp_path, layer):
     assert "wrote 1 output(s)" in out
     with np.load(tmp_path / "out.npz") as saved:
         assert saved.files == [o.name for o in model.graph.output]
-        assert_close(saved["y"], reference(model, inputs)["y"])
+        assert_close({"y": saved["y"]}, {"y": onnxruntime_outputs(model, inputs)["y"]})
 
 
 def test_run_onnx_directly_matches_the_mlir(capsys, tmp_path, layer):
@@ -214,7 +201,7 @@ def test_run_prints_a_summary_without_outputs(capsys, tmp_path, layer):
     assert lines[0].split() == ["output", "type", "min", "max", "mean", "first", "values"]
     row = re.match(r"y\s+float32\[2, 4, 16\]\s+(\S+)\s+(\S+)\s+(\S+)", lines[2])
     assert row, lines[2]
-    y = reference(model, inputs)["y"]
+    y = onnxruntime_outputs(model, inputs)["y"]
     low, high = float(row[1]), float(row[2])
     assert low == pytest.approx(y.min(), rel=1e-4, abs=1e-4)
     assert high == pytest.approx(y.max(), rel=1e-4, abs=1e-4)
@@ -236,7 +223,7 @@ def test_run_single_npy_input(capsys, tmp_path):
     code, _, err = run_cli(capsys, [*args, "--outputs", tmp_path / "probs.npz"])
     assert code == 0, err
     with np.load(tmp_path / "probs.npz") as saved:
-        assert_close(saved["probs"], reference(model, inputs)["probs"])
+        assert_close({"probs": saved["probs"]}, {"probs": onnxruntime_outputs(model, inputs)["probs"]})
 
 
 # --------------------------------------------------------------------------- exit statuses
@@ -274,7 +261,7 @@ def test_real_process_import_then_run(tmp_path, layer):
         assert result.returncode == 0, result.stderr
     with np.load(tmp_path / "out.npz") as saved:
         assert saved.files == ["y"]
-        assert_close(saved["y"], reference(model, inputs)["y"])
+        assert_close({"y": saved["y"]}, {"y": onnxruntime_outputs(model, inputs)["y"]})
 
 
 def test_non_ascii_names_survive_import_print_and_run(capsys, tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from aitc import model_zoo
@@ -13,6 +12,7 @@ from aitc.binary import assemble
 from aitc.compiler import CompileOptions, compile_module
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
+from aitc.reference import assert_close, onnxruntime_outputs
 from aitc.sim import Simulator
 from aitc.target import load_target
 
@@ -23,22 +23,6 @@ MODELS = {
     "mobilenet-block": lambda: model_zoo.depthwise_separable(batch=1, channels=4, image=6),
     "transformer": lambda: model_zoo.transformer_encoder_layer(hidden=16, heads=2, seq=8, ffn=32, batch=1),
 }
-
-
-def reference(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in model.graph.output]
-    return dict(zip(names, session.run(names, inputs), strict=True))
-
-
-def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray], tolerance: float = 1e-4) -> None:
-    assert got.keys() == want.keys()
-    for name, expected in want.items():
-        scale = max(1.0, float(np.abs(expected).max()))
-        error = float(np.abs(got[name].astype(np.float64) - expected).max())
-        assert error <= tolerance * scale, f"{name}: max error {error:.3g} (scale {scale:.3g})"
 
 
 def static_model(name: str):
@@ -54,7 +38,7 @@ def test_compiled_program_matches_onnxruntime(name: str, target: str, depth: int
     model, inputs, shapes = static_model(name)
     result = compile_module(model, CompileOptions(target=target, depth=depth, input_shapes=shapes))
     outputs = Simulator(result.module, target).run(inputs).outputs
-    assert_close(outputs, reference(model, inputs))
+    assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -135,7 +119,7 @@ def _compile_simulate_compare(model: onnx.ModelProto, shape: list[int], target: 
     x = np.random.default_rng(seed + 1).standard_normal(shape).astype(np.float32)
     program = compile_module(model, CompileOptions(target=target, depth=2)).module
     outputs = Simulator(program, target).run({"x": x}).outputs  # raises on any race or deadlock
-    assert_close(outputs, reference(model, {"x": x}))
+    assert_close(outputs, onnxruntime_outputs(model, {"x": x}), 1e-4)
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

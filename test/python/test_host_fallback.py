@@ -9,16 +9,17 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from test_compile_e2e import assert_close, reference
 
 from aitc.binary import BinaryError, assemble, disassemble
 from aitc.compiler import CompileOptions, compile_module, format_report
+from aitc.diagnostics import AitcError
 from aitc.dialects.exec import CallOp, is_schedule
 from aitc.dialects.hw import ProgramOp
-from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import print_mlir
+from aitc.reference import assert_close
+from aitc.reference import onnxruntime_outputs as reference
 from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.tools.aitc_main import main
@@ -90,7 +91,7 @@ def test_split_model_matches_onnxruntime_on_the_simulator(target: str, depth: in
         ("host", "main_host4"),
     ]
     run = Simulator(result.module, target).run(inputs, trace=True)
-    assert_close(run.outputs, reference(model, inputs))
+    assert_close(run.outputs, reference(model, inputs), 1e-4)
     assert [s.placement for s in run.stats.segments] == ["host", "npu", "host", "npu", "host"]
     assert run.stats.cycles == sum(s.cycles for s in run.stats.segments) > 0
     assert run.trace is not None
@@ -156,7 +157,8 @@ def test_all_on_the_npu_is_not_split():
         list(model.graph.initializer),
     )
     assert len(kept) == 2
-    result = compile_module(helper.make_model(graph, opset_imports=model.opset_import), CompileOptions("tiny"))
+    npu_only = helper.make_model(graph, opset_imports=model.opset_import)
+    result = compile_module(npu_only, CompileOptions("tiny"))
     assert not any(is_schedule(op) for op in result.module.ops)
     assert "placement: every node on the NPU" in format_report(result)
 
@@ -181,7 +183,7 @@ def test_bundle_round_trips_byte_identically_and_compiles_deterministically():
     module = disassemble(first, target)
     assert assemble(module, target) == first
     assert print_mlir(module) == print_mlir(compile_module(model, CompileOptions(target="edge")).module)
-    assert_close(Simulator(module).run(inputs).outputs, reference(model, inputs))
+    assert_close(Simulator(module).run(inputs).outputs, reference(model, inputs), 1e-4)
 
 
 def _rechecksum(data: bytes) -> bytes:
@@ -238,6 +240,7 @@ def test_cli_compiles_and_runs_a_bundle(tmp_path, capsys):
     assert "on the host in 3 segment(s)" in report
     assert main(["run", str(binary), "--inputs", str(npz), "--outputs", str(out), "--stats"]) == 0
     stats = capsys.readouterr().out
-    assert "main_host2" in stats and "main_npu3" in stats
+    assert "main_host2" in stats
+    assert "main_npu3" in stats
     with np.load(out) as saved:
-        assert_close(dict(saved), reference(model, inputs))
+        assert_close(dict(saved), reference(model, inputs), 1e-4)

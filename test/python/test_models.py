@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
@@ -27,6 +26,7 @@ from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, input_names, output_names, run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.pipelines import apply_pipeline
+from aitc.reference import assert_close, onnxruntime_outputs
 
 ZOO: dict[str, tuple[Callable, dict]] = {
     "mlp": (model_zoo.mlp, {}),
@@ -80,16 +80,6 @@ class Case:
     module: ModuleOp
 
 
-def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """onnxruntime's outputs, by output name, with its graph optimisations off: its fusions are not
-    a reference (ORT 1.32's LayerNormFusion, for one, also fuses Pow(2, x) as if it were x^2)."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in model.graph.output]
-    return dict(zip(names, session.run(names, dict(inputs)), strict=True))
-
-
 def shapes_of(inputs: Mapping[str, np.ndarray]) -> dict[str, list[int]]:
     """`input_shapes` for import_onnx that pins every dynamic dim to the example's."""
     return {name: list(value.shape) for name, value in inputs.items()}
@@ -115,18 +105,6 @@ def graph_optimize(module: ModuleOp) -> ModuleOp:
 def optimized(name: str) -> ModuleOp:
     """The optimised module of zoo model `name`, built once per session."""
     return graph_optimize(case(name).module)
-
-
-def assert_close(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -> None:
-    """Same names, shapes and dtypes; max abs error <= 1e-5 * max(1, max|want|)."""
-    assert list(got) == list(want)
-    for name, expected in want.items():
-        actual = got[name]
-        assert actual.shape == expected.shape, name
-        assert actual.dtype == expected.dtype, name
-        scale = max(1.0, float(np.abs(expected).max()))
-        error = float(np.abs(actual.astype(np.float64) - expected).max())
-        assert error <= 1e-5 * scale, f"{name}: max abs error {error:.3g} > {1e-5 * scale:.3g}"
 
 
 def graph_op_counts(module: ModuleOp) -> Counter:
