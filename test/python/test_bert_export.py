@@ -2,6 +2,8 @@
 and attention mask, the integer/bool mask arithmetic (Cast, Equal/Not, And, Expand, Where), and
 a pooled token picked with GatherND. It imports, and runs at graph level, before and after
 `graph-optimize`, as onnxruntime runs it (max abs error <= 1e-5 * max(1, max|reference|)).
+Compiled, its integer/bool arithmetic and GatherND run on the host (place-on-host) and the rest
+on the NPU; the simulated program matches onnxruntime at both buffer depths.
 """
 
 from __future__ import annotations
@@ -182,3 +184,29 @@ def test_mask_summing_past_the_sequence_is_a_clear_error():
     bad = dict(inputs, attention_mask=np.full_like(inputs["attention_mask"], 2))
     with pytest.raises(AitcError, match=r"gather_nd index 31 at indices\[0, 1\] is out of range \[-16, 15\]"):
         run_module(imported("static", optimize=False), bad)
+
+
+COMPILED = {
+    "tiny": {"layers": 1, "hidden": 32, "heads": 2, "ffn": 64, "seq": 8},
+    "edge": {},
+}
+"""Target -> `bert_torch_export` arguments: tiny's 4x4 matrix engine gets a smaller model."""
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("target", sorted(COMPILED))
+def test_compiled_with_host_fallback_matches_onnxruntime(target: str, depth: int):
+    from aitc.compiler import CompileOptions, compile_module
+    from aitc.dialects.exec import CallOp
+    from aitc.sim import Simulator
+
+    model, inputs = model_zoo.bert_torch_export(**COMPILED[target])
+    result = compile_module(model, CompileOptions(target=target, depth=depth))
+    calls = [op.placement.data for op in result.module.walk() if isinstance(op, CallOp)]
+    assert calls == ["host", "npu", "host", "npu"]  # mask + pooling indices, encoder, GatherND, head
+    hosted = {row["kernel"] for row in result.kernels if row.get("on") == "host"}
+    assert {"/mask/Equal", "/mask/And", "/pool/ReduceSum", "/pool/GatherND"} <= hosted
+    assert not any(name.startswith("/encoder/") for name in hosted)
+    simulator = Simulator(result.module, target)
+    for example in (inputs, unpadded(inputs)):
+        assert_close(simulator.run(example).outputs, onnxruntime_outputs(model, example), 1e-4)
