@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from aitc.binary import save_program
@@ -61,9 +62,28 @@ def npu_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
     stats = run.stats
     error = relative_error(run.outputs, reference)
     return (
-        path.stem, len(result.kernels), f"{compile_s:.2f}", stats.instructions, stats.cycles,
+        path.stem, sum(1 for row in result.kernels if row.get("on") != "host"), _placement(result),
+        f"{compile_s:.2f}", stats.instructions, stats.cycles,
         f"{stats.seconds * 1e6:.1f}", f"{stats.utilisation():.1%}", f"{error:.1e}", _verdict(error),
     )  # fmt: skip
+
+
+def example_inputs(path: Path, model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """`<stem>.inputs.npz` next to the model (token ids and masks), else seeded random inputs."""
+    saved = path.with_suffix(".inputs.npz")
+    if saved.exists():
+        with np.load(saved) as arrays:
+            return dict(arrays)
+    return random_inputs(entry_function(import_onnx(model)))
+
+
+def _placement(result) -> str:
+    """`npu` when the whole model runs on the NPU, else the host node count and segments."""
+    host = [row for row in result.kernels if row.get("on") == "host"]
+    if not host:
+        return "npu"
+    segments = len({row["segment"] for row in result.kernels})
+    return f"{len(host)} host nodes, {segments} segments"
 
 
 def _verdict(error: float) -> str:
@@ -75,7 +95,7 @@ def main() -> None:
     graph_rows, npu_rows = [], []
     for path in sorted((HERE / "models").glob("*.onnx")):
         model = onnx.load(path)
-        inputs = random_inputs(entry_function(import_onnx(model)))
+        inputs = example_inputs(path, model)
         reference = onnxruntime_outputs(model, inputs)
         graph_rows.append(graph_level(path, model, inputs, reference))
         npu_rows.append(npu_level(path, model, inputs, reference))
@@ -87,6 +107,7 @@ def main() -> None:
     headers = [
         "model",
         "kernels",
+        "placement",
         "compile s",
         "instructions",
         "cycles",
