@@ -284,6 +284,12 @@ def test_bundled_examples_are_fresh_small_and_static():
     for name in maker.EXAMPLES:
         path = EXAMPLES / "models" / f"{name}.onnx"
         data = path.read_bytes()
-        assert data == maker.build(name), f"{path} is stale: rerun examples/make_example_models.py"
+        fresh, inputs = maker.build(name)
+        assert data == fresh, f"{path} is stale: rerun examples/make_example_models.py"
+        if name in maker.EXAMPLE_INPUTS:
+            with np.load(path.with_suffix(".inputs.npz")) as saved:
+                assert saved.files == list(inputs)
+                for key, value in inputs.items():
+                    np.testing.assert_array_equal(saved[key], value)
         assert len(data) < 300_000
         import_onnx(path)  # static shapes: no --input-shape needed
