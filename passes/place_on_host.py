@@ -155,6 +155,33 @@ def segments(ops: Sequence[Operation], reasons: dict[Operation, str | None]) -> 
     return result
 
 
+def settled_segments(ops: Sequence[Operation], reasons: dict[Operation, str | None]) -> list[Segment]:
+    """`segments`, after moving to the host every NPU op that would read or write a boolean
+    across a segment boundary (two NPU ops in different segments cannot share an i1 tensor:
+    it would go through DRAM). Updates `reasons`; terminates because ops only move to the host."""
+    while True:
+        runs = segments(ops, reasons)
+        where = {op: k for k, run in enumerate(runs) for op in run.ops}
+        moved = False
+        for op in ops:
+            if reasons[op] is not None:
+                continue
+            crossing = any(
+                _is_bool(v) and where.get(v.owner) != where[op]  # pyright: ignore[reportArgumentType]
+                for v in op.operands
+                if not isinstance(v.owner, graph.ConstantOp)
+            ) or any(
+                _is_bool(r) and where.get(u.operation, where[op]) != where[op]
+                for r in op.results
+                for u in r.uses
+            )
+            if crossing:
+                reasons[op] = "a boolean (i1) tensor it shares would cross a segment boundary through DRAM"
+                moved = True
+        if not moved:
+            return runs
+
+
 def _clean(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:/-]", "_", text) or "t"
 
@@ -298,9 +325,10 @@ def split_function(module: ModuleOp, function: func.FuncOp, fallback: bool) -> N
         return
     if not fallback:
         raise _refuse(hosted, reasons)
-    for op in hosted:
-        op.attributes[exec_dialect.REASON_ATTR] = StringAttr(str(reasons[op]))
-    split = _Split(segments(ops, reasons), list(ret.arguments))
+    split = _Split(settled_segments(ops, reasons), list(ret.arguments))
+    for op in ops:
+        if reasons[op] is not None:
+            op.attributes[exec_dialect.REASON_ATTR] = StringAttr(str(reasons[op]))
     names = _Names(function, split.returned)
     schedule = Block(arg_types=[a.type for a in block.args])
     for old, new in zip(block.args, schedule.args, strict=True):

@@ -70,3 +70,31 @@ func.func @mask(%ids: tensor<2x8xi64>, %x: tensor<2x8xf32>, %pos: tensor<2x8xi32
 // CHECK:       func.func @mask_npu1(
 // CHECK-NEXT:    graph.exp
 // CHECK-NEXT:    graph.mul
+
+// -----
+
+// A boolean never crosses a segment boundary: the NPU could run the compare and the select,
+// but the select also needs a host result, so it would land in a later NPU segment than the
+// compare and the i1 mask would go through DRAM. Both move to the host (the compare, ready
+// first, runs in the first host segment).
+func.func @bool_crossing(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = graph.greater %x, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1> loc("compare")
+  %e = graph.exp %x : tensor<4x8xf32> loc("exp")
+  %s = graph.sin %e : tensor<4x8xf32> loc("sin")
+  %r = graph.where %c, %s, %y : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32> loc("select")
+  func.return %r : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @bool_crossing(
+// CHECK-NEXT:    exec.call host @bool_crossing_host0
+// CHECK-NEXT:    exec.call npu @bool_crossing_npu1
+// CHECK-NEXT:    exec.call host @bool_crossing_host2
+// CHECK-NEXT:    func.return
+// CHECK:       func.func @bool_crossing_host0(
+// CHECK-NEXT:    graph.greater {{.*}} {exec.reason = "a boolean (i1) tensor it shares would cross a segment boundary through DRAM"}
+// CHECK-NEXT:    func.return
+// CHECK:       func.func @bool_crossing_npu1(
+// CHECK-NEXT:    graph.exp
+// CHECK-NEXT:    func.return
+// CHECK:       func.func @bool_crossing_host2(
+// CHECK-NEXT:    graph.sin
+// CHECK-NEXT:    graph.where {{.*}} {exec.reason = "a boolean (i1) tensor it shares would cross a segment boundary through DRAM"}

@@ -244,3 +244,27 @@ def test_cli_compiles_and_runs_a_bundle(tmp_path, capsys):
     assert "main_npu3" in stats
     with np.load(out) as saved:
         assert_close(dict(saved), reference(model, inputs), 1e-4)
+
+
+BOOL_CROSSING = """
+func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = graph.greater %x, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1>
+  %e = graph.exp %x : tensor<4x8xf32>
+  %s = graph.sin %e : tensor<4x8xf32>
+  %r = graph.where %c, %s, %y : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %r : tensor<4x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["tiny", "edge"])
+def test_a_boolean_shared_across_segments_stays_on_the_host(target: str):
+    from aitc.ir import parse_mlir
+
+    module = parse_mlir(BOOL_CROSSING)
+    rng = np.random.default_rng(3)
+    inputs = {name: rng.standard_normal((4, 8)).astype(np.float32) for name in ("arg0", "arg1")}
+    expected = run_module(module, inputs)
+    compiled = compile_module(module, CompileOptions(target=target)).module
+    assert placements(compiled) == [("host", "main_host0"), ("npu", "main_npu1"), ("host", "main_host2")]
+    assert_close(Simulator(compiled, target).run(inputs).outputs, expected)
