@@ -789,7 +789,17 @@ def _encode_core(core: hw.CoreOp) -> bytes:
 
 
 def declared_target(module_or_program: ModuleOp | hw.ProgramOp) -> Target:
-    """The target the program's `target` attribute names (a preset or a TOML file)."""
+    """The target the program's `target` attribute names (a preset or a TOML file); for a
+    bundle, its programs' (or, without any, the module's `tile.target`)."""
+    if isinstance(module_or_program, ModuleOp) and any(is_schedule(op) for op in module_or_program.ops):
+        programs = [op for op in module_or_program.ops if isinstance(op, hw.ProgramOp)]
+        named = module_or_program.attributes.get("tile.target")
+        names = {p.target.data for p in programs if p.target is not None} or (
+            {named.data} if isinstance(named, StringAttr) else set()
+        )
+        if len(names) != 1:
+            raise AitcError("the bundle names no single target; pass --target NAME|FILE.toml")
+        return load_target(names.pop())
     _, program = _program_of(module_or_program)
     if program.target is None:
         raise AitcError("the hw.program names no target; pass --target NAME|FILE.toml")

@@ -268,3 +268,16 @@ def test_a_boolean_shared_across_segments_stays_on_the_host(target: str):
     compiled = compile_module(module, CompileOptions(target=target)).module
     assert placements(compiled) == [("host", "main_host0"), ("npu", "main_npu1"), ("host", "main_host2")]
     assert_close(Simulator(compiled, target).run(inputs).outputs, expected)
+
+
+def test_emitted_hw_text_of_a_split_model_assembles(tmp_path, capsys):
+    model, inputs = mixed_model()
+    path, text, binary = tmp_path / "m.onnx", tmp_path / "m.mlir", tmp_path / "m.aitb"
+    onnx.save(model, path)
+    assert main(["compile", str(path), "--target", "tiny", "--emit", "hw", "-o", str(text)]) == 0
+    assert main(["asm", str(text), "-o", str(binary)]) == 0  # the target comes from the programs
+    assert "for target 'tiny'" in capsys.readouterr().out
+    assert print_mlir(disassemble(binary.read_bytes())) == text.read_text()
+    assert_close(
+        Simulator(disassemble(binary.read_bytes())).run(inputs).outputs, reference(model, inputs), 1e-4
+    )
