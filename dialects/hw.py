@@ -221,11 +221,15 @@ class InstructionOp(IRDLOperation):
     traits = lazy_traits_def(lambda: (HasParent(CoreOp, LoopOp),))
 
     def __init__(self, **values: object):
+        """Fields by name; fields at their default are left out, so built, printed and
+        parsed instructions (and their binaries) are identical."""
         attributes = {}
         for field in self.FIELDS:
             value = values.pop(field.name, None)
             if value is None or (field.kind == "flag" and not value):
                 continue
+            if field.default is not None and value == field.default:
+                continue  # canonical: a field at its default is absent, as the custom syntax prints it
             attributes[field.name] = _encode(field, value)
         if values:
             raise TypeError(f"{self.name}: unknown fields {sorted(values)}")
