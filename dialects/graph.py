@@ -1226,6 +1226,15 @@ class PadOp(IRDLOperation):
         _check(list(_shape(self.output)) == expected, f"result shape should be {shape_str(expected)}")
 
 
+def _check_indices(indices: SSAValue) -> None:
+    """Gather-style indices are an integer tensor, not a boolean one."""
+    element = _elem(indices)
+    _check(
+        isinstance(element, IntegerType) and not is_bool(element),
+        f"indices must be an integer tensor (not i1), got {indices.type}",
+    )
+
+
 @irdl_op_definition
 class GatherOp(IRDLOperation):
     """Takes slices of `input` along `axis` at the (possibly negative) integer `indices`;
@@ -1249,11 +1258,7 @@ class GatherOp(IRDLOperation):
         x, idx = _shape(self.input), _shape(self.indices)
         axis = self.axis.value.data if self.axis is not None else 0
         _check(0 <= axis < len(x), f"axis {axis} out of range for rank {len(x)}")
-        idx_elem = _elem(self.indices)
-        _check(
-            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem),
-            f"indices must be an integer tensor (not i1), got {self.indices.type}",
-        )
+        _check_indices(self.indices)
         expected = TensorType(_elem(self.input), [*x[:axis], *idx, *x[axis + 1 :]])
         _check(self.output.type == expected, f"result type should be {expected}")
 
@@ -1304,11 +1309,7 @@ class GatherNDOp(IRDLOperation):
         return [*idx[:-1], *x[batch_dims + k :]]
 
     def verify_(self) -> None:
-        idx_elem = _elem(self.indices)
-        _check(
-            isinstance(idx_elem, IntegerType) and not is_bool(idx_elem),
-            f"indices must be an integer tensor (not i1), got {self.indices.type}",
-        )
+        _check_indices(self.indices)
         shape = self.infer_shape(_shape(self.input), _shape(self.indices), self.batch_rank())
         expected = TensorType(_elem(self.input), shape)
         _check(self.output.type == expected, f"result type should be {expected}")
