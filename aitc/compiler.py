@@ -10,6 +10,7 @@ times every pass, verifies between passes and builds the compile report.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ class CompileResult:
     level: str
     kernels: list[dict[str, object]]
     pass_seconds: list[tuple[str, float]]
+    segments: list[dict[str, object]] = field(default_factory=list)
+    """One row per segment of a split model (`segment_report`), empty otherwise."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -113,7 +116,7 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
         kernels = kernel_report(module)
     if options.emit == "hw":
         _count_instructions(module, kernels)
-    return CompileResult(module, options.emit, kernels, timings)
+    return CompileResult(module, options.emit, kernels, timings, segment_report(module))
 
 
 def _run_passes(module: ModuleOp, specs: list[str], timings: list[tuple[str, float]]) -> None:
@@ -181,6 +184,27 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     return rows
 
 
+def segment_report(module: ModuleOp) -> list[dict[str, object]]:
+    """Per segment of a split model, in schedule order: where it runs and the tensors handed
+    over to it and from it (count and bytes: what the runtime moves through DRAM)."""
+    from aitc.dialects.exec import CallOp, is_schedule
+    from aitc.types import numpy_dtype
+
+    def size(values) -> str:
+        total = sum(
+            math.prod(v.type.get_shape()) * numpy_dtype(v.type.get_element_type()).itemsize for v in values
+        )
+        return f"{len(values)} ({total} B)"
+
+    rows = []
+    for schedule in [op for op in module.ops if is_schedule(op)]:
+        for call in schedule.walk():
+            if isinstance(call, CallOp):
+                rows.append({"segment": call.callee_name, "on": call.placement.data,
+                             "in": size(list(call.arguments)), "out": size(list(call.res))})  # fmt: skip
+    return rows
+
+
 def _symbol(op: Operation) -> str:
     name = op.properties.get("sym_name") or op.attributes.get("sym_name")
     return name.data if isinstance(name, StringAttr) else ""
@@ -229,7 +253,14 @@ def format_report(result: CompileResult) -> str:
     rows = [[row.get(c, "") for c in columns] for row in result.kernels]
     table = format_table(columns, rows) if rows else "(no kernels)"
     total = sum(seconds for _, seconds in result.pass_seconds)
-    return f"{table}\n{placement_summary(result.kernels)}\n{len(result.pass_seconds)} passes, {total:.2f} s"
+    summary = placement_summary(result.kernels)
+    if result.segments:
+        columns = ["segment", "on", "in", "out"]
+        handed = format_table(columns, [[row[c] for c in columns] for row in result.segments])
+        summary += (
+            f"\nsegments in order, with the tensors handed over through DRAM (count, bytes):\n{handed}\n"
+        )
+    return f"{table}\n{summary}\n{len(result.pass_seconds)} passes, {total:.2f} s"
 
 
 def placement_summary(rows: list[dict[str, object]]) -> str:

@@ -140,6 +140,13 @@ def test_report_lists_every_node_with_its_placement():
     }
     text = format_report(result)
     assert "3 kernel(s) on the NPU in 2 segment(s), 3 node(s) on the host in 3 segment(s)" in text
+    assert [(r["segment"], r["on"], r["in"], r["out"]) for r in result.segments] == [
+        ("main_host0", "host", "1 (1024 B)", "1 (512 B)"),  # int64 mask in, f32 mask out
+        ("main_npu1", "npu", "1 (256 B)", "1 (512 B)"),
+        ("main_host2", "host", "1 (512 B)", "1 (512 B)"),
+        ("main_npu3", "npu", "2 (1024 B)", "1 (128 B)"),
+        ("main_host4", "host", "1 (128 B)", "1 (32 B)"),
+    ]
     assert "sin (graph.sin): no tile lowering for graph.sin" in text
 
 
