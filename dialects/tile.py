@@ -85,16 +85,38 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _verify_buffer_type(type_: Attribute, what: str) -> MemRefType:
-    _require(isinstance(type_, MemRefType), f"{what} must be a memref, got {type_}")
+    problem = _buffer_type_problem(type_)
+    if problem is not None:  # the message prints the type: only build it on failure
+        raise VerifyException(f"{what}{problem}, got {type_}")
     assert isinstance(type_, MemRefType)
-    _require(space_of(type_) in SPACES, f"{what} must live in dram, sram or acc, got {type_}")
-    _require(all(d > 0 for d in type_.get_shape()), f"{what} needs a static shape, got {type_}")
-    _require(isinstance(type_.layout, NoneAttr), f"{what} must be dense row-major (no layout), got {type_}")
-    _require(
-        space_of(type_) != "acc" or str(type_.get_element_type()) in ("f32", "i32"),
-        f"{what}: ACC holds 32-bit values (f32 or i32), got {type_}",
-    )
     return type_
+
+
+def _buffer_type_problem(type_: Attribute) -> str | None:
+    """What is wrong with `type_` as a tile buffer (the message after the buffer's name)."""
+    if not isinstance(type_, MemRefType):
+        return " must be a memref"
+    if space_of(type_) not in SPACES:
+        return " must live in dram, sram or acc"
+    if not all(d > 0 for d in type_.get_shape()):
+        return " needs a static shape"
+    if not isinstance(type_.layout, NoneAttr):
+        return " must be dense row-major (no layout)"
+    if space_of(type_) == "acc" and element_name(type_) not in ("f32", "i32"):
+        return ": ACC holds 32-bit values (f32 or i32)"
+    return None
+
+
+_ELEMENT_NAMES: dict[Attribute, str] = {}
+
+
+def element_name(type_: Attribute) -> str:
+    """The element type of a memref as text ("f32", "i8", ...), printed once per type."""
+    element = type_.get_element_type()  # pyright: ignore
+    name = _ELEMENT_NAMES.get(element)
+    if name is None:
+        name = _ELEMENT_NAMES.setdefault(element, str(element))
+    return name
 
 
 def _constant_index(value: SSAValue) -> int | None:
@@ -327,7 +349,7 @@ class ElementwiseWindowOp(WindowOp):
 
     def element_types(self) -> dict[str, str]:
         """The element type ("f32", "i32", "i8", ...) of each access's buffer, by name."""
-        return {name: str(self.access(name)[0].type.get_element_type()) for name in self.ACCESSES}  # pyright: ignore
+        return {name: element_name(self.access(name)[0].type) for name in self.ACCESSES}
 
     def dtype(self) -> str:
         """The element type the op computes in (its first window's)."""
@@ -691,7 +713,7 @@ class GatherOp(WindowOp):
         _require(len(self.box()) == 2, "tile.gather: sizes are [rows, row length]")
         for name in self.ACCESSES:
             self._verify_fits(name)
-        index_type = str(self.access("indices")[0].type.get_element_type())  # pyright: ignore
+        index_type = element_name(self.access("indices")[0].type)
         _require(index_type == "i32", f"tile.gather: indices must be i32, got {index_type}")
 
 
@@ -797,7 +819,7 @@ class KernelOp(IRDLOperation):
 
 def narrows_i64(op: CastOp) -> bool:
     """Whether `op` is the i64 -> i32 index narrowing (a DMA of low words, not a vector op)."""
-    return str(op.access("a")[0].type.get_element_type()) == "i64"  # pyright: ignore
+    return element_name(op.access("a")[0].type) == "i64"
 
 
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (
