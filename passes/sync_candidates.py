@@ -46,6 +46,50 @@ def covered(inner: Intervals, outer: Intervals) -> bool:
     return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
 
 
+class Live:
+    """The live records of one storage, in order, with their hulls (first and last byte) as
+    arrays: one vectorised comparison leaves out the records whose hull misses a window, so
+    only the few that may overlap or be covered get the exact (interval by interval) check."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self._hulls: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+        self._hulls = None
+
+    def hulls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per record: its first byte, its end, whether it writes."""
+        if self._hulls is None:
+            count = len(self.records)
+            lows = np.fromiter((r.bytes[0][0] for r in self.records), np.int64, count)
+            ends = np.fromiter((r.bytes[1][-1] for r in self.records), np.int64, count)
+            writes = np.fromiter((r.write for r in self.records), bool, count)
+            self._hulls = lows, ends, writes
+        return self._hulls
+
+    def meeting(self, found: Intervals, write: bool) -> Iterator[Record]:
+        """The records, in order, whose hull overlaps the hull of `found` (the first test of
+        `overlap`), one of the two writing."""
+        lows, ends, writes = self.hulls()
+        mask = (lows < found[1][-1]) & (found[0][0] < ends)
+        if not write:
+            mask &= writes
+        for k in np.flatnonzero(mask):
+            yield self.records[k]
+
+    def kill(self, written: Intervals) -> None:
+        """Drops the records that `written` covers entirely (`covered`; a record can only be
+        covered when its hull lies inside the hull of `written`)."""
+        lows, ends, _ = self.hulls()
+        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1]))
+        dead = {int(k) for k in inside if covered(self.records[k].bytes, written)}
+        if dead:
+            self.records = [r for k, r in enumerate(self.records) if k not in dead]
+            self._hulls = None
+
+
 class Candidates:
     """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order)."""
 
@@ -62,7 +106,7 @@ class Candidates:
         groups: dict[int, list[Node]] = {}
         for node in self.nodes:
             groups.setdefault(node.path[0][1], []).append(node)
-        live: dict[Hashable, list[Record]] = {}
+        live: dict[Hashable, Live] = {}
         for group in groups.values():
             yield from self._within(group)
             yield from self._against(group, live)
@@ -70,13 +114,20 @@ class Candidates:
             for node in group:
                 for index, access in enumerate(node.accesses):
                     record = Record(node, access.write, self.footprint(node, index))
-                    live.setdefault(access.view.storage, []).append(record)
+                    storage = live.get(access.view.storage)
+                    if storage is None:
+                        storage = live[access.view.storage] = Live()
+                    storage.add(record)
 
     def _pair(self, first: Node, second: Node) -> Iterator[tuple[Node, Node]]:
-        key = (first.order, second.order)
-        if first.engine != second.engine and key not in self.seen:
-            self.seen.add(key)
+        if self._new(first, second):
+            self.seen.add((first.order, second.order))
             yield first, second
+
+    def _new(self, first: Node, second: Node) -> bool:
+        """Whether (first, second) would be a new candidate if they overlap: checked before the
+        (costlier) overlap, which cannot change what is yielded for a pair seen already."""
+        return first.engine != second.engine and (first.order, second.order) not in self.seen
 
     def _within(self, group: list[Node]) -> Iterator[tuple[Node, Node]]:
         """Every overlapping pair inside one top-level item (a sweep over sorted hulls)."""
@@ -92,25 +143,27 @@ class Candidates:
                 for lo2, _, other, write2, found2 in entries[i + 1 :]:
                     if lo2 >= hi:
                         break
-                    if (write or write2) and overlap(found, found2):
-                        first, second = sorted((node, other), key=lambda n: n.order)
+                    first, second = sorted((node, other), key=lambda n: n.order)
+                    if (write or write2) and self._new(first, second) and overlap(found, found2):
                         yield from self._pair(first, second)
 
-    def _against(self, group: list[Node], live: dict[Hashable, list[Record]]) -> Iterator[tuple[Node, Node]]:
+    def _against(self, group: list[Node], live: dict[Hashable, Live]) -> Iterator[tuple[Node, Node]]:
         """Pairs of the group's accesses with the live records of earlier top-level items."""
         for node in group:
             for index, access in enumerate(node.accesses):
+                storage = live.get(access.view.storage)
+                if storage is None:
+                    continue
                 found = self.footprint(node, index)
-                for record in live.get(access.view.storage, ()):
-                    if (record.write or access.write) and overlap(record.bytes, found):
+                for record in storage.meeting(found, access.write):
+                    if self._new(record.node, node) and overlap(record.bytes, found):
                         yield from self._pair(record.node, node)
 
-    def _kill(self, group: list[Node], live: dict[Hashable, list[Record]]) -> None:
+    def _kill(self, group: list[Node], live: dict[Hashable, Live]) -> None:
         """Drops the live records that the group's sure writes cover entirely."""
         for node in group:
             for index, access in enumerate(node.accesses):
-                records = live.get(access.view.storage)
-                if not (records and access.write and self.exact(node, index)):
+                storage = live.get(access.view.storage)
+                if not (storage and storage.records and access.write and self.exact(node, index)):
                     continue
-                written = self.footprint(node, index)
-                live[access.view.storage] = [r for r in records if not covered(r.bytes, written)]
+                storage.kill(self.footprint(node, index))
