@@ -255,7 +255,14 @@ class WindowOp(IRDLOperation):
         return self.accesses()[self.ACCESSES.index(name)]
 
     def box(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.sizes.get_values()) if self.sizes is not None else ()
+        """The `sizes` values (decoded once per `sizes` attribute: attributes are immutable)."""
+        sizes = self.sizes
+        cached = self.__dict__.get("_box")
+        if cached is not None and cached[0] is sizes:
+            return cached[1]
+        box = tuple(int(v) for v in sizes.get_values()) if sizes is not None else ()
+        self.__dict__["_box"] = (sizes, box)
+        return box
 
     # -- verification
     def verify_(self) -> None:
@@ -278,22 +285,21 @@ class WindowOp(IRDLOperation):
         return self.box()
 
     def _verify_fits(self, name: str) -> None:
-        buffer, _ = self.access(name)
+        buffer, indices = self.access(name)
         shape = tuple(buffer.type.get_shape())  # pyright: ignore
         box = self.window_shape(name)
-        _require(
-            len(box) == len(shape), f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}"
-        )
-        _require(
-            all(0 < b <= d for b, d in zip(box, shape, strict=True)),
-            f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}",
-        )
-        starts = [_constant_index(i) for i in self.access(name)[1]]
-        _require(
-            all(s is None or 0 <= s <= d - b for s, b, d in zip(starts, box, shape, strict=True)),
-            f"{self.name} '{name}': window {list(box)} at constant indices "
-            f"{['?' if s is None else s for s in starts]} leaves buffer {list(shape)}",
-        )
+        if len(box) != len(shape):
+            raise VerifyException(f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}")
+        if not all(0 < b <= d for b, d in zip(box, shape, strict=True)):
+            raise VerifyException(
+                f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}"
+            )
+        starts = [_constant_index(i) for i in indices]
+        if not all(s is None or 0 <= s <= d - b for s, b, d in zip(starts, box, shape, strict=True)):
+            raise VerifyException(
+                f"{self.name} '{name}': window {list(box)} at constant indices "
+                f"{['?' if s is None else s for s in starts]} leaves buffer {list(shape)}"
+            )
 
     # -- syntax: tile.<op> %a[%i, %j], ... to %d[%k, %l] sizes [..] {attrs} : type(a), ..., type(d)
     def print(self, printer: Printer) -> None:
