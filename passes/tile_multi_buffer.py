@@ -496,13 +496,17 @@ def _scope(loop: Operation) -> Operation:
     return node or loop
 
 
-def working_set(scope: Operation, space: str) -> int:
-    """Bytes of the `space` buffers allocated in or used by `scope`, all at once (aligned)."""
+def working_sets(scope: Operation) -> dict[str, int]:
+    """Per space, bytes of the buffers allocated in or used by `scope`, all at once (aligned)."""
     buffers: dict[SSAValue, None] = {}
     for op in scope.walk():
         values = op.results if isinstance(op, tile.AllocOp) else op.operands
         buffers.update((v, None) for v in values if isinstance(v.owner, tile.AllocOp))
-    return sum(align_up(byte_size(b.type)) for b in buffers if tile.space_of(b) == space)  # pyright: ignore
+    sizes: dict[str, int] = {}
+    for b in buffers:
+        space = tile.space_of(b)
+        sizes[space] = sizes.get(space, 0) + align_up(byte_size(b.type))  # pyright: ignore
+    return sizes
 
 
 @dataclass(frozen=True)
@@ -546,10 +550,12 @@ def budgets(
     target: Target,
     depth: int = 2,
     families: Families | None = None,
+    working: dict[str, int] | None = None,
 ) -> list[Budget]:
-    """SRAM and ACC: what the kernel uses, and what each further copy of `buffers` adds (copies
-    an earlier rotation made are already in use)."""
+    """SRAM and ACC: what the kernel uses (`working`: its `working_sets`, if known), and what
+    each further copy of `buffers` adds (copies an earlier rotation made are already in use)."""
     families = families or Families()
+    working = working_sets(_scope(loop)) if working is None else working
     result = []
     for space, capacity in (("sram", target.sram_bytes), ("acc", target.acc_bytes)):
         mine = [b for b in buffers if tile.space_of(b) == space]
@@ -560,26 +566,33 @@ def budgets(
             align_up(byte_size(b.type)) * min(families.reusable(b, loop), depth - 1)  # pyright: ignore
             for b in mine
         )
-        base = working_set(_scope(loop), space) - reused
+        base = working.get(space, 0) - reused
         result.append(Budget(space.upper(), base, per_copy, capacity))
     return result
 
 
 def choose_depth(
-    loop: scf.ForOp, buffers: Sequence[SSAValue], depth: int, target: Target, families: Families | None = None
+    loop: scf.ForOp,
+    buffers: Sequence[SSAValue],
+    depth: int,
+    target: Target,
+    families: Families | None = None,
+    working: dict[str, int] | None = None,
 ) -> tuple[int, str]:
-    """The depth to use (<= `depth`, <= trip count, within SRAM/ACC) and why."""
+    """The depth to use (<= `depth`, <= trip count, within SRAM/ACC) and why (`working`: as
+    for `budgets`)."""
     trips = trip_count(loop) or 0
     if trips < 2:
         return 1, f"depth 1: trip count {trips}, nothing to overlap"
     wanted = min(depth, trips)
+    working = working_sets(_scope(loop)) if working is None else working
 
     def fits(d: int) -> bool:
-        return all(m.need(d) <= m.capacity for m in budgets(loop, buffers, target, d, families))
+        return all(m.need(d) <= m.capacity for m in budgets(loop, buffers, target, d, families, working))
 
     chosen = next((d for d in range(wanted, 1, -1) if fits(d)), 1)
     limit = f"trip count {trips}"
-    memories = budgets(loop, buffers, target, wanted, families)
+    memories = budgets(loop, buffers, target, wanted, families, working)
     over = [m for m in memories if m.need(wanted) > m.capacity]
     if over:
         need, capacity = _kib(over[0].need(wanted)), _kib(over[0].capacity)
@@ -780,7 +793,8 @@ def pipeline_loop(loop: scf.ForOp, depth: int, target: Target, families: Familie
     if loads and not leading:
         _annotate(loop, 1, f"depth 1: {next(c.problem for c in loads if c.problem is not None)}")
         return 1
-    chosen, reason = choose_depth(loop, leading or ranked[:1], depth, target, families)
+    working = working_sets(_scope(loop))  # the IR stays as it is until `rotate`
+    chosen, reason = choose_depth(loop, leading or ranked[:1], depth, target, families, working)
     if chosen == 1:
         if not loads:
             return 0
@@ -789,9 +803,9 @@ def pipeline_loop(loop: scf.ForOp, depth: int, target: Target, families: Familie
     rotating = list(leading or ranked[:1])
     for group in _groups(ok, families):  # whole groups only (see _groups)
         extra = [b for b in group if b not in rotating]
-        if extra and choose_depth(loop, [*rotating, *extra], chosen, target, families)[0] == chosen:
+        if extra and choose_depth(loop, [*rotating, *extra], chosen, target, families, working)[0] == chosen:
             rotating += extra
-    reason = choose_depth(loop, rotating, depth, target, families)[1]
+    reason = choose_depth(loop, rotating, depth, target, families, working)[1]
     rotate(loop, rotating, chosen, reason, families)
     return chosen
 
