@@ -46,34 +46,39 @@ def covered(inner: Intervals, outer: Intervals) -> bool:
     return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
 
 
+Hulls = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class Live:
     """The live records of one storage, in order, with their hulls (first and last byte) as
-    arrays: one vectorised comparison leaves out the records whose hull misses a window, so
-    only the few that may overlap or be covered get the exact (interval by interval) check."""
+    arrays: one vectorised comparison leaves out the records whose hull misses a window (or
+    that cannot pair), so only the few that may overlap or be covered get the exact (interval
+    by interval) check."""
 
     def __init__(self) -> None:
         self.records: list[Record] = []
-        self._hulls: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._hulls: Hulls | None = None
 
     def add(self, record: Record) -> None:
         self.records.append(record)
         self._hulls = None
 
-    def hulls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per record: its first byte, its end, whether it writes."""
+    def hulls(self) -> Hulls:
+        """Per record: its first byte, its end, whether it writes, its node's engine."""
         if self._hulls is None:
             count = len(self.records)
             lows = np.fromiter((r.bytes[0][0] for r in self.records), np.int64, count)
             ends = np.fromiter((r.bytes[1][-1] for r in self.records), np.int64, count)
             writes = np.fromiter((r.write for r in self.records), bool, count)
-            self._hulls = lows, ends, writes
+            engines = np.array([r.node.engine for r in self.records])
+            self._hulls = lows, ends, writes, engines
         return self._hulls
 
-    def meeting(self, found: Intervals, write: bool) -> Iterator[Record]:
+    def meeting(self, found: Intervals, write: bool, engine: str) -> Iterator[Record]:
         """The records, in order, whose hull overlaps the hull of `found` (the first test of
-        `overlap`), one of the two writing."""
-        lows, ends, writes = self.hulls()
-        mask = (lows < found[1][-1]) & (found[0][0] < ends)
+        `overlap`), one of the two writing, on another engine than `engine`."""
+        lows, ends, writes, engines = self.hulls()
+        mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine)
         if not write:
             mask &= writes
         for k in np.flatnonzero(mask):
@@ -82,7 +87,7 @@ class Live:
     def kill(self, written: Intervals) -> None:
         """Drops the records that `written` covers entirely (`covered`; a record can only be
         covered when its hull lies inside the hull of `written`)."""
-        lows, ends, _ = self.hulls()
+        lows, ends, _, _ = self.hulls()
         inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1]))
         dead = {int(k) for k in inside if covered(self.records[k].bytes, written)}
         if dead:
@@ -155,7 +160,7 @@ class Candidates:
                 if storage is None:
                     continue
                 found = self.footprint(node, index)
-                for record in storage.meeting(found, access.write):
+                for record in storage.meeting(found, access.write, node.engine):
                     if self._new(record.node, node) and overlap(record.bytes, found):
                         yield from self._pair(record.node, node)
 

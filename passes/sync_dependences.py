@@ -166,6 +166,26 @@ class Program:
 # --------------------------------------------------------------------------- conflicts
 
 
+@dataclass(frozen=True, eq=False)
+class Hull:
+    """Byte intervals with their first byte and end as Python ints (cheap to compare)."""
+
+    bytes: Intervals
+    low: int
+    end: int
+    single: bool
+
+    @staticmethod
+    def of(found: Intervals) -> Hull:
+        return Hull(found, int(found[0][0]), int(found[1][-1]), len(found[0]) == 1)
+
+    def meets(self, other: Hull) -> bool:
+        """`overlap(self.bytes, other.bytes)`, deciding on the hulls where they suffice."""
+        if not (self.low < other.end and other.low < self.end):
+            return False
+        return (self.single and other.single) or overlap(self.bytes, other.bytes)
+
+
 class Dependences:
     """Computes the edges every conflicting pair of nodes needs."""
 
@@ -173,6 +193,7 @@ class Dependences:
         self.program = program
         self.cache: dict[tuple[int, int, int | None, int], Intervals] = {}
         self.varies: dict[tuple[int, int, int], bool] = {}
+        self.unions: dict[int, list[Hull]] = {}
 
     def footprint(self, node: Node, index: int, level: Level | None, iteration: int) -> Intervals:
         """Bytes of access `index` of `node`, with `level`'s loop at `iteration` (None: all)."""
@@ -187,7 +208,15 @@ class Dependences:
 
     def union(self, node: Node, index: int) -> Intervals:
         """Bytes access `index` of `node` may touch over all iterations of its loops."""
-        return self.footprint(node, index, None, 0)
+        return self.hulls(node)[index].bytes
+
+    def hulls(self, node: Node) -> list[Hull]:
+        """Per access of `node`: `union`, with its hull."""
+        found = self.unions.get(node.order)
+        if found is None:
+            found = [Hull.of(self.footprint(node, i, None, 0)) for i in range(len(node.accesses))]
+            self.unions[node.order] = found
+        return found
 
     def exact(self, node: Node, index: int) -> bool:
         """Whether access `index` of `node` touches the same bytes in every iteration."""
@@ -210,13 +239,12 @@ class Dependences:
     def conflicts(self, x: Node, y: Node) -> list[tuple[int, int]]:
         """The (access of `x`, access of `y`) pairs on one storage, one writing, whose bytes
         over all iterations overlap: only those can conflict at any level."""
+        x_hulls, y_hulls = self.hulls(x), self.hulls(y)
         return [
             (i, j)
             for i, ax in enumerate(x.accesses)
             for j, ay in enumerate(y.accesses)
-            if ax.view.storage == ay.view.storage
-            and (ax.write or ay.write)
-            and overlap(self.union(x, i), self.union(y, j))
+            if ax.view.storage == ay.view.storage and (ax.write or ay.write) and x_hulls[i].meets(y_hulls[j])
         ]
 
     def requirement(self, x: Node, y: Node) -> Edge | None:

@@ -265,6 +265,6 @@ def overlap(a: Intervals, b: Intervals) -> bool:
         return False
     if len(a_lo) == 1 and len(b_lo) == 1:
         return True  # two single intervals: their hulls are the intervals
-    last = np.searchsorted(a_lo, b_hi, "left") - 1  # per b interval: the last a starting before its end
+    last = a_lo.searchsorted(b_hi, "left") - 1  # per b interval: the last a starting before its end
     clipped = np.maximum(last, 0)
     return bool(((last >= 0) & (a_hi[clipped] > b_lo)).any())
