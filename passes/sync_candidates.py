@@ -46,38 +46,39 @@ def covered(inner: Intervals, outer: Intervals) -> bool:
     return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
 
 
-Hulls = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
 class Live:
-    """The live records of one storage, in order, with their hulls (first and last byte) as
-    arrays: one vectorised comparison leaves out the records whose hull misses a window (or
-    that cannot pair), so only the few that may overlap or be covered get the exact (interval
-    by interval) check."""
+    """The live records of one storage, in order, with their hulls (first byte, end), write
+    flags and engines also as arrays: one vectorised comparison leaves out the records whose
+    hull misses a window (or that cannot pair), so only the few that may overlap or be covered
+    get the exact (interval by interval) check."""
 
     def __init__(self) -> None:
         self.records: list[Record] = []
-        self._hulls: Hulls | None = None
+        self.lows: list[int] = []
+        self.ends: list[int] = []
+        self.writes: list[bool] = []
+        self.engines: list[str] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def add(self, record: Record) -> None:
         self.records.append(record)
-        self._hulls = None
+        self.lows.append(int(record.bytes[0][0]))
+        self.ends.append(int(record.bytes[1][-1]))
+        self.writes.append(record.write)
+        self.engines.append(record.node.engine)
+        self._arrays = None
 
-    def hulls(self) -> Hulls:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per record: its first byte, its end, whether it writes, its node's engine."""
-        if self._hulls is None:
-            count = len(self.records)
-            lows = np.fromiter((r.bytes[0][0] for r in self.records), np.int64, count)
-            ends = np.fromiter((r.bytes[1][-1] for r in self.records), np.int64, count)
-            writes = np.fromiter((r.write for r in self.records), bool, count)
-            engines = np.array([r.node.engine for r in self.records])
-            self._hulls = lows, ends, writes, engines
-        return self._hulls
+        if self._arrays is None:
+            columns = (self.lows, self.ends, self.writes, self.engines)
+            self._arrays = tuple(np.array(column) for column in columns)  # pyright: ignore
+        return self._arrays
 
     def meeting(self, found: Intervals, write: bool, engine: str) -> Iterator[Record]:
         """The records, in order, whose hull overlaps the hull of `found` (the first test of
         `overlap`), one of the two writing, on another engine than `engine`."""
-        lows, ends, writes, engines = self.hulls()
+        lows, ends, writes, engines = self.arrays()
         mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine)
         if not write:
             mask &= writes
@@ -87,16 +88,22 @@ class Live:
     def kill(self, written: Intervals) -> None:
         """Drops the records that `written` covers entirely (`covered`; a record can only be
         covered when its hull lies inside the hull of `written`)."""
-        lows, ends, _, _ = self.hulls()
+        lows, ends, _, _ = self.arrays()
         inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1]))
         dead = {int(k) for k in inside if covered(self.records[k].bytes, written)}
-        if dead:
-            self.records = [r for k, r in enumerate(self.records) if k not in dead]
-            self._hulls = None
+        if not dead:
+            return
+        kept = [k for k in range(len(self.records)) if k not in dead]
+        self.records = [self.records[k] for k in kept]
+        self.lows, self.ends = [self.lows[k] for k in kept], [self.ends[k] for k in kept]
+        self.writes, self.engines = [self.writes[k] for k in kept], [self.engines[k] for k in kept]
+        self._arrays = None
 
 
 class Candidates:
-    """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order)."""
+    """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order). Each
+    pair has an access of each node on one storage, one of them writing, whose footprints
+    overlap."""
 
     def __init__(
         self,

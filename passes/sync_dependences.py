@@ -226,6 +226,12 @@ class Dependences:
     def edges(self) -> list[Edge]:
         found = []
         for first, second in Candidates(self.program.nodes, self.union, self.exact):
+            before, after = first.path[0], second.path[0]
+            if before[1] < after[1]:
+                # Items of the function body, in order, with a conflict (`Candidates` yields
+                # only such pairs): what `requirement` gives, a forward edge one way, none back.
+                found.append(Edge(before[0], before[1], after[1], 0, first.engine, second.engine, second.op))
+                continue
             conflicts = self.conflicts(first, second)
             if not conflicts:
                 continue  # no access pair may conflict: neither order needs an edge
