@@ -107,16 +107,22 @@ def _buffer_type_problem(type_: Attribute) -> str | None:
     return None
 
 
-_ELEMENT_NAMES: dict[Attribute, str] = {}
+_TYPE_TEXTS: dict[Attribute, str] = {}
+
+
+def type_text(type_: Attribute) -> str:
+    """`str(type_)`, printed once per distinct type (types are immutable; few element types)."""
+    text = _TYPE_TEXTS.get(type_)
+    if text is None:
+        text = str(type_)
+        if len(_TYPE_TEXTS) < 1024:
+            _TYPE_TEXTS[type_] = text
+    return text
 
 
 def element_name(type_: Attribute) -> str:
-    """The element type of a memref as text ("f32", "i8", ...), printed once per type."""
-    element = type_.get_element_type()  # pyright: ignore
-    name = _ELEMENT_NAMES.get(element)
-    if name is None:
-        name = _ELEMENT_NAMES.setdefault(element, str(element))
-    return name
+    """The element type of a memref as text ("f32", "i8", ...)."""
+    return type_text(type_.get_element_type())  # pyright: ignore
 
 
 def _constant_index(value: SSAValue) -> int | None:
