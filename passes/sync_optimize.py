@@ -30,7 +30,9 @@ is the semaphore's only waiter, so no other engine can take units in between).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -145,47 +147,80 @@ def level_edges(top: SyncLevel, candidates: set[int]) -> dict[SyncLevel, list[Ed
 # --------------------------------------------------------------------------- redundancy
 
 
-def implied(edge: Edge, others: list[Edge], level: SyncLevel) -> bool:
-    """Whether `others` already order the work `edge.source` did before the signal ahead of the
-    next work of `edge.target` after the wait. Clocks count work items (compute ops, loops) per
-    engine, so a signal with no work of its engine in between says the same as the next one."""
-    by_signal = {e.signal: e for e in others}
-    by_wait = {e.wait: e for e in others}
-    done: dict[str, int] = {}
+@dataclass(frozen=True)
+class Timeline:
+    """Where each engine has work in a level, as sorted positions: how many of its work items
+    come before a position, and where its first one after a position is (by bisection)."""
+
+    positions: dict[str, list[int]]
+    length: int
+
+    @staticmethod
+    def of(level: SyncLevel) -> Timeline:
+        positions: dict[str, list[int]] = {}
+        for position, work in enumerate(level.work):
+            for engine in work:
+                positions.setdefault(engine, []).append(position)
+        return Timeline(positions, len(level.work))
+
+    def done(self, engine: str, position: int) -> int:
+        """The work items of `engine` before `position`."""
+        return bisect_left(self.positions.get(engine, []), position)
+
+    def next_work(self, engine: str, position: int) -> int:
+        """The first position after `position` where `engine` has work, else the level's end."""
+        found = self.positions.get(engine, [])
+        index = bisect_right(found, position)
+        return found[index] if index < len(found) else self.length
+
+
+Event = tuple[int, Edge, bool]
+"""(position, edge, whether it is the edge's signal) of a signal or wait."""
+
+
+def implied(edge: Edge, events: Sequence[Event], timeline: Timeline) -> bool:
+    """Whether the other edges of `events` (the signals and waits of the edges kept, by
+    position) already order the work `edge.source` did before the signal ahead of the next
+    work of `edge.target` after the wait. Clocks count work items (compute ops, loops) per
+    engine, so a signal with no work of its engine in between says the same as the next one.
+    Walking the level, clocks only change at signals and waits, so only those are visited; the
+    work counts come from `timeline`."""
+    need = timeline.done(edge.source, edge.signal)
+    stop = timeline.next_work(edge.target, edge.wait)
     clocks: dict[str, dict[str, int]] = {}
     snapshots: dict[int, dict[str, int]] = {}
-    need = 0
-    for position, work in enumerate(level.work):
-        if position == edge.signal:
-            need = done.get(edge.source, 0)
-        if position > edge.wait and edge.target in work:
+    for position, other, signals in events:
+        if position >= stop:
             break
-        if position in by_signal:
-            signal = by_signal[position]
-            clock = clocks.setdefault(signal.source, {})
-            clock[signal.source] = done.get(signal.source, 0)
+        if other is edge:
+            continue
+        if signals:
+            clock = clocks.setdefault(other.source, {})
+            clock[other.source] = timeline.done(other.source, position)
             snapshots[position] = dict(clock)
-        elif position in by_wait and by_wait[position].signal in snapshots:
-            clock = clocks.setdefault(by_wait[position].target, {})
-            for engine, known in snapshots[by_wait[position].signal].items():
+        elif other.signal in snapshots:
+            clock = clocks.setdefault(other.target, {})
+            for engine, known in snapshots[other.signal].items():
                 clock[engine] = max(clock.get(engine, -1), known)
-        for engine in work:
-            done[engine] = done.get(engine, 0) + 1
     return clocks.get(edge.target, {}).get(edge.source, -1) >= need
 
 
 def remove_implied(edges: list[Edge], level: SyncLevel) -> int:
     """Erases the signal and wait of every implied edge (latest waits first), each checked
     against the edges still kept; returns how many went."""
-    kept = list(edges)
+    timeline = Timeline.of(level)
+    events: list[Event] = sorted(
+        [(e.signal, e, True) for e in edges] + [(e.wait, e, False) for e in edges], key=lambda event: event[0]
+    )
+    removed = 0
     for edge in sorted(edges, key=lambda e: -e.wait):
-        others = [e for e in kept if e is not edge]
-        if implied(edge, others, level):
-            kept = others
+        if implied(edge, events, timeline):
+            events = [event for event in events if event[1] is not edge]
+            removed += 1
             for op in edge.ops:
                 op.detach()
                 op.erase()
-    return len(edges) - len(kept)
+    return removed
 
 
 # --------------------------------------------------------------------------- merging
