@@ -233,14 +233,19 @@ class WindowOp(IRDLOperation):
     # -- structure
     def accesses(self) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
         """(buffer, indices) per name in ACCESSES: each buffer takes the `index` operands that
-        follow it (so a wrong count is reported against the buffer's rank, not misparsed).
-        Memoised against the current operands (passes query it in hot loops)."""
-        operands = tuple(self.operands)
+        follow it (so a wrong count is reported against the buffer's rank, not misparsed)."""
+        return list(self._windows())
+
+    def _windows(self) -> tuple[tuple[SSAValue, tuple[SSAValue, ...]], ...]:
+        """`accesses`, memoised against the operand tuple (passes query it in hot loops): xDSL
+        keeps the operands in an immutable tuple that any change replaces, so the same tuple
+        object means the same operands."""
+        operands = self._operands  # pyright: ignore[reportPrivateUsage]
         cached = self.__dict__.get("_accesses")
-        if cached is not None and cached[0] == operands:
-            return list(cached[1])
-        result = self._split_accesses(list(operands))
-        self.__dict__["_accesses"] = (operands, tuple(result))
+        if cached is not None and cached[0] is operands:
+            return cached[1]
+        result = tuple(self._split_accesses(list(operands)))
+        self.__dict__["_accesses"] = (operands, result)
         return result
 
     def _split_accesses(self, operands: list[SSAValue]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
@@ -258,7 +263,7 @@ class WindowOp(IRDLOperation):
         return result
 
     def access(self, name: str) -> tuple[SSAValue, tuple[SSAValue, ...]]:
-        return self.accesses()[self.ACCESSES.index(name)]
+        return self._windows()[self.ACCESSES.index(name)]
 
     def box(self) -> tuple[int, ...]:
         """The `sizes` values (decoded once per `sizes` attribute: attributes are immutable)."""
@@ -272,7 +277,7 @@ class WindowOp(IRDLOperation):
 
     # -- verification
     def verify_(self) -> None:
-        for name, (buffer, indices) in zip(self.ACCESSES, self.accesses(), strict=True):
+        for name, (buffer, indices) in zip(self.ACCESSES, self._windows(), strict=True):
             type_ = _verify_buffer_type(buffer.type, f"{self.name} '{name}'")
             rank = len(type_.get_shape())
             _require(
@@ -404,7 +409,7 @@ class CopyOp(WindowOp):
     def verify_window(self) -> None:
         self._verify_fits("src")
         self._verify_fits("dst")
-        (src, _), (dst, _) = self.accesses()
+        (src, _), (dst, _) = self._windows()
         _require(
             src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
             "tile.copy keeps the element type",
@@ -685,7 +690,7 @@ class TransposeOp(WindowOp):
         _require(len(self.box()) >= 2, "tile.transpose: sizes need at least 2 dims")
         self._verify_fits("src")
         self._verify_fits("dst")
-        (src, _), (dst, _) = self.accesses()
+        (src, _), (dst, _) = self._windows()
         _require(
             src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
             "tile.transpose keeps the element type",
