@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -149,8 +148,7 @@ def level_edges(top: SyncLevel, candidates: set[int]) -> dict[SyncLevel, list[Ed
 
 @dataclass(frozen=True)
 class Timeline:
-    """Where each engine has work in a level, as sorted positions: how many of its work items
-    come before a position, and where its first one after a position is (by bisection)."""
+    """Where each engine has work in a level, as sorted positions (bisected)."""
 
     positions: dict[str, list[int]]
     length: int
@@ -163,9 +161,11 @@ class Timeline:
                 positions.setdefault(engine, []).append(position)
         return Timeline(positions, len(level.work))
 
-    def done(self, engine: str, position: int) -> int:
-        """The work items of `engine` before `position`."""
-        return bisect_left(self.positions.get(engine, []), position)
+    def last_work(self, engine: str, position: int) -> int:
+        """The last position before `position` where `engine` has work, else -1."""
+        found = self.positions.get(engine, [])
+        index = bisect_left(found, position)
+        return found[index - 1] if index else -1
 
     def next_work(self, engine: str, position: int) -> int:
         """The first position after `position` where `engine` has work, else the level's end."""
@@ -174,53 +174,59 @@ class Timeline:
         return found[index] if index < len(found) else self.length
 
 
-Event = tuple[int, Edge, bool]
-"""(position, edge, whether it is the edge's signal) of a signal or wait."""
+class Channels:
+    """The signals and waits of a level's channel edges in position order, for `implied`;
+    edges found implied are dropped from the evidence."""
 
+    def __init__(self, edges: list[Edge], level: SyncLevel):
+        self.timeline = Timeline.of(level)
+        ends = [(e.signal, e, True) for e in edges] + [(e.wait, e, False) for e in edges]
+        self.events = sorted(ends, key=lambda event: event[0])
+        self.positions = [position for position, _, _ in self.events]
+        self.dropped: set[Edge] = set()
 
-def implied(edge: Edge, events: Sequence[Event], timeline: Timeline) -> bool:
-    """Whether the other edges of `events` (the signals and waits of the edges kept, by
-    position) already order the work `edge.source` did before the signal ahead of the next
-    work of `edge.target` after the wait. Clocks count work items (compute ops, loops) per
-    engine, so a signal with no work of its engine in between says the same as the next one.
-    Walking the level, clocks only change at signals and waits, so only those are visited; the
-    work counts come from `timeline`."""
-    need = timeline.done(edge.source, edge.signal)
-    stop = timeline.next_work(edge.target, edge.wait)
-    clocks: dict[str, dict[str, int]] = {}
-    snapshots: dict[int, dict[str, int]] = {}
-    for position, other, signals in events:
-        if position >= stop:
-            break
-        if other is edge:
-            continue
-        if signals:
-            clock = clocks.setdefault(other.source, {})
-            clock[other.source] = timeline.done(other.source, position)
-            snapshots[position] = dict(clock)
-        elif other.signal in snapshots:
-            clock = clocks.setdefault(other.target, {})
-            for engine, known in snapshots[other.signal].items():
-                clock[engine] = max(clock.get(engine, -1), known)
-    return clocks.get(edge.target, {}).get(edge.source, -1) >= need
+    def implied(self, edge: Edge) -> bool:
+        """Whether the other edges kept already order the work `edge.source` did before the
+        signal ahead of the next work of `edge.target` after the wait.
+
+        Vector clocks per engine count work items (compute ops, loops), so a signal with no
+        work of its engine in between says the same as the next one; a signal snapshots its
+        engine's clock, a wait joins the snapshot of its signal. Only whether an engine's clock
+        covers the source's work up to the signal matters here, and only a signal of the source
+        after its last work before that point can start such knowledge: so only the signals
+        and waits from there up to the target's next work are walked, tracking which engines
+        know (`informed`) and which signals carry it (`told`)."""
+        start = self.timeline.last_work(edge.source, edge.signal)
+        stop = self.timeline.next_work(edge.target, edge.wait)
+        informed: set[str] = set()
+        told: set[int] = set()
+        for index in range(bisect_right(self.positions, start), len(self.events)):
+            position, other, signals = self.events[index]
+            if position >= stop:
+                break
+            if other is edge or other in self.dropped:
+                continue
+            if signals:
+                if other.source == edge.source:
+                    informed.add(edge.source)
+                if other.source in informed:
+                    told.add(position)
+            elif other.signal in told:
+                informed.add(other.target)
+        return edge.target in informed
 
 
 def remove_implied(edges: list[Edge], level: SyncLevel) -> int:
     """Erases the signal and wait of every implied edge (latest waits first), each checked
     against the edges still kept; returns how many went."""
-    timeline = Timeline.of(level)
-    events: list[Event] = sorted(
-        [(e.signal, e, True) for e in edges] + [(e.wait, e, False) for e in edges], key=lambda event: event[0]
-    )
-    removed = 0
+    channels = Channels(edges, level)
     for edge in sorted(edges, key=lambda e: -e.wait):
-        if implied(edge, events, timeline):
-            events = [event for event in events if event[1] is not edge]
-            removed += 1
+        if channels.implied(edge):
+            channels.dropped.add(edge)
             for op in edge.ops:
                 op.detach()
                 op.erase()
-    return removed
+    return len(channels.dropped)
 
 
 # --------------------------------------------------------------------------- merging
