@@ -47,57 +47,50 @@ def covered(inner: Intervals, outer: Intervals) -> bool:
 
 
 class Live:
-    """The live records of one storage, in order, with their hulls (first byte, end), write
-    flags and engines also as arrays: one vectorised comparison leaves out the records whose
-    hull misses a window (or that cannot pair), so only the few that may overlap or be covered
-    get the exact (interval by interval) check."""
+    """The live records of one storage, in order, with per record as array columns its hull
+    (first byte, end), whether it writes, its engine (a number) and whether it is a single
+    interval: one vectorised comparison leaves out the records whose hull misses a window (or
+    that cannot pair), so only the few that may overlap or be covered get the exact (interval
+    by interval) check."""
 
     def __init__(self) -> None:
         self.records: list[Record] = []
-        self.lows: list[int] = []
-        self.ends: list[int] = []
-        self.writes: list[bool] = []
-        self.engines: list[str] = []
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.columns = [np.zeros(16, np.int64) for _ in range(5)]  # lows, ends, writes, engines, singles
 
-    def add(self, record: Record) -> None:
+    def add(self, record: Record, engine: int) -> None:
+        count = len(self.records)
+        if count == len(self.columns[0]):
+            self.columns = [np.concatenate((column, np.zeros_like(column))) for column in self.columns]
+        found = record.bytes
+        row = (found[0][0], found[1][-1], record.write, engine, len(found[0]) == 1)
+        for column, value in zip(self.columns, row, strict=True):
+            column[count] = value
         self.records.append(record)
-        self.lows.append(int(record.bytes[0][0]))
-        self.ends.append(int(record.bytes[1][-1]))
-        self.writes.append(record.write)
-        self.engines.append(record.node.engine)
-        self._arrays = None
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per record: its first byte, its end, whether it writes, its node's engine."""
-        if self._arrays is None:
-            columns = (self.lows, self.ends, self.writes, self.engines)
-            self._arrays = tuple(np.array(column) for column in columns)  # pyright: ignore
-        return self._arrays
-
-    def meeting(self, found: Intervals, write: bool, engine: str) -> Iterator[Record]:
-        """The records, in order, whose hull overlaps the hull of `found` (the first test of
-        `overlap`), one of the two writing, on another engine than `engine`."""
-        lows, ends, writes, engines = self.arrays()
+    def meeting(self, found: Intervals, write: bool, engine: int) -> tuple[list[int], np.ndarray]:
+        """The indices, in order, of the records whose hull overlaps the hull of `found` (the
+        first test of `overlap`), one of the two writing, on another engine than `engine`; and
+        per record whether it is a single interval."""
+        count = len(self.records)
+        lows, ends, writes, engines, singles = (column[:count] for column in self.columns)
         mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine)
         if not write:
-            mask &= writes
-        for k in np.flatnonzero(mask):
-            yield self.records[k]
+            mask &= writes.astype(bool)
+        return np.flatnonzero(mask).tolist(), singles
 
     def kill(self, written: Intervals) -> None:
         """Drops the records that `written` covers entirely (`covered`; a record can only be
         covered when its hull lies inside the hull of `written`)."""
-        lows, ends, _, _ = self.arrays()
-        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1]))
-        dead = {int(k) for k in inside if covered(self.records[k].bytes, written)}
+        count = len(self.records)
+        lows, ends = self.columns[0][:count], self.columns[1][:count]
+        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1])).tolist()
+        dead = [k for k in inside if covered(self.records[k].bytes, written)]
         if not dead:
             return
-        kept = [k for k in range(len(self.records)) if k not in dead]
-        self.records = [self.records[k] for k in kept]
-        self.lows, self.ends = [self.lows[k] for k in kept], [self.ends[k] for k in kept]
-        self.writes, self.engines = [self.writes[k] for k in kept], [self.engines[k] for k in kept]
-        self._arrays = None
+        keep = np.ones(count, bool)
+        keep[dead] = False
+        self.records = [record for record, kept in zip(self.records, keep.tolist(), strict=True) if kept]
+        self.columns = [np.concatenate((c[:count][keep], np.zeros(16, np.int64))) for c in self.columns]
 
 
 class Candidates:
@@ -113,6 +106,7 @@ class Candidates:
     ):
         self.nodes, self.footprint, self.exact = nodes, footprint, exact
         self.seen: set[tuple[int, int]] = set()
+        self.engines: dict[str, int] = {}
 
     def __iter__(self) -> Iterator[tuple[Node, Node]]:
         groups: dict[int, list[Node]] = {}
@@ -129,7 +123,7 @@ class Candidates:
                     storage = live.get(access.view.storage)
                     if storage is None:
                         storage = live[access.view.storage] = Live()
-                    storage.add(record)
+                    storage.add(record, self.engines.setdefault(node.engine, len(self.engines)))
 
     def _pair(self, first: Node, second: Node) -> Iterator[tuple[Node, Node]]:
         if self._new(first, second):
@@ -161,15 +155,23 @@ class Candidates:
 
     def _against(self, group: list[Node], live: dict[Hashable, Live]) -> Iterator[tuple[Node, Node]]:
         """Pairs of the group's accesses with the live records of earlier top-level items."""
+        seen = self.seen
         for node in group:
+            engine = self.engines.setdefault(node.engine, len(self.engines))
             for index, access in enumerate(node.accesses):
                 storage = live.get(access.view.storage)
                 if storage is None:
                     continue
                 found = self.footprint(node, index)
-                for record in storage.meeting(found, access.write, node.engine):
-                    if self._new(record.node, node) and overlap(record.bytes, found):
-                        yield from self._pair(record.node, node)
+                single = len(found[0]) == 1
+                meeting, singles = storage.meeting(found, access.write, engine)
+                for k in meeting:  # engines differ (masked): a pair unless seen or disjoint
+                    record = storage.records[k]
+                    key = (record.node.order, node.order)
+                    if key in seen or not ((single and singles[k]) or overlap(record.bytes, found)):
+                        continue  # two single intervals whose hulls meet do overlap
+                    seen.add(key)
+                    yield record.node, node
 
     def _kill(self, group: list[Node], live: dict[Hashable, Live]) -> None:
         """Drops the live records that the group's sure writes cover entirely."""
