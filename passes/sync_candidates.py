@@ -125,16 +125,6 @@ class Candidates:
                         storage = live[access.view.storage] = Live()
                     storage.add(record, self.engines.setdefault(node.engine, len(self.engines)))
 
-    def _pair(self, first: Node, second: Node) -> Iterator[tuple[Node, Node]]:
-        if self._new(first, second):
-            self.seen.add((first.order, second.order))
-            yield first, second
-
-    def _new(self, first: Node, second: Node) -> bool:
-        """Whether (first, second) would be a new candidate if they overlap: checked before the
-        (costlier) overlap, which cannot change what is yielded for a pair seen already."""
-        return first.engine != second.engine and (first.order, second.order) not in self.seen
-
     def _within(self, group: list[Node]) -> Iterator[tuple[Node, Node]]:
         """Every overlapping pair inside one top-level item (a sweep over sorted hulls)."""
         by_storage: dict[Hashable, list[tuple[int, int, Node, bool, Intervals]]] = {}
@@ -149,9 +139,13 @@ class Candidates:
                 for lo2, _, other, write2, found2 in entries[i + 1 :]:
                     if lo2 >= hi:
                         break
-                    first, second = sorted((node, other), key=lambda n: n.order)
-                    if (write or write2) and self._new(first, second) and overlap(found, found2):
-                        yield from self._pair(first, second)
+                    first, second = (node, other) if node.order <= other.order else (other, node)
+                    key = (first.order, second.order)
+                    if not (write or write2) or first.engine == second.engine or key in self.seen:
+                        continue  # checked before the (costlier) overlap, which would not change it
+                    if overlap(found, found2):
+                        self.seen.add(key)
+                        yield first, second
 
     def _against(self, group: list[Node], live: dict[Hashable, Live]) -> Iterator[tuple[Node, Node]]:
         """Pairs of the group's accesses with the live records of earlier top-level items."""
