@@ -85,16 +85,44 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _verify_buffer_type(type_: Attribute, what: str) -> MemRefType:
-    _require(isinstance(type_, MemRefType), f"{what} must be a memref, got {type_}")
+    problem = _buffer_type_problem(type_)
+    if problem is not None:  # the message prints the type: only build it on failure
+        raise VerifyException(f"{what}{problem}, got {type_}")
     assert isinstance(type_, MemRefType)
-    _require(space_of(type_) in SPACES, f"{what} must live in dram, sram or acc, got {type_}")
-    _require(all(d > 0 for d in type_.get_shape()), f"{what} needs a static shape, got {type_}")
-    _require(isinstance(type_.layout, NoneAttr), f"{what} must be dense row-major (no layout), got {type_}")
-    _require(
-        space_of(type_) != "acc" or str(type_.get_element_type()) in ("f32", "i32"),
-        f"{what}: ACC holds 32-bit values (f32 or i32), got {type_}",
-    )
     return type_
+
+
+def _buffer_type_problem(type_: Attribute) -> str | None:
+    """What is wrong with `type_` as a tile buffer (the message after the buffer's name)."""
+    if not isinstance(type_, MemRefType):
+        return " must be a memref"
+    if space_of(type_) not in SPACES:
+        return " must live in dram, sram or acc"
+    if not all(d > 0 for d in type_.get_shape()):
+        return " needs a static shape"
+    if not isinstance(type_.layout, NoneAttr):
+        return " must be dense row-major (no layout)"
+    if space_of(type_) == "acc" and element_name(type_) not in ("f32", "i32"):
+        return ": ACC holds 32-bit values (f32 or i32)"
+    return None
+
+
+_TYPE_TEXTS: dict[Attribute, str] = {}
+
+
+def type_text(type_: Attribute) -> str:
+    """`str(type_)`, printed once per distinct type (types are immutable; few element types)."""
+    text = _TYPE_TEXTS.get(type_)
+    if text is None:
+        text = str(type_)
+        if len(_TYPE_TEXTS) < 1024:
+            _TYPE_TEXTS[type_] = text
+    return text
+
+
+def element_name(type_: Attribute) -> str:
+    """The element type of a memref as text ("f32", "i8", ...)."""
+    return type_text(type_.get_element_type())  # pyright: ignore
 
 
 def _constant_index(value: SSAValue) -> int | None:
@@ -205,14 +233,19 @@ class WindowOp(IRDLOperation):
     # -- structure
     def accesses(self) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
         """(buffer, indices) per name in ACCESSES: each buffer takes the `index` operands that
-        follow it (so a wrong count is reported against the buffer's rank, not misparsed).
-        Memoised against the current operands (passes query it in hot loops)."""
-        operands = tuple(self.operands)
+        follow it (so a wrong count is reported against the buffer's rank, not misparsed)."""
+        return list(self._windows())
+
+    def _windows(self) -> tuple[tuple[SSAValue, tuple[SSAValue, ...]], ...]:
+        """`accesses`, memoised against the operand tuple (passes query it in hot loops): xDSL
+        keeps the operands in an immutable tuple that any change replaces, so the same tuple
+        object means the same operands."""
+        operands = self._operands  # pyright: ignore[reportPrivateUsage]
         cached = self.__dict__.get("_accesses")
-        if cached is not None and cached[0] == operands:
-            return list(cached[1])
-        result = self._split_accesses(list(operands))
-        self.__dict__["_accesses"] = (operands, tuple(result))
+        if cached is not None and cached[0] is operands:
+            return cached[1]
+        result = tuple(self._split_accesses(list(operands)))
+        self.__dict__["_accesses"] = (operands, result)
         return result
 
     def _split_accesses(self, operands: list[SSAValue]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
@@ -230,14 +263,21 @@ class WindowOp(IRDLOperation):
         return result
 
     def access(self, name: str) -> tuple[SSAValue, tuple[SSAValue, ...]]:
-        return self.accesses()[self.ACCESSES.index(name)]
+        return self._windows()[self.ACCESSES.index(name)]
 
     def box(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.sizes.get_values()) if self.sizes is not None else ()
+        """The `sizes` values (decoded once per `sizes` attribute: attributes are immutable)."""
+        sizes = self.sizes
+        cached = self.__dict__.get("_box")
+        if cached is not None and cached[0] is sizes:
+            return cached[1]
+        box = tuple(int(v) for v in sizes.get_values()) if sizes is not None else ()
+        self.__dict__["_box"] = (sizes, box)
+        return box
 
     # -- verification
     def verify_(self) -> None:
-        for name, (buffer, indices) in zip(self.ACCESSES, self.accesses(), strict=True):
+        for name, (buffer, indices) in zip(self.ACCESSES, self._windows(), strict=True):
             type_ = _verify_buffer_type(buffer.type, f"{self.name} '{name}'")
             rank = len(type_.get_shape())
             _require(
@@ -256,22 +296,21 @@ class WindowOp(IRDLOperation):
         return self.box()
 
     def _verify_fits(self, name: str) -> None:
-        buffer, _ = self.access(name)
+        buffer, indices = self.access(name)
         shape = tuple(buffer.type.get_shape())  # pyright: ignore
         box = self.window_shape(name)
-        _require(
-            len(box) == len(shape), f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}"
-        )
-        _require(
-            all(0 < b <= d for b, d in zip(box, shape, strict=True)),
-            f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}",
-        )
-        starts = [_constant_index(i) for i in self.access(name)[1]]
-        _require(
-            all(s is None or 0 <= s <= d - b for s, b, d in zip(starts, box, shape, strict=True)),
-            f"{self.name} '{name}': window {list(box)} at constant indices "
-            f"{['?' if s is None else s for s in starts]} leaves buffer {list(shape)}",
-        )
+        if len(box) != len(shape):
+            raise VerifyException(f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}")
+        if not all(0 < b <= d for b, d in zip(box, shape, strict=True)):
+            raise VerifyException(
+                f"{self.name} '{name}': window {list(box)} does not fit buffer {list(shape)}"
+            )
+        starts = [_constant_index(i) for i in indices]
+        if not all(s is None or 0 <= s <= d - b for s, b, d in zip(starts, box, shape, strict=True)):
+            raise VerifyException(
+                f"{self.name} '{name}': window {list(box)} at constant indices "
+                f"{['?' if s is None else s for s in starts]} leaves buffer {list(shape)}"
+            )
 
     # -- syntax: tile.<op> %a[%i, %j], ... to %d[%k, %l] sizes [..] {attrs} : type(a), ..., type(d)
     def print(self, printer: Printer) -> None:
@@ -327,7 +366,7 @@ class ElementwiseWindowOp(WindowOp):
 
     def element_types(self) -> dict[str, str]:
         """The element type ("f32", "i32", "i8", ...) of each access's buffer, by name."""
-        return {name: str(self.access(name)[0].type.get_element_type()) for name in self.ACCESSES}  # pyright: ignore
+        return {name: element_name(self.access(name)[0].type) for name in self.ACCESSES}
 
     def dtype(self) -> str:
         """The element type the op computes in (its first window's)."""
@@ -370,7 +409,7 @@ class CopyOp(WindowOp):
     def verify_window(self) -> None:
         self._verify_fits("src")
         self._verify_fits("dst")
-        (src, _), (dst, _) = self.accesses()
+        (src, _), (dst, _) = self._windows()
         _require(
             src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
             "tile.copy keeps the element type",
@@ -651,7 +690,7 @@ class TransposeOp(WindowOp):
         _require(len(self.box()) >= 2, "tile.transpose: sizes need at least 2 dims")
         self._verify_fits("src")
         self._verify_fits("dst")
-        (src, _), (dst, _) = self.accesses()
+        (src, _), (dst, _) = self._windows()
         _require(
             src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
             "tile.transpose keeps the element type",
@@ -691,7 +730,7 @@ class GatherOp(WindowOp):
         _require(len(self.box()) == 2, "tile.gather: sizes are [rows, row length]")
         for name in self.ACCESSES:
             self._verify_fits(name)
-        index_type = str(self.access("indices")[0].type.get_element_type())  # pyright: ignore
+        index_type = element_name(self.access("indices")[0].type)
         _require(index_type == "i32", f"tile.gather: indices must be i32, got {index_type}")
 
 
@@ -797,7 +836,7 @@ class KernelOp(IRDLOperation):
 
 def narrows_i64(op: CastOp) -> bool:
     """Whether `op` is the i64 -> i32 index narrowing (a DMA of low words, not a vector op)."""
-    return str(op.access("a")[0].type.get_element_type()) == "i64"  # pyright: ignore
+    return element_name(op.access("a")[0].type) == "i64"
 
 
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (

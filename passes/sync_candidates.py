@@ -46,8 +46,57 @@ def covered(inner: Intervals, outer: Intervals) -> bool:
     return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
 
 
+class Live:
+    """The live records of one storage, in order, with per record as array columns its hull
+    (first byte, end), whether it writes, its engine (a number) and whether it is a single
+    interval: one vectorised comparison leaves out the records whose hull misses a window (or
+    that cannot pair), so only the few that may overlap or be covered get the exact (interval
+    by interval) check."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.columns = [np.zeros(16, np.int64) for _ in range(5)]  # lows, ends, writes, engines, singles
+
+    def add(self, record: Record, engine: int) -> None:
+        count = len(self.records)
+        if count == len(self.columns[0]):
+            self.columns = [np.concatenate((column, np.zeros_like(column))) for column in self.columns]
+        found = record.bytes
+        row = (found[0][0], found[1][-1], record.write, engine, len(found[0]) == 1)
+        for column, value in zip(self.columns, row, strict=True):
+            column[count] = value
+        self.records.append(record)
+
+    def meeting(self, found: Intervals, write: bool, engine: int) -> tuple[list[int], np.ndarray]:
+        """The indices, in order, of the records whose hull overlaps the hull of `found` (the
+        first test of `overlap`), one of the two writing, on another engine than `engine`; and
+        per record whether it is a single interval."""
+        count = len(self.records)
+        lows, ends, writes, engines, singles = (column[:count] for column in self.columns)
+        mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine)
+        if not write:
+            mask &= writes.astype(bool)
+        return np.flatnonzero(mask).tolist(), singles
+
+    def kill(self, written: Intervals) -> None:
+        """Drops the records that `written` covers entirely (`covered`; a record can only be
+        covered when its hull lies inside the hull of `written`)."""
+        count = len(self.records)
+        lows, ends = self.columns[0][:count], self.columns[1][:count]
+        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1])).tolist()
+        dead = [k for k in inside if covered(self.records[k].bytes, written)]
+        if not dead:
+            return
+        keep = np.ones(count, bool)
+        keep[dead] = False
+        self.records = [record for record, kept in zip(self.records, keep.tolist(), strict=True) if kept]
+        self.columns = [np.concatenate((c[:count][keep], np.zeros(16, np.int64))) for c in self.columns]
+
+
 class Candidates:
-    """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order)."""
+    """Iterates the candidate (earlier, later) node pairs of `nodes` (in program order). Each
+    pair has an access of each node on one storage, one of them writing, whose footprints
+    overlap."""
 
     def __init__(
         self,
@@ -57,12 +106,13 @@ class Candidates:
     ):
         self.nodes, self.footprint, self.exact = nodes, footprint, exact
         self.seen: set[tuple[int, int]] = set()
+        self.engines: dict[str, int] = {}
 
     def __iter__(self) -> Iterator[tuple[Node, Node]]:
         groups: dict[int, list[Node]] = {}
         for node in self.nodes:
             groups.setdefault(node.path[0][1], []).append(node)
-        live: dict[Hashable, list[Record]] = {}
+        live: dict[Hashable, Live] = {}
         for group in groups.values():
             yield from self._within(group)
             yield from self._against(group, live)
@@ -70,13 +120,10 @@ class Candidates:
             for node in group:
                 for index, access in enumerate(node.accesses):
                     record = Record(node, access.write, self.footprint(node, index))
-                    live.setdefault(access.view.storage, []).append(record)
-
-    def _pair(self, first: Node, second: Node) -> Iterator[tuple[Node, Node]]:
-        key = (first.order, second.order)
-        if first.engine != second.engine and key not in self.seen:
-            self.seen.add(key)
-            yield first, second
+                    storage = live.get(access.view.storage)
+                    if storage is None:
+                        storage = live[access.view.storage] = Live()
+                    storage.add(record, self.engines.setdefault(node.engine, len(self.engines)))
 
     def _within(self, group: list[Node]) -> Iterator[tuple[Node, Node]]:
         """Every overlapping pair inside one top-level item (a sweep over sorted hulls)."""
@@ -92,25 +139,39 @@ class Candidates:
                 for lo2, _, other, write2, found2 in entries[i + 1 :]:
                     if lo2 >= hi:
                         break
-                    if (write or write2) and overlap(found, found2):
-                        first, second = sorted((node, other), key=lambda n: n.order)
-                        yield from self._pair(first, second)
+                    first, second = (node, other) if node.order <= other.order else (other, node)
+                    key = (first.order, second.order)
+                    if not (write or write2) or first.engine == second.engine or key in self.seen:
+                        continue  # checked before the (costlier) overlap, which would not change it
+                    if overlap(found, found2):
+                        self.seen.add(key)
+                        yield first, second
 
-    def _against(self, group: list[Node], live: dict[Hashable, list[Record]]) -> Iterator[tuple[Node, Node]]:
+    def _against(self, group: list[Node], live: dict[Hashable, Live]) -> Iterator[tuple[Node, Node]]:
         """Pairs of the group's accesses with the live records of earlier top-level items."""
+        seen = self.seen
         for node in group:
+            engine = self.engines.setdefault(node.engine, len(self.engines))
             for index, access in enumerate(node.accesses):
+                storage = live.get(access.view.storage)
+                if storage is None:
+                    continue
                 found = self.footprint(node, index)
-                for record in live.get(access.view.storage, ()):
-                    if (record.write or access.write) and overlap(record.bytes, found):
-                        yield from self._pair(record.node, node)
+                single = len(found[0]) == 1
+                meeting, singles = storage.meeting(found, access.write, engine)
+                for k in meeting:  # engines differ (masked): a pair unless seen or disjoint
+                    record = storage.records[k]
+                    key = (record.node.order, node.order)
+                    if key in seen or not ((single and singles[k]) or overlap(record.bytes, found)):
+                        continue  # two single intervals whose hulls meet do overlap
+                    seen.add(key)
+                    yield record.node, node
 
-    def _kill(self, group: list[Node], live: dict[Hashable, list[Record]]) -> None:
+    def _kill(self, group: list[Node], live: dict[Hashable, Live]) -> None:
         """Drops the live records that the group's sure writes cover entirely."""
         for node in group:
             for index, access in enumerate(node.accesses):
-                records = live.get(access.view.storage)
-                if not (records and access.write and self.exact(node, index)):
+                storage = live.get(access.view.storage)
+                if not (storage and storage.records and access.write and self.exact(node, index)):
                     continue
-                written = self.footprint(node, index)
-                live[access.view.storage] = [r for r in records if not covered(r.bytes, written)]
+                storage.kill(self.footprint(node, index))

@@ -166,12 +166,34 @@ class Program:
 # --------------------------------------------------------------------------- conflicts
 
 
+@dataclass(frozen=True, eq=False)
+class Hull:
+    """Byte intervals with their first byte and end as Python ints (cheap to compare)."""
+
+    bytes: Intervals
+    low: int
+    end: int
+    single: bool
+
+    @staticmethod
+    def of(found: Intervals) -> Hull:
+        return Hull(found, int(found[0][0]), int(found[1][-1]), len(found[0]) == 1)
+
+    def meets(self, other: Hull) -> bool:
+        """`overlap(self.bytes, other.bytes)`, deciding on the hulls where they suffice."""
+        if not (self.low < other.end and other.low < self.end):
+            return False
+        return (self.single and other.single) or overlap(self.bytes, other.bytes)
+
+
 class Dependences:
     """Computes the edges every conflicting pair of nodes needs."""
 
     def __init__(self, program: Program):
         self.program = program
         self.cache: dict[tuple[int, int, int | None, int], Intervals] = {}
+        self.varies: dict[tuple[int, int, int], bool] = {}
+        self.unions: dict[int, list[Hull]] = {}
 
     def footprint(self, node: Node, index: int, level: Level | None, iteration: int) -> Intervals:
         """Bytes of access `index` of `node`, with `level`'s loop at `iteration` (None: all)."""
@@ -186,7 +208,15 @@ class Dependences:
 
     def union(self, node: Node, index: int) -> Intervals:
         """Bytes access `index` of `node` may touch over all iterations of its loops."""
-        return self.footprint(node, index, None, 0)
+        return self.hulls(node)[index].bytes
+
+    def hulls(self, node: Node) -> list[Hull]:
+        """Per access of `node`: `union`, with its hull."""
+        found = self.unions.get(node.order)
+        if found is None:
+            found = [Hull.of(self.footprint(node, i, None, 0)) for i in range(len(node.accesses))]
+            self.unions[node.order] = found
+        return found
 
     def exact(self, node: Node, index: int) -> bool:
         """Whether access `index` of `node` touches the same bytes in every iteration."""
@@ -196,49 +226,79 @@ class Dependences:
     def edges(self) -> list[Edge]:
         found = []
         for first, second in Candidates(self.program.nodes, self.union, self.exact):
-            for x, y in ((first, second), (second, first)):
-                edge = self.requirement(x, y)
+            before, after = first.path[0], second.path[0]
+            if before[1] < after[1]:
+                # Items of the function body, in order, with a conflict (`Candidates` yields
+                # only such pairs): what `requirement` gives, a forward edge one way, none back.
+                found.append(Edge(before[0], before[1], after[1], 0, first.engine, second.engine, second.op))
+                continue
+            conflicts = self.conflicts(first, second)
+            if not conflicts:
+                continue  # no access pair may conflict: neither order needs an edge
+            reverse = [(j, i) for i, j in conflicts]
+            for x, y, pairs in ((first, second, conflicts), (second, first, reverse)):
+                edge = self._requirement(x, y, pairs)
                 if edge is not None:
                     found.append(edge)
         return found
 
+    def conflicts(self, x: Node, y: Node) -> list[tuple[int, int]]:
+        """The (access of `x`, access of `y`) pairs on one storage, one writing, whose bytes
+        over all iterations overlap: only those can conflict at any level."""
+        x_hulls, y_hulls = self.hulls(x), self.hulls(y)
+        return [
+            (i, j)
+            for i, ax in enumerate(x.accesses)
+            for j, ay in enumerate(y.accesses)
+            if ax.view.storage == ay.view.storage and (ax.write or ay.write) and x_hulls[i].meets(y_hulls[j])
+        ]
+
     def requirement(self, x: Node, y: Node) -> Edge | None:
         """The edge that orders every instance of `x` before the later instances of `y`."""
+        return self._requirement(x, y, self.conflicts(x, y))
+
+    def _requirement(self, x: Node, y: Node, pairs: list[tuple[int, int]]) -> Edge | None:
         depth = next(k for k, (a, b) in enumerate(zip(x.path, y.path, strict=False)) if a[1] != b[1])
         level, after = x.path[depth]
         before = y.path[depth][1]
         d0 = 0 if after < before else 1
         while level.loop is not None:
-            distance = self.distance(x, y, level, d0)
+            distance = self.distance(x, y, pairs, level, d0)
             if distance is not None:
                 return Edge(level, after, before, distance, x.engine, y.engine, y.op)
             assert level.parent is not None
             level, after, before, d0 = level.parent, level.position, level.position, 1
-        if d0 == 0 and self.distance(x, y, None, 0) is not None:
+        if d0 == 0 and pairs:
             return Edge(level, after, before, 0, x.engine, y.engine, y.op)
         return None
 
-    def distance(self, x: Node, y: Node, level: Level | None, d0: int) -> int | None:
-        """The smallest d >= d0 with x at iteration i and y at i + d of `level` in conflict."""
+    def distance(
+        self, x: Node, y: Node, pairs: list[tuple[int, int]], level: Level | None, d0: int
+    ) -> int | None:
+        """The smallest d >= d0 with x at iteration i and y at i + d of `level` in conflict,
+        over the access pairs `pairs` (`conflicts(x, y)`)."""
         best = None
-        for i, ax in enumerate(x.accesses):
-            for j, ay in enumerate(y.accesses):
-                if ax.view.storage != ay.view.storage or not (ax.write or ay.write):
-                    continue
-                d = self._access_distance(x, i, y, j, level, d0)
-                if d is not None and (best is None or d < best):
-                    best = d
+        for i, j in pairs:
+            d = self._access_distance(x, i, y, j, level, d0)
+            if d is not None and (best is None or d < best):
+                best = d
         return best
 
+    def _varies(self, node: Node, index: int, level: Level) -> bool:
+        """Whether a window index of access `index` of `node` may vary with `level`'s loop."""
+        key = (node.order, index, id(level))
+        if key not in self.varies:
+            induction = level.induction()
+            self.varies[key] = any(depends_on(v, induction) for v in node.accesses[index].indices)
+        return self.varies[key]
+
     def _access_distance(self, x: Node, i: int, y: Node, j: int, level: Level | None, d0: int) -> int | None:
-        if not overlap(self.footprint(x, i, None, 0), self.footprint(y, j, None, 0)):
-            return None
+        """As `distance`, for one access pair whose bytes over all iterations overlap."""
         if level is None:
             return 0
         if d0 > level.trips - 1:
             return None
-        induction = level.induction()
-        varies = any(depends_on(v, induction) for v in (*x.accesses[i].indices, *y.accesses[j].indices))
+        varies = self._varies(x, i, level) or self._varies(y, j, level)
         if not varies or level.trips > MAX_TRIPS:
             return d0
         xs = [self.footprint(x, i, level, t) for t in range(level.trips)]

@@ -263,6 +263,10 @@ def overlap(a: Intervals, b: Intervals) -> bool:
     b_lo, b_hi = b
     if not (a_lo[0] < b_hi[-1] and b_lo[0] < a_hi[-1]):
         return False
-    last = np.searchsorted(a_lo, b_hi, "left") - 1  # per b interval: the last a starting before its end
+    if len(b_lo) == 1 or len(a_lo) == 1:  # one interval against sorted ones: one bisection
+        (a_lo, a_hi), (b_lo, b_hi) = ((a_lo, a_hi), (b_lo, b_hi)) if len(b_lo) == 1 else (b, a)
+        last = int(a_lo.searchsorted(b_hi[0], "left")) - 1  # the last a starting before b's end
+        return last >= 0 and bool(a_hi[last] > b_lo[0])
+    last = a_lo.searchsorted(b_hi, "left") - 1  # per b interval: the last a starting before its end
     clipped = np.maximum(last, 0)
     return bool(((last >= 0) & (a_hi[clipped] > b_lo)).any())

@@ -30,6 +30,7 @@ is the semaphore's only waiter, so no other engine can take units in between).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -145,47 +146,87 @@ def level_edges(top: SyncLevel, candidates: set[int]) -> dict[SyncLevel, list[Ed
 # --------------------------------------------------------------------------- redundancy
 
 
-def implied(edge: Edge, others: list[Edge], level: SyncLevel) -> bool:
-    """Whether `others` already order the work `edge.source` did before the signal ahead of the
-    next work of `edge.target` after the wait. Clocks count work items (compute ops, loops) per
-    engine, so a signal with no work of its engine in between says the same as the next one."""
-    by_signal = {e.signal: e for e in others}
-    by_wait = {e.wait: e for e in others}
-    done: dict[str, int] = {}
-    clocks: dict[str, dict[str, int]] = {}
-    snapshots: dict[int, dict[str, int]] = {}
-    need = 0
-    for position, work in enumerate(level.work):
-        if position == edge.signal:
-            need = done.get(edge.source, 0)
-        if position > edge.wait and edge.target in work:
-            break
-        if position in by_signal:
-            signal = by_signal[position]
-            clock = clocks.setdefault(signal.source, {})
-            clock[signal.source] = done.get(signal.source, 0)
-            snapshots[position] = dict(clock)
-        elif position in by_wait and by_wait[position].signal in snapshots:
-            clock = clocks.setdefault(by_wait[position].target, {})
-            for engine, known in snapshots[by_wait[position].signal].items():
-                clock[engine] = max(clock.get(engine, -1), known)
-        for engine in work:
-            done[engine] = done.get(engine, 0) + 1
-    return clocks.get(edge.target, {}).get(edge.source, -1) >= need
+@dataclass(frozen=True)
+class Timeline:
+    """Where each engine has work in a level, as sorted positions (bisected)."""
+
+    positions: dict[str, list[int]]
+    length: int
+
+    @staticmethod
+    def of(level: SyncLevel) -> Timeline:
+        positions: dict[str, list[int]] = {}
+        for position, work in enumerate(level.work):
+            for engine in work:
+                positions.setdefault(engine, []).append(position)
+        return Timeline(positions, len(level.work))
+
+    def last_work(self, engine: str, position: int) -> int:
+        """The last position before `position` where `engine` has work, else -1."""
+        found = self.positions.get(engine, [])
+        index = bisect_left(found, position)
+        return found[index - 1] if index else -1
+
+    def next_work(self, engine: str, position: int) -> int:
+        """The first position after `position` where `engine` has work, else the level's end."""
+        found = self.positions.get(engine, [])
+        index = bisect_right(found, position)
+        return found[index] if index < len(found) else self.length
+
+
+class Channels:
+    """The signals and waits of a level's channel edges in position order, for `implied`;
+    edges found implied are dropped from the evidence."""
+
+    def __init__(self, edges: list[Edge], level: SyncLevel):
+        self.timeline = Timeline.of(level)
+        ends = [(e.signal, e, True) for e in edges] + [(e.wait, e, False) for e in edges]
+        self.events = sorted(ends, key=lambda event: event[0])
+        self.positions = [position for position, _, _ in self.events]
+        self.dropped: set[Edge] = set()
+
+    def implied(self, edge: Edge) -> bool:
+        """Whether the other edges kept already order the work `edge.source` did before the
+        signal ahead of the next work of `edge.target` after the wait.
+
+        Vector clocks per engine count work items (compute ops, loops), so a signal with no
+        work of its engine in between says the same as the next one; a signal snapshots its
+        engine's clock, a wait joins the snapshot of its signal. Only whether an engine's clock
+        covers the source's work up to the signal matters here, and only a signal of the source
+        after its last work before that point can start such knowledge: so only the signals
+        and waits from there up to the target's next work are walked, tracking which engines
+        know (`informed`) and which signals carry it (`told`)."""
+        start = self.timeline.last_work(edge.source, edge.signal)
+        stop = self.timeline.next_work(edge.target, edge.wait)
+        informed: set[str] = set()
+        told: set[int] = set()
+        for index in range(bisect_right(self.positions, start), len(self.events)):
+            position, other, signals = self.events[index]
+            if position >= stop:
+                break
+            if other is edge or other in self.dropped:
+                continue
+            if signals:
+                if other.source == edge.source:
+                    informed.add(edge.source)
+                if other.source in informed:
+                    told.add(position)
+            elif other.signal in told:
+                informed.add(other.target)
+        return edge.target in informed
 
 
 def remove_implied(edges: list[Edge], level: SyncLevel) -> int:
     """Erases the signal and wait of every implied edge (latest waits first), each checked
     against the edges still kept; returns how many went."""
-    kept = list(edges)
+    channels = Channels(edges, level)
     for edge in sorted(edges, key=lambda e: -e.wait):
-        others = [e for e in kept if e is not edge]
-        if implied(edge, others, level):
-            kept = others
+        if channels.implied(edge):
+            channels.dropped.add(edge)
             for op in edge.ops:
                 op.detach()
                 op.erase()
-    return len(edges) - len(kept)
+    return len(channels.dropped)
 
 
 # --------------------------------------------------------------------------- merging

@@ -15,6 +15,7 @@ are the `+ step*iD` terms of `hw.AddressAttr`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,7 +119,14 @@ class Address:
         return Address(self.space, self.base, tuple(s + step * (d == depth) for d, s in enumerate(steps)))
 
     def attr(self) -> hw.AddressAttr:
-        return hw.AddressAttr(self.space, self.base, self.steps)
+        return _address_attr(self)
+
+
+@functools.lru_cache(maxsize=4096)
+def _address_attr(address: Address) -> hw.AddressAttr:
+    """The attribute of `address`, built once per address (attributes are immutable values, so
+    instructions can share one; unrolled loops repeat the same few addresses)."""
+    return hw.AddressAttr(address.space, address.base, address.steps)
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ def _stride(window: Window, rows: int, cols: int) -> int:
 
 def dtype_of(op: Operation, window: Window) -> str:
     """The hw dtype ("f32", "i32", "i8") of a window's elements."""
-    name = str(window.buffer.element)
+    name = tile.type_text(window.buffer.element)
     if name not in hw.DTYPES:
         fail(op, f"{op.name}: element type {name} is not one of {', '.join(hw.DTYPES)}")
     return name

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
@@ -112,17 +113,21 @@ def pack(lifetimes: Sequence[Lifetime], base: int = 0) -> int:
     """First-fit interval packing, biggest buffers first (TFLite's greedy-by-size): each buffer
     takes the lowest aligned offset >= `base` that overlaps no placed buffer live at the same
     time. Ties keep program order, so the same input gives the same offsets. Returns the end
-    of the highest buffer (`base` if there is none)."""
+    of the highest buffer (`base` if there is none).
+
+    Vectorised over the placed buffers: with the busy ones sorted by (offset, end), the offset
+    tried before busy buffer k is the running max of `base` and the aligned ends before k, and
+    the first k it fits under decides (else the running max over all of them)."""
     order = sorted(range(len(lifetimes)), key=lambda i: (-lifetimes[i].size, lifetimes[i].span[0], i))
-    placed: list[Lifetime] = []
-    for index in order:
+    firsts, lasts, lows, highs = (np.zeros(len(lifetimes), np.int64) for _ in range(4))
+    for placed, index in enumerate(order):
         item = lifetimes[index]
-        busy = sorted((p.offset, p.end) for p in placed if overlaps(p.span, item.span))
-        offset = base
-        for low, high in busy:
-            if offset + item.size <= low:
-                break
-            offset = max(offset, align_up(high))
-        item.offset = offset
-        placed.append(item)
-    return max((p.end for p in placed), default=base)
+        live = (firsts[:placed] <= item.span[1]) & (item.span[0] <= lasts[:placed])
+        busy_lows, busy_highs = lows[:placed][live], highs[:placed][live]
+        by_offset = np.lexsort((busy_highs, busy_lows))
+        busy_lows, busy_highs = busy_lows[by_offset], busy_highs[by_offset]
+        tried = np.maximum.accumulate(np.concatenate(([base], -(-busy_highs // ALIGNMENT) * ALIGNMENT)))
+        fits = np.flatnonzero(tried[:-1] + item.size <= busy_lows)
+        item.offset = int(tried[fits[0]] if len(fits) else tried[-1])
+        firsts[placed], lasts[placed], lows[placed], highs[placed] = *item.span, item.offset, item.end
+    return max((item.end for item in lifetimes), default=base)

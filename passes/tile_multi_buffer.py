@@ -219,12 +219,20 @@ def _covers(covered: Iterable[Box], region: Box) -> bool:
     )
 
 
-def _touches(op: Operation, root: SSAValue) -> bool:
-    """Whether `op` (or an op nested in it) accesses the bytes of `root` (a view is no access)."""
-    return any(
-        not isinstance(nested, tile.ReshapeOp) and any(root_of(v) is root for v in nested.operands)
-        for nested in op.walk()
-    )
+def holders(root: SSAValue) -> set[Operation]:
+    """The ops that access the bytes of `root` (directly or through views; making a view is no
+    access) and the ops around them: `op` or an op nested in it touches `root` exactly when `op`
+    is in the set. From the uses of `root`, so it costs the uses, not the size of the IR; compute
+    it again after the IR changes."""
+    found: set[Operation] = set()
+    if isinstance(root.owner, tile.ReshapeOp):
+        return found  # a view is no root: nothing accesses it as one
+    for user in users(root):
+        node: Operation | None = user
+        while node is not None and node not in found:  # an op in the set has its parents there
+            found.add(node)
+            node = node.parent_op()
+    return found
 
 
 def _merge(boxes: list[Box]) -> list[Box]:
@@ -308,15 +316,23 @@ def shape_dim(root: SSAValue, dim: int) -> int:
     return root.type.get_shape()[dim]  # pyright: ignore
 
 
-def _scan(ops: Iterable[Operation], root: SSAValue, covered: list[Box]) -> tuple[bool, list[Box]]:
+_NO_ACCESS = (tile.ReshapeOp, tile.AllocOp, arith.ConstantOp, scf.YieldOp)
+"""Ops that `_scan` passes over even when they name the buffer (a view, its definition)."""
+
+
+def _scan(
+    ops: Iterable[Operation], root: SSAValue, covered: list[Box], touching: set[Operation] | None = None
+) -> tuple[bool, list[Box]]:
     """Runs `ops` in program order: (whether one may read a byte of `root` that no earlier op
-    of the sequence wrote, starting from `covered`; the regions certainly written after it)."""
+    of the sequence wrote, starting from `covered`; the regions certainly written after it).
+    Only the ops in `touching` (`holders(root)`) can change either, so only those are looked at."""
+    touching = holders(root) if touching is None else touching
     covered = list(covered)
     for op in ops:
-        if isinstance(op, tile.ReshapeOp | tile.AllocOp | arith.ConstantOp | scf.YieldOp):
+        if op not in touching or isinstance(op, _NO_ACCESS):
             continue
         if isinstance(op, scf.ForOp | tile.KernelOp):
-            exposed, after = _scan(op.body.block.ops, root, covered)  # pyright: ignore
+            exposed, after = _scan(op.body.block.ops, root, covered, touching)  # pyright: ignore
             if exposed:
                 return True, covered
             if isinstance(op, tile.KernelOp):
@@ -328,7 +344,7 @@ def _scan(ops: Iterable[Operation], root: SSAValue, covered: list[Box]) -> tuple
             if any(a.read is not None and not _covers(covered, a.read) for a in found):
                 return True, covered
             covered = _merge(covered + [a.write for a in found if a.write is not None])
-        elif _touches(op, root):
+        else:
             return True, covered  # an op this model does not know: assume it reads everything
     return False, covered
 
@@ -352,44 +368,50 @@ def _prefix(container: Operation, target: Operation) -> Iterator[Operation]:
         yield op
 
 
-def private(loop: scf.ForOp, root: SSAValue) -> bool:
+def private(loop: scf.ForOp, root: SSAValue, touching: set[Operation] | None = None) -> bool:
     """Every byte of `root` an iteration of `loop` reads was written earlier in the iteration."""
-    return not _scan(loop.body.block.ops, root, [])[0]
+    return not _scan(loop.body.block.ops, root, [], touching)[0]
 
 
 def dead_after(
-    item: Operation, root: SSAValue, covered: list[Box] | None = None, loop: Operation | None = None
+    item: Operation,
+    root: SSAValue,
+    covered: list[Box] | None = None,
+    loop: Operation | None = None,
+    touching: set[Operation] | None = None,
 ) -> bool:
     """Nothing that runs after `item` reads a byte of `root` before writing it: the rest of
     the block, then (the block being a loop body) the next iteration up to `loop` (which
     rewrites `root` first), then what follows the enclosing op, up to the function's end."""
     loop = loop or item
-    exposed, covered = _scan(_after(item), root, covered or [])
+    touching = holders(root) if touching is None else touching
+    exposed, covered = _scan(_after(item), root, covered or [], touching)
     if exposed:
         return False
     parent = item.parent_op()
     if parent is None or isinstance(parent, func.FuncOp | ModuleOp):
         return True
     if isinstance(parent, scf.ForOp):
-        if _scan(_prefix(parent, loop), root, covered)[0]:
+        if _scan(_prefix(parent, loop), root, covered, touching)[0]:
             return False
     elif not isinstance(parent, tile.KernelOp):
         return False
-    return dead_after(parent, root, covered, loop)
+    return dead_after(parent, root, covered, loop, touching)
 
 
 # --------------------------------------------------------------------------- candidates
 
 
-def _first_touch(block: Block, root: SSAValue) -> Operation | None:
-    """The first op (nested ones included) of `block` that accesses `root`."""
+def _first_touch(block: Block, root: SSAValue, touching: set[Operation]) -> Operation | None:
+    """The first op (nested ones included) of `block` that accesses `root` (`touching`:
+    `holders(root)`)."""
     for op in block.ops:
-        if not _touches(op, root):
+        if op not in touching:
             continue
         if isinstance(op, tile.WindowOp):
             return op
         for region in op.regions:
-            found = _first_touch(region.block, root)
+            found = _first_touch(region.block, root, touching)
             if found is not None:
                 return found
         return op
@@ -419,13 +441,16 @@ def candidates(loop: scf.ForOp) -> list[Candidate]:
     of a K loop seen from the loop over output blocks; rotating them there too lets the next
     instance of the inner loop start before the previous one has drained)."""
     found: dict[SSAValue, Candidate] = {}
+    seen: set[SSAValue] = set()  # what a buffer is here depends on the buffer only
     for op in loop.body.block.walk():
         if not isinstance(op, tile.WindowOp):
             continue
         root = root_of(op.accesses()[-1][0])
-        if root in found or not isinstance(root.owner, tile.AllocOp) or tile.space_of(root) == "dram":
+        if root in seen or not isinstance(root.owner, tile.AllocOp) or tile.space_of(root) == "dram":
             continue
-        first = _first_touch(loop.body.block, root)
+        seen.add(root)
+        touching = holders(root)
+        first = _first_touch(loop.body.block, root, touching)
         if not isinstance(first, tile.WindowOp) or not all(
             a.writes and a.read is None for a in accesses(first, root)
         ):
@@ -438,17 +463,17 @@ def candidates(loop: scf.ForOp) -> list[Candidate]:
         item = first
         while item.parent_op() is not loop:
             item = item.parent_op()  # pyright: ignore
-        found[root] = Candidate(root, loaded, _rotation_problem(loop, root), nested, item)
+        found[root] = Candidate(root, loaded, _rotation_problem(loop, root, touching), nested, item)
     return list(found.values())
 
 
-def _rotation_problem(loop: scf.ForOp, root: SSAValue) -> str | None:
-    """Why `root` cannot rotate in `loop` (None if it can)."""
+def _rotation_problem(loop: scf.ForOp, root: SSAValue, touching: set[Operation]) -> str | None:
+    """Why `root` cannot rotate in `loop` (None if it can); `touching` is `holders(root)`."""
     if loop.is_ancestor(root.owner):  # pyright: ignore
         return f"{_name(root)} is not a tile.alloc outside the loop"
-    if not private(loop, root):
+    if not private(loop, root, touching):
         return f"{_name(root)} is read before the loop body rewrites all of it"
-    if not dead_after(loop, root):
+    if not dead_after(loop, root, touching=touching):
         return f"{_name(root)} is used outside the loop"
     return None
 
@@ -471,13 +496,17 @@ def _scope(loop: Operation) -> Operation:
     return node or loop
 
 
-def working_set(scope: Operation, space: str) -> int:
-    """Bytes of the `space` buffers allocated in or used by `scope`, all at once (aligned)."""
+def working_sets(scope: Operation) -> dict[str, int]:
+    """Per space, bytes of the buffers allocated in or used by `scope`, all at once (aligned)."""
     buffers: dict[SSAValue, None] = {}
     for op in scope.walk():
         values = op.results if isinstance(op, tile.AllocOp) else op.operands
         buffers.update((v, None) for v in values if isinstance(v.owner, tile.AllocOp))
-    return sum(align_up(byte_size(b.type)) for b in buffers if tile.space_of(b) == space)  # pyright: ignore
+    sizes: dict[str, int] = {}
+    for b in buffers:
+        space = tile.space_of(b)
+        sizes[space] = sizes.get(space, 0) + align_up(byte_size(b.type))  # pyright: ignore
+    return sizes
 
 
 @dataclass(frozen=True)
@@ -521,10 +550,12 @@ def budgets(
     target: Target,
     depth: int = 2,
     families: Families | None = None,
+    working: dict[str, int] | None = None,
 ) -> list[Budget]:
-    """SRAM and ACC: what the kernel uses, and what each further copy of `buffers` adds (copies
-    an earlier rotation made are already in use)."""
+    """SRAM and ACC: what the kernel uses (`working`: its `working_sets`, if known), and what
+    each further copy of `buffers` adds (copies an earlier rotation made are already in use)."""
     families = families or Families()
+    working = working_sets(_scope(loop)) if working is None else working
     result = []
     for space, capacity in (("sram", target.sram_bytes), ("acc", target.acc_bytes)):
         mine = [b for b in buffers if tile.space_of(b) == space]
@@ -535,26 +566,33 @@ def budgets(
             align_up(byte_size(b.type)) * min(families.reusable(b, loop), depth - 1)  # pyright: ignore
             for b in mine
         )
-        base = working_set(_scope(loop), space) - reused
+        base = working.get(space, 0) - reused
         result.append(Budget(space.upper(), base, per_copy, capacity))
     return result
 
 
 def choose_depth(
-    loop: scf.ForOp, buffers: Sequence[SSAValue], depth: int, target: Target, families: Families | None = None
+    loop: scf.ForOp,
+    buffers: Sequence[SSAValue],
+    depth: int,
+    target: Target,
+    families: Families | None = None,
+    working: dict[str, int] | None = None,
 ) -> tuple[int, str]:
-    """The depth to use (<= `depth`, <= trip count, within SRAM/ACC) and why."""
+    """The depth to use (<= `depth`, <= trip count, within SRAM/ACC) and why (`working`: as
+    for `budgets`)."""
     trips = trip_count(loop) or 0
     if trips < 2:
         return 1, f"depth 1: trip count {trips}, nothing to overlap"
     wanted = min(depth, trips)
+    working = working_sets(_scope(loop)) if working is None else working
 
     def fits(d: int) -> bool:
-        return all(m.need(d) <= m.capacity for m in budgets(loop, buffers, target, d, families))
+        return all(m.need(d) <= m.capacity for m in budgets(loop, buffers, target, d, families, working))
 
     chosen = next((d for d in range(wanted, 1, -1) if fits(d)), 1)
     limit = f"trip count {trips}"
-    memories = budgets(loop, buffers, target, wanted, families)
+    memories = budgets(loop, buffers, target, wanted, families, working)
     over = [m for m in memories if m.need(wanted) > m.capacity]
     if over:
         need, capacity = _kib(over[0].need(wanted)), _kib(over[0].capacity)
@@ -636,12 +674,13 @@ def _rename_in(ops: Sequence[Operation], mapping: dict[SSAValue, SSAValue]) -> N
 def _segment_before(loop: scf.ForOp, root: SSAValue) -> list[Operation]:
     """The ops right before `loop` (same block) from the nearest one that starts a
     self-contained use of `root` (it writes all it reads) on: they can use any copy."""
+    holding = holders(root)
     touching: list[Operation] = []
     node = loop.prev_op
     while node is not None:
-        if _touches(node, root):
+        if node in holding:
             touching.insert(0, node)
-            if not _scan(touching, root, [])[0]:
+            if not _scan(touching, root, [], holding)[0]:
                 return touching if _renamable(touching, root) else []
         node = node.prev_op
     return []
@@ -650,11 +689,12 @@ def _segment_before(loop: scf.ForOp, root: SSAValue) -> list[Operation]:
 def _segment_after(loop: scf.ForOp, root: SSAValue) -> list[Operation]:
     """The ops after `loop` (same block) that use `root`, when they are self-contained and
     nothing after the block reads what they write."""
-    touching = [op for op in _after(loop) if _touches(op, root)]
-    if not touching or _scan(touching, root, [])[0] or not _renamable(touching, root):
+    holding = holders(root)
+    touching = [op for op in _after(loop) if op in holding]
+    if not touching or _scan(touching, root, [], holding)[0] or not _renamable(touching, root):
         return []
     last = touching[-1]
-    return touching if dead_after(last, root, [], loop) else []
+    return touching if dead_after(last, root, [], loop, holding) else []
 
 
 def _renamable(ops: Sequence[Operation], root: SSAValue) -> bool:
@@ -753,7 +793,8 @@ def pipeline_loop(loop: scf.ForOp, depth: int, target: Target, families: Familie
     if loads and not leading:
         _annotate(loop, 1, f"depth 1: {next(c.problem for c in loads if c.problem is not None)}")
         return 1
-    chosen, reason = choose_depth(loop, leading or ranked[:1], depth, target, families)
+    working = working_sets(_scope(loop))  # the IR stays as it is until `rotate`
+    chosen, reason = choose_depth(loop, leading or ranked[:1], depth, target, families, working)
     if chosen == 1:
         if not loads:
             return 0
@@ -762,9 +803,9 @@ def pipeline_loop(loop: scf.ForOp, depth: int, target: Target, families: Familie
     rotating = list(leading or ranked[:1])
     for group in _groups(ok, families):  # whole groups only (see _groups)
         extra = [b for b in group if b not in rotating]
-        if extra and choose_depth(loop, [*rotating, *extra], chosen, target, families)[0] == chosen:
+        if extra and choose_depth(loop, [*rotating, *extra], chosen, target, families, working)[0] == chosen:
             rotating += extra
-    reason = choose_depth(loop, rotating, depth, target, families)[1]
+    reason = choose_depth(loop, rotating, depth, target, families, working)[1]
     rotate(loop, rotating, chosen, reason, families)
     return chosen
 

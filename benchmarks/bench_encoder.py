@@ -1,0 +1,124 @@
+"""Compile-time benchmark: a BERT-style encoder (MiniLM size by default) from ONNX to hw, then run.
+
+    python benchmarks/bench_encoder.py [--layers 6] [--hidden 384] [--heads 12] [--ffn 1536]
+                                       [--seq 128] [--target edge] [--depth 2]
+
+Builds `model_zoo.encoder` with the given sizes (batch 1, static shapes) and compiles it once
+with `compile_module`. Prints the wall seconds of each lowering stage (graph optimisation,
+graph -> tile, the tile passes, tile -> sync, sync -> hw; each pass includes the verification
+after it) and of the 8 slowest passes, then one summary row: total compile seconds (ONNX import
+and the compile report included), the static hw instruction count, the simulator's wall time,
+the instructions it executed and the simulated cycles, onnxruntime's wall time on the same model
+in this process (best of 3; graph optimisations off, as its default optimiser mis-fuses a
+pattern of this model) and the ratio, and the relative error of the simulated outputs against
+onnxruntime's (max |difference| / max(1, max |reference|)). Prints tables; asserts nothing about
+speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+from aitc import model_zoo
+from aitc.compiler import CompileOptions, CompileResult, compile_module
+from aitc.diagnostics import AitcError
+from aitc.dialects.hw import InstructionOp
+from aitc.passes.pipelines import lowering_stages
+from aitc.report import format_table
+from aitc.sim import Simulator
+
+SLOWEST = 8
+"""How many passes the per-pass table lists."""
+
+
+def stage_rows(result: CompileResult, target: str, depth: int) -> list[list[object]]:
+    """(stage, its passes, seconds) per lowering stage, from the flat per-pass timings."""
+    stages = lowering_stages(target, depth)
+    if sum(len(specs) for *_, specs in stages) != len(result.pass_seconds):
+        return [["all", len(result.pass_seconds), f"{sum(s for _, s in result.pass_seconds):.2f}"]]
+    rows, timings = [], iter(result.pass_seconds)
+    for consumes, produces, specs in stages:
+        mine = [next(timings) for _ in specs]
+        names = [name for name, _ in mine]
+        listed = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]} ({len(names)} passes)"
+        rows.append([f"{consumes} -> {produces}", listed, f"{sum(s for _, s in mine):.2f}"])
+    return rows
+
+
+def pass_rows(result: CompileResult) -> list[list[object]]:
+    """The slowest passes: name, seconds, share of all pass time."""
+    total = sum(seconds for _, seconds in result.pass_seconds) or 1.0
+    slowest = sorted(result.pass_seconds, key=lambda item: -item[1])[:SLOWEST]
+    return [[name, f"{seconds:.2f}", f"{seconds / total:.0%}"] for name, seconds in slowest]
+
+
+def reference(model, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], float]:
+    """onnxruntime's outputs and its best wall time of 3 runs, graph optimisations off."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    best, outputs = float("inf"), []
+    for _ in range(3):
+        start = time.perf_counter()
+        outputs = session.run(None, inputs)
+        best = min(best, time.perf_counter() - start)
+    return outputs, best  # pyright: ignore[reportReturnType]
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--hidden", type=int, default=384)
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--ffn", type=int, default=1536)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--target", default="edge")
+    parser.add_argument("--depth", type=int, default=2)
+    args = parser.parse_args()
+
+    model, inputs = model_zoo.encoder(
+        layers=args.layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq
+    )
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    options = CompileOptions(target=args.target, depth=args.depth, input_shapes=shapes)
+    start = time.perf_counter()
+    try:
+        result = compile_module(model, options)
+    except AitcError as error:
+        raise SystemExit(f"compile failed: {error}") from None
+    compile_s = time.perf_counter() - start
+    instructions = sum(1 for op in result.module.walk() if isinstance(op, InstructionOp))
+
+    start = time.perf_counter()
+    run = Simulator(result.module, args.target).run(inputs)
+    sim_s = time.perf_counter() - start
+    expected, ort_s = reference(model, inputs)
+    error = max(
+        float(np.abs(got - want).max()) / max(1.0, float(np.abs(want).max()))
+        for got, want in zip(run.outputs.values(), expected, strict=True)
+    )
+
+    print(
+        f"encoder: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, ffn {args.ffn}, "
+        f"seq {args.seq}; {model_zoo.weight_bytes(model) / 2**20:.1f} MiB of weights; "
+        f"target '{args.target}', depth {args.depth}\n"
+    )
+    print(format_table(["stage", "passes", "s"], stage_rows(result, args.target, args.depth)))
+    print()
+    print(format_table(["pass", "s", "share"], pass_rows(result)))
+    print()
+    summary = [
+        f"{compile_s:.2f}", instructions, f"{sim_s:.2f}", run.stats.instructions, run.stats.cycles,
+        f"{ort_s:.3f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
+    ]  # fmt: skip
+    headers = ["compile s", "static instr", "sim s", "executed", "cycles", "ort s", "sim/ort", "rel err"]
+    print(format_table(headers, [summary]))
+
+
+if __name__ == "__main__":
+    main()
