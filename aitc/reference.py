@@ -16,13 +16,18 @@ import numpy as np
 import onnx
 
 
-def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """onnxruntime's outputs of `model` on `inputs`, by output name, in graph order."""
+def onnxruntime_session(model: onnx.ModelProto):
+    """An `onnxruntime.InferenceSession` of `model` on the CPU, graph optimisations off."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """onnxruntime's outputs of `model` on `inputs`, by output name, in graph order."""
+    session = onnxruntime_session(model)
     names = [o.name for o in model.graph.output]
     return dict(zip(names, session.run(names, dict(inputs)), strict=True))
 

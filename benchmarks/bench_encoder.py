@@ -21,13 +21,13 @@ import argparse
 import time
 
 import numpy as np
-import onnxruntime as ort
 
 from aitc import model_zoo
 from aitc.compiler import CompileOptions, CompileResult, compile_module
 from aitc.diagnostics import AitcError
 from aitc.dialects.hw import InstructionOp
 from aitc.passes.pipelines import lowering_stages
+from aitc.reference import onnxruntime_session
 from aitc.report import format_table
 from aitc.sim import Simulator
 
@@ -58,9 +58,7 @@ def pass_rows(result: CompileResult) -> list[list[object]]:
 
 def reference(model, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], float]:
     """onnxruntime's outputs and its best wall time of 3 runs, graph optimisations off."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model)
     best, outputs = float("inf"), []
     for _ in range(3):
         start = time.perf_counter()
