@@ -617,6 +617,44 @@ def bert_torch_export(
     return b.model(), example
 
 
+def mlp_with_host_ops(batch: int = 4, features: int = 16, hidden: int = 32, classes: int = 8):
+    """A model for heterogeneous placement: fc1 -> Sin (no NPU lowering) -> x Cast(int64 mask)
+    (host: the NPU has no i64) -> fc2, then ArgMax (host) beside the `logits` output.
+
+    Inputs `x` [batch, features] and `mask` int64 [batch, hidden]; outputs `logits` and `label`
+    (int64). Compiled, it runs as host, NPU, host, NPU, host segments."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((features, hidden)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((hidden, classes)).astype(np.float32), "w2")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Sin", ["h"], ["s"], name="sin"),
+        helper.make_node("Cast", ["mask"], ["mask_f"], name="cast_mask", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["s", "mask_f"], ["masked"], name="apply_mask"),
+        helper.make_node("MatMul", ["masked", "w2"], ["logits"], name="fc2"),
+        helper.make_node("ArgMax", ["logits"], ["label"], name="argmax", axis=1, keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mixed",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, features]),
+            helper.make_tensor_value_info("mask", TensorProto.INT64, [batch, hidden]),
+        ],
+        [
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, classes]),
+            helper.make_tensor_value_info("label", TensorProto.INT64, [batch]),
+        ],
+        [w1, w2],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    inputs = {
+        "x": rng.standard_normal((batch, features)).astype(np.float32),
+        "mask": rng.integers(0, 2, (batch, hidden)).astype(np.int64),
+    }
+    return model, inputs
+
+
 def with_static_batch(model: onnx.ModelProto, batch: int = 1) -> onnx.ModelProto:
     """A copy of `model` whose symbolic (dynamic) input/output dims are pinned to `batch`."""
     pinned = onnx.ModelProto()
@@ -646,5 +684,6 @@ ZOO = {
     "transformer_encoder_layer": transformer_encoder_layer,
     "encoder": encoder,
     "bert_torch_export": bert_torch_export,
+    "mlp_with_host_ops": mlp_with_host_ops,
 }
 """Builder name -> builder function."""

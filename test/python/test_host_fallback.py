@@ -8,7 +8,7 @@ import hashlib
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from aitc.binary import BinaryError, assemble, disassemble
 from aitc.compiler import CompileOptions, compile_module, format_report
@@ -18,46 +18,12 @@ from aitc.dialects.hw import ProgramOp
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import print_mlir
+from aitc.model_zoo import mlp_with_host_ops as mixed_model
 from aitc.reference import assert_close
 from aitc.reference import onnxruntime_outputs as reference
 from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.tools.aitc_main import main
-
-
-def mixed_model(batch: int = 4, features: int = 16, hidden: int = 32, classes: int = 8):
-    """fc1 -> Sin (no NPU lowering) -> x Cast(int64 mask) (host: the NPU has no i64) -> fc2,
-    then ArgMax (host) next to the logits output."""
-    rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array(rng.standard_normal((features, hidden)).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array(rng.standard_normal((hidden, classes)).astype(np.float32), "w2")
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
-        helper.make_node("Sin", ["h"], ["s"], name="sin"),
-        helper.make_node("Cast", ["mask"], ["mask_f"], name="cast_mask", to=TensorProto.FLOAT),
-        helper.make_node("Mul", ["s", "mask_f"], ["masked"], name="apply_mask"),
-        helper.make_node("MatMul", ["masked", "w2"], ["logits"], name="fc2"),
-        helper.make_node("ArgMax", ["logits"], ["label"], name="argmax", axis=1, keepdims=0),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "mixed",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, features]),
-            helper.make_tensor_value_info("mask", TensorProto.INT64, [batch, hidden]),
-        ],
-        [
-            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, classes]),
-            helper.make_tensor_value_info("label", TensorProto.INT64, [batch]),
-        ],
-        [w1, w2],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    inputs = {
-        "x": rng.standard_normal((batch, features)).astype(np.float32),
-        "mask": rng.integers(0, 2, (batch, hidden)).astype(np.int64),
-    }
-    return model, inputs
 
 
 def host_only_model():
