@@ -1,28 +1,36 @@
 """The cost model of `convert-graph-to-tile`: pure functions of a Target and static sizes.
 
-Two users: the planners below choose tile sizes by estimating every candidate in closed form,
-and `graph_to_tile_builder.KernelBuilder` charges each op it emits (times the trip count of
-its loops), so the `dma_bytes` / `est_cycles` recorded on a kernel are the model applied to
-the IR that was actually produced. The per-instruction costs are the simulator's
-(`aitc/sim/timing.py`) without the DMA latency, which multi-buffering hides: DMA bytes /
-min(DMA, DRAM) bandwidth, matrix latency + k + m, vector latency + rows * ceil(cols / lanes)
-* op cycles.
+Two users: the planners below (and graph_to_tile_window_costs) choose tile sizes by estimating
+every candidate in closed form, and `graph_to_tile_builder.KernelBuilder` charges each op it
+emits (times the trip count of its loops), so the `dma_bytes` / `est_cycles` recorded on a
+kernel are the model applied to the IR that was actually produced.
 
-    est_cycles = max(DMA-in, DMA-out, DRAM bytes / DRAM bandwidth, matrix, vector)
+Per instruction the costs are the simulator's (`aitc/sim/timing.py`): a DMA instruction takes
+latency + bytes / min(DMA, DRAM) bandwidth on its queue (a tile.copy becomes one instruction
+per point of the loops `convert-sync-to-hw` puts around it: `dma_transfers`), a matmul
+latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads run on
+DMA queue dma0, stores on dma1, on-chip copies on dma2 when the target has a third queue and
+on dma0 otherwise (`convert-tile-to-sync`). `Cost` adds them up per engine and follows the
+program to find the fill (`lead`: one instance of each load before the first compute op) and
+the drain (`tail`: one instance of each op after the last load). With `multi-buffer`
+pipelining the loops (buffer depth >= 2) the engines overlap and the busiest one sets the pace:
 
-since the engines run concurrently once `multi-buffer` pipelines the loops. The matmul family
-uses `PipelineCost` instead, closer to what the simulator does: per-DMA latency, the fill and
-drain of the pipeline, the waits at loop entries, and the sum of the engines (no overlap) when
-the buffer depth (`Budget.depth`) is 1.
+    cycles = max(loads + drain, lead + matrix + drain after it, lead + vector + stores after it,
+                 lead + stores, DRAM channel) + waits
+
+and at depth 1 every load waits for the compute before it (serial: loads + matrix + vector +
+the last store). `waits` are stalls the lowering knows of (loop entries that wait for the
+whole previous use of their tiles).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import product
 
+from aitc.passes.sync_to_hw_select import Dim, merge_dims
 from aitc.target import Target
 
 F32 = 4
@@ -32,8 +40,8 @@ F32 = 4
 class Budget:
     """What one kernel may use: `sram` is half of the target's SRAM (one copy of the working
     set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC.
-    `depth` is the buffer depth multi-buffer will use (the estimates of planners that model
-    pipelining depend on it; the half left for the copies holds depth 2)."""
+    `depth` is the buffer depth multi-buffer will use (the estimates depend on it; the half
+    left for the copies holds depth 2)."""
 
     target: Target
     sram: int
@@ -72,11 +80,10 @@ def dram_bandwidth(target: Target) -> int:
     return min(target.dma.bytes_per_cycle, target.dram.bytes_per_cycle)
 
 
-def dma_cycles(target: Target, nbytes: int, dram: bool = True) -> float:
-    """Transfer time at the bandwidth of the path; the per-transfer latency is left out, as
-    multi-buffering overlaps it with compute (it is throughput that bounds a pipelined loop)."""
+def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> int:
+    """One DMA as the simulator times it on its queue: latency + transfer at the path's rate."""
     bandwidth = dram_bandwidth(target) if dram else target.dma.bytes_per_cycle
-    return nbytes / bandwidth
+    return target.dma.latency + -(-nbytes // bandwidth)
 
 
 def matmul_cycles(target: Target, m: int, k: int) -> int:
@@ -89,105 +96,134 @@ def vector_cycles(target: Target, op: str, rows: int, cols: int) -> int:
     return vector.latency + rows * -(-cols // vector.lanes) * vector.cycles_per_group(op)
 
 
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    """Row-major element strides of a buffer (every tile buffer and view is dense)."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return strides[::-1]
+
+
+def dma_transfers(
+    box: Sequence[int], src: Sequence[int], dst: Sequence[int], element: int, transpose: bool = False
+) -> tuple[int, int]:
+    """(instructions, bytes each) of one tile.copy (or tile.transpose) of `box` from a buffer
+    of shape `src` to one of shape `dst`, as convert-sync-to-hw selects it: inner dims that are
+    contiguous on both sides fold into the row, outer dims that nest exactly merge, the
+    innermost remaining dim is the instruction's rows and every other one a loop around it
+    (`sync_to_hw_select.merge_dims`; a transpose swaps the last two dst strides and loops over
+    the shorter side)."""
+    src_strides, dst_strides = contiguous_strides(src), contiguous_strides(dst)
+    if transpose:
+        dst_strides[-2:] = dst_strides[-1], dst_strides[-2]
+    dims = [Dim(n, s * element, d * element) for n, s, d in zip(box, src_strides, dst_strides, strict=True)]
+    if transpose and dims[-1].count < dims[-2].count:
+        dims[-2:] = dims[-1], dims[-2]
+    row_bytes, remaining = merge_dims(dims, element)
+    if not remaining:
+        return 1, row_bytes
+    return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
+
+
+def dma_queue(target: Target, src: str, dst: str) -> str:
+    """The queue convert-tile-to-sync binds a DMA to: stores dma1, loads dma0, on-chip copies
+    dma2 (dma0 when the target has two queues)."""
+    if dst == "dram":
+        return "dma1"
+    if src == "dram" or target.dma.queues < 3:
+        return "dma0"
+    return "dma2"
+
+
 @dataclass
 class Cost:
-    """Engine time and DRAM traffic of a kernel, accumulated op by op."""
+    """Engine time and DRAM traffic of a kernel, accumulated op by op (module docstring).
 
-    dma_in: float = 0.0
-    dma_out: float = 0.0
-    dram_bytes: int = 0
-    matrix: int = 0
-    vector: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
-        dram = "dram" in (src, dst)
-        cycles = times * dma_cycles(target, nbytes, dram)
-        if dst == "dram":
-            self.dma_out += cycles
-        else:
-            self.dma_in += cycles
-        self.dram_bytes += times * nbytes if dram else 0
-
-    def add_matrix(self, once: int, times: int = 1) -> None:
-        """A matrix op of `once` cycles, run `times` times."""
-        self.matrix += times * once
-
-    def add_vector(self, once: int, times: int = 1) -> None:
-        """A vector op of `once` cycles, run `times` times."""
-        self.vector += times * once
-
-    def cycles(self, target: Target) -> int:
-        dram = self.dram_bytes / target.dram.bytes_per_cycle
-        return math.ceil(max(self.dma_in, self.dma_out, dram, self.matrix, self.vector))
-
-
-# --------------------------------------------------------------------------- pipelined cost
-
-
-def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> int:
-    """One DMA as the simulator times it on its queue: latency + transfer at the path's rate."""
-    bandwidth = dram_bandwidth(target) if dram else target.dma.bytes_per_cycle
-    return target.dma.latency + -(-nbytes // bandwidth)
-
-
-@dataclass
-class PipelineCost(Cost):
-    """The cost model of kernels planned for a buffer depth (the matmul family).
-
-    Per DMA instruction it charges latency + transfer (each occupies its queue that long), and
-    it follows the emitted program to find the fill (`lead`: loads before the first matmul, one
-    instance each) and the drain (`tail`: vector ops and stores after the last matmul, one
-    instance each); the lowering adds the stalls it knows of (`waits`). Pipelined (depth >= 2:
-    multi-buffer overlaps the engines)
-
-        cycles = max(DMA-in, DMA-out, DRAM channel, matrix, vector) + lead + tail + waits
-
-    and serial at depth 1 (every load waits for the compute before it):
-
-        cycles = DMA-in + matrix + vector + DMA-out
-    """
+    `queues`: busy cycles per DMA queue; `lead`: one instance of each load before the first
+    compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
+    after the last load or on-chip copy; `depth`: the buffer depth (1 = serial)."""
 
     depth: int = 2
+    queues: dict[str, float] = field(default_factory=dict)
+    dram_bytes: int = 0
     dram_cycles: int = 0
+    matrix: int = 0
+    vector: int = 0
     transfers: int = 0
     lead: int = 0
-    tail: int = 0
+    drain: dict[str, int] = field(default_factory=dict)
     waits: int = 0
     started: bool = False
 
     def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
+        """`times` DMA instructions of `nbytes` each from space `src` to `dst`."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
-        if dst == "dram":
-            self.dma_out += times * once
-            self.tail += once
-        else:
-            self.dma_in += times * once
-            self.lead += 0 if self.started else once
+        queue = dma_queue(target, src, dst)
+        self.queues[queue] = self.queues.get(queue, 0) + times * once
+        self.transfers += times
         if dram:
             self.dram_bytes += times * nbytes
             self.dram_cycles += times * -(-nbytes // target.dram.bytes_per_cycle)
-        self.transfers += times
+        if dst == "dram":
+            self._drain("store", once)
+            return
+        self.lead += 0 if self.started else once
+        self.drain = {}
 
     def add_matrix(self, once: int, times: int = 1) -> None:
+        """A matrix op of `once` cycles, run `times` times."""
         self.matrix += times * once
-        self.started, self.tail = True, 0
+        self._compute("matrix", once)
 
     def add_vector(self, once: int, times: int = 1) -> None:
+        """A vector op of `once` cycles, run `times` times."""
         self.vector += times * once
-        self.tail += once
+        self._compute("vector", once)
 
     def add_wait(self, once: int, times: int = 1) -> None:
         """Cycles the pipeline stalls, e.g. at the entry of a loop whose first loads must wait
         for the previous loop's last use of the same tiles."""
         self.waits += times * once
 
+    def _compute(self, kind: str, once: int) -> None:
+        """A compute op ends the fill once something was loaded (a fill of a block before its
+        first load does not wait for it)."""
+        self.started = self.started or self.lead > 0
+        self._drain(kind, once)
+
+    def _drain(self, kind: str, once: int) -> None:
+        self.drain[kind] = self.drain.get(kind, 0) + once
+
+    @property
+    def loads(self) -> float:
+        """Busy cycles of the queue the loads run on."""
+        return self.queues.get("dma0", 0)
+
+    @property
+    def stores(self) -> float:
+        return self.queues.get("dma1", 0)
+
     def cycles(self, target: Target) -> int:
+        drain = self.drain
+        after_matrix = drain.get("vector", 0) + drain.get("store", 0)
         if self.depth < 2:
-            return math.ceil(self.dma_in + self.matrix + self.vector + self.dma_out)
-        busiest = max(self.dma_in, self.dma_out, self.dram_cycles, self.matrix, self.vector)
-        return math.ceil(busiest + self.lead + self.tail + self.waits)
+            serial = self.loads + self.queues.get("dma2", 0) + self.matrix + self.vector
+            return math.ceil(max(serial + drain.get("store", 0), self.stores + self.lead))
+        feeding = max((busy for queue, busy in self.queues.items() if queue != "dma1"), default=0)
+        paces = (
+            feeding + sum(drain.values()),
+            self.lead + self.matrix + after_matrix,
+            self.lead + self.vector + drain.get("store", 0),
+            self.lead + self.stores,
+            self.dram_cycles,
+        )
+        return math.ceil(max(paces) + self.waits)
+
+    def work(self) -> int:
+        """Busy time of all engines together (fewer, larger instructions win ties)."""
+        return round(sum(self.queues.values()) + self.matrix + self.vector)
 
 
 # --------------------------------------------------------------------------- matmul
@@ -234,7 +270,7 @@ class MatmulPlan:
     `mode` "acc": the block accumulates in ACC over all steps (tm x bn of ACC; tm x tn when
     one step covers K); "sram": each step's group products go through a tm x tn ACC tile and are
     added into the block in SRAM by the vector engine (the ACC holds one group, so blocks can be
-    larger). The estimate (`cycles`, `dma_bytes`) is `PipelineCost` applied to that nest."""
+    larger). The estimate (`cycles`, `dma_bytes`) is `Cost` applied to that nest."""
 
     tm: int
     tk: int
@@ -385,8 +421,7 @@ def _charge_block(
     if steps[0][0] != "only":
         for gsz, gc in groups:
             _charge_epilogue(cost, p, budget, (msz, gsz), mode, times * gc)
-        if isinstance(cost, PipelineCost):
-            cost.add_wait(bubble * (2 if steps[0][0] == "first" else 1), times)
+        cost.add_wait(bubble * (2 if steps[0][0] == "first" else 1), times)
 
 
 def charge_matmul(
@@ -428,11 +463,11 @@ def estimate_matmul(
     mode: str = "acc",
     keep: str | None = None,
 ) -> MatmulPlan:
-    """One candidate's estimate (`PipelineCost` of the nest graph_to_tile_linear emits)."""
+    """One candidate's estimate (`Cost` of the nest graph_to_tile_linear emits)."""
     bn = bn or tn
     if keep is None:  # the former meaning: a whole-K tile is kept along the loop order
         keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
-    cost = PipelineCost(depth=budget.depth)
+    cost = Cost(depth=budget.depth)
     charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep)
     buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
     return MatmulPlan(

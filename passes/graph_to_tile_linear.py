@@ -43,7 +43,6 @@ from aitc.passes.graph_to_tile_costs import (
     F32,
     MatmulPlan,
     MatmulProblem,
-    PipelineCost,
     dma_instruction_cycles,
     matmul_buffers,
     matmul_minimum,
@@ -175,11 +174,11 @@ class _MatmulEmitter:
             self.step("first", at, 0, first)
             kb.tiles(k - first, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
             kb.tiles(nsz, plan.tn, lambda j0, gsz: self.epilogue(at, Win(self.bufs["acc"], (0, j0)), j0, gsz))
-        if isinstance(kb.cost, PipelineCost):  # the step loop waits for the previous block's
-            loads = [(msz, plan.tk)] if plan.keep != "lhs" else []
-            loads += [(plan.tk, nsz)] if plan.keep != "rhs" else []
-            once = sum(dma_instruction_cycles(kb.target, F32 * r * c) for r, c in loads)
-            kb.cost.add_wait(once * (1 if plan.mode == "sram" else 2), kb.times)
+        # the step loop waits for the previous block's last use of its tiles
+        loads = [(msz, plan.tk)] if plan.keep != "lhs" else []
+        loads += [(plan.tk, nsz)] if plan.keep != "rhs" else []
+        once = sum(dma_instruction_cycles(kb.target, F32 * r * c) for r, c in loads)
+        kb.cost.add_wait(once * (1 if plan.mode == "sram" else 2), kb.times)
 
     def step(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
         kb, plan, v, bufs = self.kb, self.plan, self.views, self.bufs
@@ -287,7 +286,6 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             ctx.budget,
         )
     kb = ctx.kernel(ops)
-    kb.cost = PipelineCost(depth=ctx.budget.depth)
     emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g))
     emitter.run(op.activation.data if op.activation else None)
     block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}
