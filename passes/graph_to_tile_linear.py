@@ -41,15 +41,21 @@ from aitc.dialects import graph
 from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile_costs import (
     F32,
+    MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,
+    block_waits,
     dma_instruction_cycles,
+    group_slots,
     matmul_buffers,
     matmul_minimum,
     matmul_steps,
+    peeled_tiles,
     plan_matmul,
+    slot_role,
+    step_tile,
 )
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation, fill
+from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile_lowering import (
     CannotFit,
     LoweringContext,
@@ -127,6 +133,9 @@ class _MatmulEmitter:
         f32 = buffer_element(views.lhs)
         self.bufs = {role: kb.alloc(shape, f32, space) for role, (shape, space) in shapes.items()}
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
+        self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
+        self.panels = 0  # kept panels emitted so far
+        kb.cost.overlap = group_slots(plan.bn, plan.tn) > 1
 
     def run(self, activation: str | None) -> None:
         self.activation = activation
@@ -147,15 +156,23 @@ class _MatmulEmitter:
 
     def m_panel(self, m0: Index, msz: int) -> None:
         if self.plan.keep == "lhs":
-            self.kb.copy(
+            self.panel(
                 Win(self.views.lhs, (self.kb.add(self.lr, m0), 0)), Win.at(self.bufs["a"]), [msz, self.g.k]
             )
         self.kb.tiles(self.g.n, self.plan.bn, lambda n0, nsz: self.block(m0, msz, n0, nsz))
 
     def n_panel(self, n0: Index, nsz: int) -> None:
         if self.plan.keep == "rhs":
-            self.kb.copy(Win(self.views.rhs, (self.rr, n0)), Win.at(self.bufs["b"]), [self.g.k, nsz])
+            self.panel(Win(self.views.rhs, (self.rr, n0)), Win.at(self.bufs["b"]), [self.g.k, nsz])
         self.kb.tiles(self.g.m, self.plan.tm, lambda m0, msz: self.block(m0, msz, n0, nsz))
+
+    def panel(self, src: Win, dst: Win, sizes: list[int]) -> None:
+        """A kept panel's load (and the stall `charge_panel` models)."""
+        kb = self.kb
+        kb.copy(src, dst, sizes)
+        once = dma_instruction_cycles(kb.target, F32 * sizes[0] * sizes[1])
+        kb.cost.add_wait(once, kb.times - (not self.panels))
+        self.panels += 1
 
     # -- one C block
     def block(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
@@ -165,72 +182,103 @@ class _MatmulEmitter:
         if steps[0][0] == "only":
             self.step("only", at, 0, k)
             return
+        first, last = steps[0][1], steps[-1][1]
+        self.step("first", at, 0, first)
         if plan.mode == "sram":
-            fill(kb, Win.at(self.bufs["c"]), 0.0, [msz, nsz])
-            kb.tiles(k, plan.tk, lambda k0, ks: self.step("next", at, k0, ks))
-            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.store_block(at, j0, gsz))
+            hoisted = "last" in self.peeled
+            if hoisted:  # the last step's tiles are its own: loaded before the loop
+                self.load("last", at, k - last, last)
+            kb.tiles(k - first - last, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
+            self.step("last", at, k - last, last, load=not hoisted)
         else:
-            first = steps[0][1]
-            self.step("first", at, 0, first)
             kb.tiles(k - first, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
-            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.epilogue(at, Win(self.bufs["acc"], (0, j0)), j0, gsz))
-        # the step loop waits for the previous block's last use of its tiles
-        loads = [(msz, plan.tk)] if plan.keep != "lhs" else []
-        loads += [(plan.tk, nsz)] if plan.keep != "rhs" else []
-        once = sum(dma_instruction_cycles(kb.target, F32 * r * c) for r, c in loads)
-        kb.cost.add_wait(once * (1 if plan.mode == "sram" else 2), kb.times)
+            acc = self.bufs["acc"]
+            self.groups(nsz, lambda j0, group: self.epilogue(at, Win(acc, (0, j0)), j0, group))
+        args = (plan.tk, plan.tn, plan.mode, plan.keep, plan.rotates)
+        idle, stall = block_waits(self.p, kb.budget, args, (msz, nsz))
+        kb.cost.add_wait(idle, kb.times, "dma0")
+        kb.cost.add_wait(stall, kb.times)
 
-    def step(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
-        kb, plan, v, bufs = self.kb, self.plan, self.views, self.bufs
+    def groups(self, nsz: int, body) -> None:
+        """body(j0, (gsz, slot)) for the column groups of a block: one after the other, taking
+        turns on the slots' tiles, or (more than MAX_UNROLL groups) as an scf.for."""
+        tn, slots = self.plan.tn, group_slots(self.plan.bn, self.plan.tn)
+        if -(-nsz // tn) > MAX_UNROLL:
+            self.kb.tiles(nsz, tn, lambda j0, gsz: body(j0, (gsz, 0)))
+            return
+        for i, j0 in enumerate(range(0, nsz, tn)):
+            body(j0, (min(tn, nsz - j0), i % slots))
+
+    def load(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
+        """The A and B tiles of a K step (unless kept as panels)."""
+        kb, plan, v = self.kb, self.plan, self.views
         m0, msz, n0, nsz = at
         if plan.keep != "lhs":
-            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(bufs["a"]), [msz, ks])
+            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(self.tile("a", kind)), [msz, ks])
         if plan.keep != "rhs":
-            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(bufs["b"]), [ks, nsz])
-        a0 = k0 if plan.keep == "lhs" else 0
-        b0 = k0 if plan.keep == "rhs" else 0
-        kb.tiles(nsz, plan.tn, lambda j0, gsz: self.group(kind, at, (a0, b0, ks), j0, gsz))
+            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(self.tile("b", kind)), [ks, nsz])
 
-    def group(self, kind: str, at: tuple, ks: tuple, j0: Index, gsz: int) -> None:
+    def tile(self, role: str, kind: str) -> SSAValue:
+        """The A ("a") or B ("b") tile a step of `kind` uses (a kept panel for all steps)."""
+        kept = {"a": "lhs", "b": "rhs"}[role] == self.plan.keep
+        return self.bufs[role if kept else step_tile(role, kind, self.peeled)]
+
+    def step(self, kind: str, at: tuple, k0: Index, ks: int, load: bool = True) -> None:
+        if load:
+            self.load(kind, at, k0, ks)
+        a0 = k0 if self.plan.keep == "lhs" else 0
+        b0 = k0 if self.plan.keep == "rhs" else 0
+        self.groups(at[3], lambda j0, group: self.group(kind, at, (a0, b0, ks), j0, group))
+
+    def group(self, kind: str, at: tuple, ks: tuple, j0: Index, group: tuple[int, int]) -> None:
+        """The matmuls of one column group of one step and what follows them (module doc)."""
         kb, bufs, rows = self.kb, self.bufs, self.kb.budget.rows
-        msz = at[1]
+        msz, (gsz, slot) = at[1], group
         a0, b0, size = ks
-        acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs["acc"])
+        acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs[slot_role("acc", slot)])
         fresh = kind in ("first", "only") or self.plan.mode == "sram"
 
+        a, b = self.tile("a", kind), self.tile("b", kind)
+
         def product(kk: Index, kks: int, accumulate: bool) -> None:
-            lhs, rhs = Win(bufs["a"], (0, kb.add(a0, kk))), Win(bufs["b"], (kb.add(b0, kk), j0))
+            lhs, rhs = Win(a, (0, kb.add(a0, kk))), Win(b, (kb.add(b0, kk), j0))
             kb.matmul(lhs, rhs, acc, [msz, kks, gsz], accumulate)
 
         product(0, min(rows, size), not fresh)
         kb.tiles(size - rows, rows, lambda kk, kks: product(kk, kks, True), rows)
         if kind == "only":
-            self.epilogue(at, acc, j0, gsz)
-        elif self.plan.mode == "sram":  # the group's product joins the block in SRAM
-            c = Win(bufs["c"], (0, j0))
-            kb.binary("add", acc, c, c, [msz, gsz])
+            self.epilogue(at, acc, j0, group)
+        elif self.plan.mode == "sram":
+            self.join(kind, at, acc, j0, gsz)
 
-    def epilogue(self, at: tuple, acc: Win, j0: Index, gsz: int) -> None:
+    def join(self, kind: str, at: tuple, acc: Win, j0: Index, gsz: int) -> None:
+        """ "sram" mode: the group's product joins the block in SRAM: the first step writes it
+        (+ bias), the others add it; the last one applies the activation and stores the group."""
+        kb, bufs = self.kb, self.bufs
+        m0, msz, n0, _ = at
+        c, sizes = Win(bufs["c"], (0, j0)), [msz, gsz]
+        if kind == "first" and "bias" in bufs:
+            kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), c, sizes, "row")
+        elif kind == "first":
+            kb.acc_read(acc, c, sizes)
+        else:
+            kb.binary("add", acc, c, c, sizes)
+        if kind == "last":
+            apply_activation(kb, self.activation, c, self._temp(), sizes)
+            kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+
+    def epilogue(self, at: tuple, acc: Win, j0: Index, group: tuple[int, int]) -> None:
         """The whole product is in ACC: activation (or bias + activation) into y, then store."""
         kb, bufs = self.kb, self.bufs
         m0, msz, n0, _ = at
-        y, sizes = Win.at(bufs["y"]), [msz, gsz]
+        gsz, slot = group
+        y, sizes = Win.at(bufs[slot_role("y", slot)]), [msz, gsz]
         if "bias" not in bufs:
             kb.acc_read(acc, y, sizes, self.activation)
         else:
             kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), y, sizes, "row")
             apply_activation(kb, self.activation, y, self._temp(), sizes)
         kb.copy(y, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
-
-    def store_block(self, at: tuple, j0: Index, gsz: int) -> None:
-        """ "sram" mode: bias and activation in place on a group of the block, then store."""
-        kb, bufs = self.kb, self.bufs
-        m0, msz, n0, _ = at
-        c, sizes = Win(bufs["c"], (0, j0)), [msz, gsz]
-        if "bias" in bufs:
-            kb.binary("add", c, Win(bufs["bias"], (0, kb.add(n0, j0))), c, sizes, "row")
-        apply_activation(kb, self.activation, c, self._temp(), sizes)
-        kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
 
     def _temp(self) -> Win | None:
         return Win.at(self.bufs["temp0"]) if "temp0" in self.bufs else None
