@@ -231,12 +231,45 @@ func.func @transpose(%x: tensor<2x8x16xf32>) -> tensor<2x16x8xf32> {
 // CHECK-LABEL: func.func @transpose
 // CHECK:         %[[OUT:[a-z0-9_]+]] = tile.reshape %result0 : memref<2x16x8xf32, "dram"> -> memref<32x8xf32, "dram">
 // CHECK:         tile.kernel "graph.transpose" {op = "graph.transpose", tiles = array<i64: 16, 8>
-// CHECK:           %[[STAGE:[a-z0-9_]+]] = tile.alloc : memref<1x8x16xf32, "sram">
-// CHECK-NEXT:      %[[FLAT:[a-z0-9_]+]] = tile.reshape %[[STAGE]] : memref<1x8x16xf32, "sram"> -> memref<8x16xf32, "sram">
+// CHECK:           %[[FLAT:[a-z0-9_]+]] = tile.alloc : memref<8x16xf32, "sram">
+// CHECK-NEXT:      %[[STAGE:[a-z0-9_]+]] = tile.reshape %[[FLAT]] : memref<8x16xf32, "sram"> -> memref<1x8x16xf32, "sram">
 // CHECK-NEXT:      scf.for %[[B:[a-z0-9_]+]] = {{.*}} {
 // CHECK-NEXT:        tile.copy %x[%[[B]], {{.*}}] to %[[STAGE]][{{.*}}] sizes [1, 8, 16]
 // CHECK-NEXT:        %[[ROW:[a-z0-9_]+]] = arith.muli %[[B]], %{{.*}} : index
 // CHECK-NEXT:        tile.transpose %[[FLAT]][{{.*}}] to %[[OUT]][%[[ROW]], %{{.*}}] sizes [8, 16]
+
+// -----
+
+// A head split of K, [1, 16, 4, 16] -> [1, 4, 16, 16] with perm (0, 2, 3, 1): heads and head
+// dims stay together and in order, so it is the 2-D transpose [16, 64] -> [64, 16]: one load
+// and one tile.transpose (one DMA per input row, of 64 elements) instead of one per row and head.
+func.func @transpose_merged(%x: tensor<1x16x4x16xf32>) -> tensor<1x4x16x16xf32> {
+  %y = graph.transpose %x {perm = array<i64: 0, 2, 3, 1>} : tensor<1x16x4x16xf32> -> tensor<1x4x16x16xf32>
+  func.return %y : tensor<1x4x16x16xf32>
+}
+// EDGE-LABEL: func.func @transpose_merged
+// EDGE-DAG:     %[[IN:[a-z0-9_]+]] = tile.reshape %x : memref<1x16x4x16xf32, "dram"> -> memref<16x64xf32, "dram">
+// EDGE-DAG:     %[[OUT:[a-z0-9_]+]] = tile.reshape %result0 : memref<1x4x16x16xf32, "dram"> -> memref<64x16xf32, "dram">
+// EDGE:         tile.kernel "graph.transpose" {op = "graph.transpose", tiles = array<i64: 64, 16>
+// EDGE:           tile.copy %[[IN]][{{.*}}] to {{.*}} sizes [16, 64]
+// EDGE-NEXT:      tile.transpose {{.*}} to %[[OUT]][{{.*}}] sizes [16, 64]
+// EDGE-NOT:       tile.copy
+
+// -----
+
+// Heads back together, [1, 4, 16, 16] -> [1, 16, 4, 16] with perm (0, 2, 1, 3): the last dim stays
+// last, so blocks are whole rows over the longest other output dim (16 tokens) per head: one
+// DMA in (a head's 16 x 16 slab) and one out (16 rows of 64 bytes, 256 apart) per head.
+func.func @transpose_rows(%x: tensor<1x4x16x16xf32>) -> tensor<1x16x4x16xf32> {
+  %y = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x16x16xf32> -> tensor<1x16x4x16xf32>
+  func.return %y : tensor<1x16x4x16xf32>
+}
+// EDGE-LABEL: func.func @transpose_rows
+// EDGE:         tile.kernel "graph.transpose" {op = "graph.transpose", tiles = array<i64: 16, 16>
+// EDGE:           scf.for %[[H:[a-z0-9_]+]] = {{.*}} {
+// EDGE-NEXT:        tile.copy %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] to {{.*}} sizes [1, 16, 16] : memref<4x16x16xf32, "dram">
+// EDGE-NEXT:        tile.copy {{.*}} to %{{.*}}[%{{.*}}, %[[H]], %{{.*}}] sizes [16, 1, 16] : {{.*}}, memref<16x4x16xf32, "dram">
+// EDGE-NEXT:      }
 
 // -----
 
