@@ -41,7 +41,8 @@ class Budget:
     """What one kernel may use: `sram` is half of the target's SRAM (one copy of the working
     set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC.
     `depth` is the buffer depth multi-buffer will use (the estimates depend on it; the half
-    left for the copies holds depth 2)."""
+    left for the copies holds depth 2). A matmul counts its copies itself (`sram_need`): its
+    block summed in SRAM is too large to be double-buffered and may take more than half."""
 
     target: Target
     sram: int

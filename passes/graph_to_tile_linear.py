@@ -12,21 +12,32 @@ keeps the K x bn panel of B instead of the tm x K panel of A):
         [A panel <- lhs[m0, 0:K]]                 (keep = lhs: reused by every block of the row)
         for n0 in N step bn:                      (a block)
           for each K step k0 (tk):                (the first peeled; "sram" mode peels the last)
-            A tile <- lhs[m0, k0], B tile <- rhs[k0, n0]      (unless kept)
-            for j0 in bn step tn:                 (a column group, tn <= matrix cols)
+            A tile <- lhs[m0, k0], B tile <- rhs[k0, n0]      (unless kept; the last step's
+                                                               before the loop)
+            for each column group j0 (tn <= matrix cols; one after the other up to MAX_UNROLL
+                                      of them, taking turns on 2-3 ACC / output tiles):
               tile.matmul A[:, kk], B[kk, j0] -> acc          (one per matrix rows of the step)
               "acc" mode, one step:  epilogue: acc_read {activation}, or bias add + activation;
                                      out[m0, n0 + j0] <- y
-              "sram" mode:           C[:, j0] = acc (first step, + bias) or C[:, j0] + acc;
-                                     last step: activation in place, out[m0, n0 + j0] <- C[:, j0]
+              "sram" mode:           C[:, j0] = acc (first step: acc_read, or + bias) or
+                                     C[:, j0] + acc; last step: activation in place,
+                                     out[m0, n0 + j0] <- C[:, j0]
           "acc" mode, several steps: the block accumulates in ACC (tm x bn); then per group the
                                      epilogue and the store
 
+Why it is shaped so (insert-semaphores orders a loop as a whole, and drains its semaphores at
+its exit): column groups emitted one by one are ordered op by op, where a group loop would make
+the next step wait for its last vector op; the peeled first and last steps load into tiles of
+their own (`graph_to_tile_costs.peeled_tiles`), so the step loop does not wait at its entry
+for the first step's matmuls and the last step's tiles are already loaded when the loop
+drains; a block in SRAM starts with its first step's acc_read (no zero fill) and stores each
+column group as soon as its last step is done.
+
 Every buffer is written before it is read in the loop iteration or straight-line segment that
 uses it (a remainder uses a window of the full-size tile), so `multi-buffer` rotates the A/B
-tiles of the K steps (the peeled steps take the neighbouring copies), the accumulator and
-output tiles of the group loops, and the panels of the block loops, and the DMA of the next
-tiles overlaps the matmuls of the current ones.
+tiles of the K steps, the accumulator and output tiles of group loops, and the panels and
+blocks of the block loops when SRAM holds the copies, and the DMA of the next tiles overlaps
+the matmuls of the current ones.
 """
 
 from __future__ import annotations
