@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import product
 
 from aitc.passes.sync_to_hw_select import Dim, merge_dims
@@ -115,6 +116,13 @@ def dma_transfers(
     innermost remaining dim is the instruction's rows and every other one a loop around it
     (`sync_to_hw_select.merge_dims`; a transpose swaps the last two dst strides and loops over
     the shorter side)."""
+    return _transfers(tuple(box), tuple(src), tuple(dst), element, transpose)
+
+
+@cache
+def _transfers(
+    box: tuple[int, ...], src: tuple[int, ...], dst: tuple[int, ...], element: int, transpose: bool
+) -> tuple[int, int]:
     src_strides, dst_strides = contiguous_strides(src), contiguous_strides(dst)
     if transpose:
         dst_strides[-2:] = dst_strides[-1], dst_strides[-2]
