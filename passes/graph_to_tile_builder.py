@@ -205,21 +205,24 @@ class KernelBuilder:
         self.emit(cls(accesses, [int(s) for s in sizes], extra))
 
     def _charge_dma(
-        self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], transpose: bool = False
+        self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], transpose: bool = False, ahead: bool = False
     ) -> None:
         """The DMA instructions convert-sync-to-hw will select for the copy (`dma_transfers`)."""
         element = element_bytes(buffer_element(dst))
         box = [int(s) for s in sizes]
         count, nbytes = dma_transfers(box, buffer_shape(src), buffer_shape(dst), element, transpose)
-        self.cost.add_dma(self.target, nbytes, tile.space_of(src), tile.space_of(dst), self._times * count)
+        spaces = (tile.space_of(src), tile.space_of(dst))
+        self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead)
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]
         self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times)
 
-    def copy(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
+    def copy(self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False) -> None:
+        """A DMA copy; `ahead`: into a tile no earlier compute of the kernel reuses, so even at
+        buffer depth 1 it need not wait for that compute (`Cost.add_dma`)."""
         self._window_op(tile.CopyOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, sizes)
+        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead)
 
     def transpose(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.TransposeOp, [src, dst], sizes)

@@ -19,8 +19,8 @@ pipelining the loops (buffer depth >= 2) the engines overlap and the busiest one
                  lead + stores, DRAM channel) + waits
 
 and at depth 1 every load waits for the compute before it (serial: loads + matrix + vector +
-the last store). `waits` are stalls the lowering knows of (loop entries that wait for the
-whole previous use of their tiles).
+the last store; loads into tiles of their own run ahead). `waits` are stalls the lowering
+knows of (semaphore drains at loop exits, stores a block waits for, panel loads).
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ class Cost:
     `queues`: busy cycles per DMA queue; `lead`: one instance of each load before the first
     compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
     after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
-    matrix and vector engines take turns on several tiles, so they overlap even at depth 1."""
+    matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
+    `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`)."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -166,13 +167,19 @@ class Cost:
     waits: int = 0
     started: bool = False
     overlap: bool = False
+    ahead: int = 0
 
-    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
-        """`times` DMA instructions of `nbytes` each from space `src` to `dst`."""
+    def add_dma(
+        self, target: Target, nbytes: int, src: str, dst: str, times: int = 1, ahead: bool = False
+    ) -> None:
+        """`times` DMA instructions of `nbytes` each from space `src` to `dst`; `ahead`: loads
+        into tiles that only their own step uses, which do not wait for earlier compute even at
+        buffer depth 1 (they run ahead of it)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         queue = dma_queue(target, src, dst)
         self.queues[queue] = self.queues.get(queue, 0) + times * once
+        self.ahead += times * once if ahead else 0
         self.transfers += times
         if dram:
             self.dram_bytes += times * nbytes
@@ -222,11 +229,12 @@ class Cost:
     def cycles(self, target: Target) -> int:
         drain = self.drain
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
+        feeding = max((busy for queue, busy in self.queues.items() if queue != "dma1"), default=0)
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
-            serial = self.loads + self.queues.get("dma2", 0) + compute
-            return math.ceil(max(serial + drain.get("store", 0), self.stores + self.lead))
-        feeding = max((busy for queue, busy in self.queues.items() if queue != "dma1"), default=0)
+            serial = self.loads - self.ahead + self.queues.get("dma2", 0) + compute
+            paces = (serial + drain.get("store", 0), self.stores + self.lead, feeding + sum(drain.values()))
+            return math.ceil(max(paces) + self.waits)
         paces = (
             feeding + sum(drain.values()),
             self.lead + self.matrix + after_matrix,
@@ -451,17 +459,15 @@ def _flush_ops(p: MatmulProblem, kind: str) -> tuple[str, ...]:
     return ("add",) + (p.activation if kind == "last" else ())
 
 
-def _step_loads(cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int) -> int:
-    """Charges the A and B tiles of one K step; returns their DMA cycles (one instance)."""
+def _step_loads(
+    cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int, ahead: bool
+) -> None:
+    """Charges the A and B tiles of one K step (`ahead`: into the tiles of a peeled step)."""
     msz, ks, nsz = shape
-    once = 0
     if keep != "lhs":
-        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times)
-        once += dma_instruction_cycles(target, F32 * msz * ks)
+        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times, ahead)
     if keep != "rhs":
-        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times)
-        once += dma_instruction_cycles(target, F32 * ks * nsz)
-    return once
+        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times, ahead)
 
 
 def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, kind: str, times: int) -> None:
@@ -491,15 +497,16 @@ def _charge_block(
     msz, nsz = shape
     groups = column_groups(nsz, tn)
     steps = matmul_steps(p.k, tk, mode)
-    hoisted = "last" in peeled_tiles(p.k, tk, mode)
+    peeled = peeled_tiles(p.k, tk, mode)
+    hoisted = "last" in peeled
     for kind, ks, kc in steps:
         if kind != "last" or not hoisted:
-            _step_loads(cost, target, (msz, ks, nsz), keep, times * kc)
+            _step_loads(cost, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
         step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)
         if kind == "first" and hoisted:  # the last step's tiles, loaded before the loop
-            _step_loads(cost, target, (msz, steps[-1][1], nsz), keep, times)
+            _step_loads(cost, target, (msz, steps[-1][1], nsz), keep, times, True)
     if steps[0][0] == "only":
         return
     if mode == "acc":

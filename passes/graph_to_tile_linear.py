@@ -224,10 +224,11 @@ class _MatmulEmitter:
         """The A and B tiles of a K step (unless kept as panels)."""
         kb, plan, v = self.kb, self.plan, self.views
         m0, msz, n0, nsz = at
+        ahead = kind in self.peeled
         if plan.keep != "lhs":
-            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(self.tile("a", kind)), [msz, ks])
+            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(self.tile("a", kind)), [msz, ks], ahead)
         if plan.keep != "rhs":
-            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(self.tile("b", kind)), [ks, nsz])
+            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(self.tile("b", kind)), [ks, nsz], ahead)
 
     def tile(self, role: str, kind: str) -> SSAValue:
         """The A ("a") or B ("b") tile a step of `kind` uses (a kept panel for all steps)."""
