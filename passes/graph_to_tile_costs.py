@@ -153,7 +153,8 @@ class Cost:
     compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
     after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
     matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
-    `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`)."""
+    `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`);
+    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -168,6 +169,7 @@ class Cost:
     started: bool = False
     overlap: bool = False
     ahead: int = 0
+    staged: bool = False
 
     def add_dma(
         self, target: Target, nbytes: int, src: str, dst: str, times: int = 1, ahead: bool = False
@@ -233,6 +235,7 @@ class Cost:
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             serial = self.loads - self.ahead + self.queues.get("dma2", 0) + compute
+            serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (serial + drain.get("store", 0), self.stores + self.lead, feeding + sum(drain.values()))
             return math.ceil(max(paces) + self.waits)
         paces = (

@@ -106,6 +106,7 @@ def _box_kernel(
     element_type = buffer_element(copies[0][1])
     box = plan_copy(ctx, op, [axes for _, _, axes in copies], element_bytes(element_type))
     kb = ctx.kernel([op], name)
+    kb.cost.staged = True  # loads and stores share the stage
     stage = kb.alloc(box, element_type, "sram")
     for src, dst, axes in copies:
         copy_box(kb, src, dst, axes, stage)
@@ -191,6 +192,7 @@ def lower_tile(ctx: LoweringContext, ops: list[Operation]) -> None:
     src, dst = ctx.buffer(op.input), ctx.buffer(op.output)
     box = plan_copy(ctx, op, [[Axis(n) for n in shape]], element_bytes(tensor_element(op.input)))
     kb = ctx.kernel([op])
+    kb.cost.staged = True  # loads and stores share the stage
     stage = kb.alloc(box, tensor_element(op.input), "sram")
 
     def repeat(indices: list[Index]) -> None:
@@ -226,6 +228,7 @@ def lower_pad(ctx: LoweringContext, ops: list[Operation]) -> None:
     if fill_tiles is None:
         raise CannotFit(op, "one element of the pad fill", element_bytes(element_type), ctx.budget)
     kb = ctx.kernel([op])
+    kb.cost.staged = True  # loads and stores share the stage
     tr, tc = fill_tiles
     pattern = kb.alloc([tr, tc], element_type, "sram")
     fill(kb, Win.at(pattern), op.value.value.data if op.value else 0.0, [tr, tc])
@@ -344,6 +347,7 @@ def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
     (i, j), (tr, tc), n = plan.dims, plan.tiles, len(perm)
     element_type = tensor_element(op.input)
     kb = ctx.kernel([op])
+    kb.cost.staged = True  # loads and stores share the stage
     stage = kb.alloc([tr, tc] if plan.copy else [tc, tr], element_type, "sram")
     box_in, box_out = [1] * n, [1] * n
     box_in[perm[i]], box_in[perm[j]] = tr, tc
@@ -435,6 +439,7 @@ def lower_gather(ctx: LoweringContext, ops: list[Operation]) -> None:
     table = ctx.value_view(op.input, [table_shape[0], length])
     out = ctx.value_view(op.output, [count, length])
     kb = ctx.kernel([op])
+    kb.cost.staged = True  # loads and stores share the stage
     bufs = {"idx": kb.alloc([tr, 1], i32, "sram"), "rows": kb.alloc([tr, tc], element_type, "sram")}
     if str(buffer_element(indices)) == "i64":
         bufs["wide"] = kb.alloc([tr, 1], buffer_element(indices), "sram")
