@@ -9,10 +9,12 @@ core (max of MACs / peak MACs per cycle and minimal DRAM bytes / DRAM bytes per 
 bytes = inputs + weights + outputs read or written once), efficiency = bound / cycles,
 matrix-engine utilisation, cycles the matrix engine was not busy, DRAM bytes moved and their
 ratio to the minimal bytes, and the simulator's wall time against onnxruntime's on the same model
-in this process. `--kernels` adds one row per matmul kernel: its span in the simulation (first
-instruction start to last instruction end, from the trace; kernels overlap), its estimate, its
-own roofline (its MACs, and its operands and result read or written once) and efficiency.
-Prints tables; asserts nothing about speed.
+in this process. `--kernels` adds one row per kernel: its span in the simulation (first compute
+or DMA instruction start to last instruction end, from the trace: semaphore waits before its
+first instruction are time spent on earlier kernels; kernels may overlap), its time alone (the
+part of the span after the previous kernels ended), its estimate and its ratio to that time,
+and for a matmul its own roofline (its MACs, and its operands and result read or written once)
+and efficiency (over the span). Prints tables; asserts nothing about speed.
 """
 
 from __future__ import annotations
@@ -76,26 +78,29 @@ def _minimal_dram_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], o
     return weights + sum(v.nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
 
 
-def _matmul_kernels(result, trace: dict, target) -> list[list[object]]:
-    """One row per matmul kernel: span in the simulation vs its estimate and its roofline."""
+def _kernel_rows(result, trace: dict, target) -> list[list[object]]:
+    """One row per kernel: span in the simulation vs its estimate, and for a matmul its roofline."""
     spans: dict[str, list[int]] = {}
     for event in trace["traceEvents"]:
-        if event.get("ph") == "X":
+        if event.get("ph") == "X" and not event["name"].startswith(("sem_", "barrier")):
             span = spans.setdefault(event["args"].get("node", "?"), [1 << 62, 0])
             span[0], span[1] = min(span[0], event["ts"]), max(span[1], event["ts"] + event["dur"])
-    rows = []
+    rows, previous = [], 0
     for kernel in result.module.walk():
-        if not isinstance(kernel, KernelOp) or "graph.matmul" not in str(kernel.attributes.get("op")):
+        if not isinstance(kernel, KernelOp):
             continue
-        name = kernel.sym.data  # pyright: ignore
-        macs, minimal = _matmul_work(kernel)
-        bound = max(macs / target.matrix.macs_per_cycle, minimal / target.dram.bytes_per_cycle)
+        name, attrs = kernel.sym.data, kernel.attributes  # pyright: ignore
         first, last = spans.get(name, (0, 0))
-        cycles = max(last - first, 1)
-        attrs = kernel.attributes
+        cycles, est = max(last - first, 1), _attr(attrs["est_cycles"])
+        alone, previous = max(last - max(first, previous), 1), max(previous, last)
+        roofline = efficiency = ""
+        if "graph.matmul" in str(attrs.get("op")):
+            macs, minimal = _matmul_work(kernel)
+            bound = max(macs / target.matrix.macs_per_cycle, minimal / target.dram.bytes_per_cycle)
+            roofline, efficiency = f"{bound:.0f}", f"{bound / cycles:.2f}"
         rows.append([
-            name[-32:], _attr(attrs["tiles"]), _attr(attrs.get("block")), _attr(attrs.get("buffer_depth")),
-            cycles, _attr(attrs["est_cycles"]), f"{bound:.0f}", f"{bound / cycles:.2f}",
+            name[-32:], attrs["op"].data[:22], _attr(attrs["tiles"]), _attr(attrs.get("block")),  # pyright: ignore
+            _attr(attrs.get("buffer_depth")), cycles, alone, est, f"{est / alone:.2f}", roofline, efficiency,
         ])  # fmt: skip
     return rows
 
@@ -147,7 +152,7 @@ def bench(name: str, target_name: str, depth: int, kernels: list[list[object]] |
             model, CompileOptions(target=target_name, depth=depth, input_shapes=shapes, emit="tile")
         )
         traced = Simulator(result.module, target).run(inputs, trace=True).trace
-        kernels += [[name, depth, *row] for row in _matmul_kernels(tile_level, traced, target)]  # pyright: ignore
+        kernels += [[name, depth, *row] for row in _kernel_rows(tile_level, traced, target)]  # pyright: ignore
     simulator = Simulator(result.module, target)
     run, sim_s = _best(lambda: simulator.run(inputs), repeat=1)
     stats = run.stats  # pyright: ignore
@@ -175,17 +180,9 @@ HEADERS = [
     "matrix util", "matrix idle", "DRAM MiB", "x minimal", "sim s", "sim/ort", "rel err",
 ]  # fmt: skip
 KERNEL_HEADERS = [
-    "model",
-    "depth",
-    "matmul kernel",
-    "tiles",
-    "block",
-    "buffer depth",
-    "cycles",
-    "est",
-    "roofline",
-    "efficiency",
-]
+    "model", "depth", "kernel", "op", "tiles", "block", "buffer depth", "cycles", "alone", "est", "est/alone",
+    "roofline", "efficiency",
+]  # fmt: skip
 
 
 def main() -> None:
@@ -193,14 +190,14 @@ def main() -> None:
     parser.add_argument("--target", default="edge")
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--models", nargs="+", default=list(MODELS))
-    parser.add_argument("--kernels", action="store_true", help="also one row per matmul kernel")
+    parser.add_argument("--kernels", action="store_true", help="also one row per kernel")
     args = parser.parse_args()
     kernels: list[list[object]] | None = [] if args.kernels else None
     rows = [bench(name, args.target, depth, kernels) for name in args.models for depth in args.depths]
     print(f"end-to-end on target '{args.target}' (one core)\n")
     print(format_table(HEADERS, rows))
     if kernels:
-        print("\nmatmul kernels (cycles: span in the simulation; kernels overlap)\n")
+        print("\nkernels (cycles: span in the simulation; kernels may overlap)\n")
         print(format_table(KERNEL_HEADERS, kernels))
 
 

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import tile
-from aitc.passes.graph_to_tile_costs import Budget, Cost, matmul_cycles, vector_cycles
+from aitc.passes.graph_to_tile_costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
 from aitc.types import numpy_dtype
 
 Index = int | SSAValue
@@ -78,7 +78,7 @@ class KernelBuilder:
         self.kernel.location = location  # pyright: ignore
         self.location = location
         self.op_names = op_names
-        self.cost = Cost()
+        self.cost = Cost(depth=budget.depth)
         self.sram_bytes = 0
         self.acc_bytes = 0
         self._constants: dict[int, SSAValue] = {}
@@ -204,25 +204,34 @@ class KernelBuilder:
         extra = {k: v for k, v in attrs.items() if v is not None}
         self.emit(cls(accesses, [int(s) for s in sizes], extra))
 
-    def _charge_dma(self, src: SSAValue, dst: SSAValue, count: int) -> None:
-        nbytes = count * element_bytes(buffer_element(dst))
-        self.cost.add_dma(self.target, nbytes, tile.space_of(src), tile.space_of(dst), self._times)
+    def _charge_dma(
+        self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], transpose: bool = False, ahead: bool = False
+    ) -> None:
+        """The DMA instructions convert-sync-to-hw will select for the copy (`dma_transfers`)."""
+        element = element_bytes(buffer_element(dst))
+        box = [int(s) for s in sizes]
+        count, nbytes = dma_transfers(box, buffer_shape(src), buffer_shape(dst), element, transpose)
+        spaces = (tile.space_of(src), tile.space_of(dst))
+        self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead)
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]
         self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times)
 
-    def copy(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
+    def copy(self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False) -> None:
+        """A DMA copy; `ahead`: into a tile no earlier compute of the kernel reuses, so even at
+        buffer depth 1 it need not wait for that compute (`Cost.add_dma`)."""
         self._window_op(tile.CopyOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, math.prod(sizes))
+        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead)
 
     def transpose(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.TransposeOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, math.prod(sizes))
+        self._charge_dma(src.buffer, dst.buffer, sizes, transpose=True)
 
     def gather(self, table: Win, indices: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.GatherOp, [table, indices, dst], sizes)
-        self._charge_dma(table.buffer, dst.buffer, math.prod(sizes))
+        nbytes = math.prod(sizes) * element_bytes(buffer_element(dst.buffer))
+        self.cost.add_dma(self.target, nbytes, "dram", "sram", self._times)
 
     def matmul(self, lhs: Win, rhs: Win, acc: Win, sizes: Sequence[int], accumulate: bool) -> None:
         self._window_op(tile.MatmulOp, [lhs, rhs, acc], sizes, accumulate=UnitAttr() if accumulate else None)

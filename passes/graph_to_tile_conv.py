@@ -60,7 +60,13 @@ from aitc.passes.graph_to_tile_window import (
     window_dims,
     window_problem,
 )
-from aitc.passes.graph_to_tile_window_costs import WindowPlan, WindowProblem, plan_window, window_minimum
+from aitc.passes.graph_to_tile_window_costs import (
+    WINDOW_DEPTH,
+    WindowPlan,
+    WindowProblem,
+    plan_window,
+    window_minimum,
+)
 
 
 def conv_geometry(op: graph.ConvOp) -> Geometry:
@@ -98,15 +104,16 @@ class _MatrixConv:
 
     def __init__(self, kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation):
         self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
-        positions, k = plan.rows * plan.cols, g.channels * g.taps
+        k = g.channels * g.taps
         self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "channel")
+        layout = self.cols.layout
         self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], f32, "sram")
-        self.acc = kb.alloc([plan.tm, positions], f32, "acc")
-        self.y = kb.alloc([plan.tm, positions], f32, "sram")
-        self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, plan.cols])
+        self.acc = kb.alloc([plan.tm, layout.width], f32, "acc")
+        self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
+        self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
         self.bias = kb.alloc([g.outs, 1], f32, "sram") if views.bias is not None else None
         temps = ACTIVATION_TEMPS.get(activation or "", 0) if self.bias is not None else 0
-        self.temp = Win.at(kb.alloc([plan.tm, positions], f32, "sram")) if temps else None
+        self.temp = Win.at(kb.alloc([plan.tm, layout.width], f32, "sram")) if temps else None
 
     def run(self) -> None:
         self.kb.loop(0, self.g.groups, 1, self._group)
@@ -155,7 +162,7 @@ class _MatrixConv:
         if not self.plan.keep:
             kb.copy(Win(self.v.w, (kb.add(self.w_row, m0), column)), Win.at(self.weights), [ms, k])
             at = (0, 0)
-        positions = self.hb.size * self.wb.size
+        positions = self.cols.positions(self.hb, self.wb)
         kb.tiles(positions, kb.budget.cols, lambda p0, ps: self._products(at, (ms, k, ps), p0, first))
 
     def _products(self, at: tuple[Index, Index], sizes: tuple[int, int, int], p0: Index, first: bool) -> None:
@@ -170,12 +177,29 @@ class _MatrixConv:
         kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows)
 
     def _epilogue(self, m0: Index, ms: int) -> None:
-        kb, hb, wb = self.kb, self.hb, self.wb
-        sizes, y = [ms, hb.size * wb.size], Win.at(self.y)
-        if self.bias is None:
-            kb.acc_read(Win.at(self.acc), y, sizes, self.activation)
+        """acc_read {activation}, or the bias add (broadcast col) and the activation, into y;
+        row by row into a dense y when the layout is `compact`; then the store."""
+        kb, hb, wb, layout = self.kb, self.hb, self.wb, self.cols.layout
+        positions = self.cols.positions(hb, wb)
+        sizes = [ms, hb.size * wb.size] if layout.compact else [ms, positions]
+        y = Win.at(self.y)
+
+        def first(acc: Win, dst: Win, box: list[int]) -> None:
+            if self.bias is None:
+                kb.acc_read(acc, dst, box, self.activation)
+            else:
+                kb.binary("add", acc, Win(self.bias, (m0, 0)), dst, box, "col")
+
+        if layout.compact:
+            row = lambda r, _: first(  # noqa: E731
+                Win(self.acc, (0, kb.mul(r, layout.pitch))),
+                Win(self.y, (0, kb.mul(r, wb.size))),
+                [ms, wb.size],
+            )
+            kb.tiles(hb.size, 1, row)
         else:
-            kb.binary("add", Win.at(self.acc), Win(self.bias, (m0, 0)), y, sizes, "col")
+            first(Win.at(self.acc), y, sizes)
+        if self.bias is not None:
             apply_activation(kb, self.activation, y, self.temp, sizes)
         out = Win(self.v.out, (kb.add(self.o_row, m0), hb.o0, wb.o0))
         kb.copy(Win.at(self.y3), out, [ms, hb.size, wb.size])
@@ -186,19 +210,23 @@ class _MatrixConv:
 
 def _lower_depthwise(kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation) -> None:
     """y[c, p] = sum over taps of patch[tap, c, p] * W[c, tap] (+ bias[c]), activation."""
-    positions, rows = plan.rows * plan.cols, g.channels if plan.keep else plan.tc
+    rows = g.channels if plan.keep else plan.tc
     cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap")
     weights = kb.alloc([rows, g.taps], f32, "sram")
     bias = kb.alloc([rows, 1], f32, "sram") if views.bias is not None else None
-    y = kb.alloc([plan.tc, positions], f32, "sram")
-    temp = kb.alloc([plan.tc, positions], f32, "sram") if ACTIVATION_TEMPS.get(activation or "") else None
+    y = kb.alloc([plan.tc, cols.layout.out_width()], f32, "sram")
+    temp = (
+        kb.alloc([plan.tc, cols.layout.width], f32, "sram")
+        if ACTIVATION_TEMPS.get(activation or "")
+        else None
+    )
     sources = [(views.w, weights, g.taps), (views.bias, bias, 1)]
     loads = [(src, dst, n) for src, dst, n in sources if src is not None and dst is not None]
     for src, dst, n in loads if plan.keep else ():
         kb.copy(Win.at(src), Win.at(dst), [g.channels, n])
 
     def compute(c0: Index, cs: int, hb: Block, wb: Block) -> None:
-        sizes, acc = [cs, hb.size * wb.size], Win.at(y)
+        sizes, acc = [cs, cols.positions(hb, wb)], Win.at(y)
         at = c0 if plan.keep else 0
         for src, dst, n in () if plan.keep else loads:
             kb.copy(Win(src, (c0, 0)), Win.at(dst), [cs, n])
@@ -267,6 +295,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     activation = op.activation.data if op.activation else None
     views = ConvViews.of(ctx, op, g)
     kb = ctx.kernel(ops)
+    kb.cost.depth = WINDOW_DEPTH
     if plan.engine == "matrix":
         _MatrixConv(kb, g, plan, views, activation).run()
     else:

@@ -1,28 +1,37 @@
 """The cost model of `convert-graph-to-tile`: pure functions of a Target and static sizes.
 
-Two users: the planners below choose tile sizes by estimating every candidate in closed form,
-and `graph_to_tile_builder.KernelBuilder` charges each op it emits (times the trip count of
-its loops), so the `dma_bytes` / `est_cycles` recorded on a kernel are the model applied to
-the IR that was actually produced. The per-instruction costs are the simulator's
-(`aitc/sim/timing.py`) without the DMA latency, which multi-buffering hides: DMA bytes /
-min(DMA, DRAM) bandwidth, matrix latency + k + m, vector latency + rows * ceil(cols / lanes)
-* op cycles.
+Two users: the planners below (and graph_to_tile_window_costs) choose tile sizes by estimating
+every candidate in closed form, and `graph_to_tile_builder.KernelBuilder` charges each op it
+emits (times the trip count of its loops), so the `dma_bytes` / `est_cycles` recorded on a
+kernel are the model applied to the IR that was actually produced.
 
-    est_cycles = max(DMA-in, DMA-out, DRAM bytes / DRAM bandwidth, matrix, vector)
+Per instruction the costs are the simulator's (`aitc/sim/timing.py`): a DMA instruction takes
+latency + bytes / min(DMA, DRAM) bandwidth on its queue (a tile.copy becomes one instruction
+per point of the loops `convert-sync-to-hw` puts around it: `dma_transfers`), a matmul
+latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads run on
+DMA queue dma0, stores on dma1, on-chip copies on dma2 when the target has a third queue and
+on dma0 otherwise (`convert-tile-to-sync`). `Cost` adds them up per engine and follows the
+program to find the fill (`lead`: one instance of each load before the first compute op) and
+the drain (`tail`: one instance of each op after the last load). With `multi-buffer`
+pipelining the loops (buffer depth >= 2) the engines overlap and the busiest one sets the pace:
 
-since the engines run concurrently once `multi-buffer` pipelines the loops. The matmul family
-uses `PipelineCost` instead, closer to what the simulator does: per-DMA latency, the fill and
-drain of the pipeline, the waits at loop entries, and the sum of the engines (no overlap) when
-the buffer depth (`Budget.depth`) is 1.
+    cycles = max(loads + drain, lead + matrix + drain after it, lead + vector + stores after it,
+                 lead + stores, DRAM channel) + waits
+
+and at depth 1 every load waits for the compute before it (serial: loads + matrix + vector +
+the last store; loads into tiles of their own run ahead). `waits` are stalls the lowering
+knows of (semaphore drains at loop exits, stores a block waits for, panel loads).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import product
 
+from aitc.passes.sync_to_hw_select import Dim, merge_dims
 from aitc.target import Target
 
 F32 = 4
@@ -32,8 +41,9 @@ F32 = 4
 class Budget:
     """What one kernel may use: `sram` is half of the target's SRAM (one copy of the working
     set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC.
-    `depth` is the buffer depth multi-buffer will use (the estimates of planners that model
-    pipelining depend on it; the half left for the copies holds depth 2)."""
+    `depth` is the buffer depth multi-buffer will use (the estimates depend on it; the half
+    left for the copies holds depth 2). A matmul counts its copies itself (`sram_need`): its
+    block summed in SRAM is too large to be double-buffered and may take more than half."""
 
     target: Target
     sram: int
@@ -72,11 +82,10 @@ def dram_bandwidth(target: Target) -> int:
     return min(target.dma.bytes_per_cycle, target.dram.bytes_per_cycle)
 
 
-def dma_cycles(target: Target, nbytes: int, dram: bool = True) -> float:
-    """Transfer time at the bandwidth of the path; the per-transfer latency is left out, as
-    multi-buffering overlaps it with compute (it is throughput that bounds a pipelined loop)."""
+def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> int:
+    """One DMA as the simulator times it on its queue: latency + transfer at the path's rate."""
     bandwidth = dram_bandwidth(target) if dram else target.dma.bytes_per_cycle
-    return nbytes / bandwidth
+    return target.dma.latency + -(-nbytes // bandwidth)
 
 
 def matmul_cycles(target: Target, m: int, k: int) -> int:
@@ -89,105 +98,158 @@ def vector_cycles(target: Target, op: str, rows: int, cols: int) -> int:
     return vector.latency + rows * -(-cols // vector.lanes) * vector.cycles_per_group(op)
 
 
+def contiguous_strides(shape: Sequence[int]) -> list[int]:
+    """Row-major element strides of a buffer (every tile buffer and view is dense)."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return strides[::-1]
+
+
+def dma_transfers(
+    box: Sequence[int], src: Sequence[int], dst: Sequence[int], element: int, transpose: bool = False
+) -> tuple[int, int]:
+    """(instructions, bytes each) of one tile.copy (or tile.transpose) of `box` from a buffer
+    of shape `src` to one of shape `dst`, as convert-sync-to-hw selects it: inner dims that are
+    contiguous on both sides fold into the row, outer dims that nest exactly merge, the
+    innermost remaining dim is the instruction's rows and every other one a loop around it
+    (`sync_to_hw_select.merge_dims`; a transpose swaps the last two dst strides and loops over
+    the shorter side)."""
+    return _transfers(tuple(box), tuple(src), tuple(dst), element, transpose)
+
+
+@cache
+def _transfers(
+    box: tuple[int, ...], src: tuple[int, ...], dst: tuple[int, ...], element: int, transpose: bool
+) -> tuple[int, int]:
+    src_strides, dst_strides = contiguous_strides(src), contiguous_strides(dst)
+    if transpose:
+        dst_strides[-2:] = dst_strides[-1], dst_strides[-2]
+    dims = [Dim(n, s * element, d * element) for n, s, d in zip(box, src_strides, dst_strides, strict=True)]
+    if transpose and dims[-1].count < dims[-2].count:
+        dims[-2:] = dims[-1], dims[-2]
+    row_bytes, remaining = merge_dims(dims, element)
+    if not remaining:
+        return 1, row_bytes
+    return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
+
+
+def dma_queue(target: Target, src: str, dst: str) -> str:
+    """The queue convert-tile-to-sync binds a DMA to: stores dma1, loads dma0, on-chip copies
+    dma2 (dma0 when the target has two queues)."""
+    if dst == "dram":
+        return "dma1"
+    if src == "dram" or target.dma.queues < 3:
+        return "dma0"
+    return "dma2"
+
+
 @dataclass
 class Cost:
-    """Engine time and DRAM traffic of a kernel, accumulated op by op."""
+    """Engine time and DRAM traffic of a kernel, accumulated op by op (module docstring).
 
-    dma_in: float = 0.0
-    dma_out: float = 0.0
+    `queues`: busy cycles per DMA queue; `lead`: one instance of each load before the first
+    compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
+    after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
+    matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
+    `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`);
+    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1."""
+
+    depth: int = 2
+    queues: dict[str, float] = field(default_factory=dict)
     dram_bytes: int = 0
+    dram_cycles: int = 0
     matrix: int = 0
     vector: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    transfers: int = 0
+    lead: int = 0
+    drain: dict[str, int] = field(default_factory=dict)
+    waits: int = 0
+    started: bool = False
+    overlap: bool = False
+    ahead: int = 0
+    staged: bool = False
 
-    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
+    def add_dma(
+        self, target: Target, nbytes: int, src: str, dst: str, times: int = 1, ahead: bool = False
+    ) -> None:
+        """`times` DMA instructions of `nbytes` each from space `src` to `dst`; `ahead`: loads
+        into tiles that only their own step uses, which do not wait for earlier compute even at
+        buffer depth 1 (they run ahead of it)."""
         dram = "dram" in (src, dst)
-        cycles = times * dma_cycles(target, nbytes, dram)
+        once = dma_instruction_cycles(target, nbytes, dram)
+        queue = dma_queue(target, src, dst)
+        self.queues[queue] = self.queues.get(queue, 0) + times * once
+        self.ahead += times * once if ahead else 0
+        self.transfers += times
+        if dram:
+            self.dram_bytes += times * nbytes
+            self.dram_cycles += times * -(-nbytes // target.dram.bytes_per_cycle)
         if dst == "dram":
-            self.dma_out += cycles
-        else:
-            self.dma_in += cycles
-        self.dram_bytes += times * nbytes if dram else 0
+            self._drain("store", once)
+            return
+        self.lead += 0 if self.started else once
+        self.drain = {}
 
     def add_matrix(self, once: int, times: int = 1) -> None:
         """A matrix op of `once` cycles, run `times` times."""
         self.matrix += times * once
+        self._compute("matrix", once)
 
     def add_vector(self, once: int, times: int = 1) -> None:
         """A vector op of `once` cycles, run `times` times."""
         self.vector += times * once
+        self._compute("vector", once)
 
-    def cycles(self, target: Target) -> int:
-        dram = self.dram_bytes / target.dram.bytes_per_cycle
-        return math.ceil(max(self.dma_in, self.dma_out, dram, self.matrix, self.vector))
-
-
-# --------------------------------------------------------------------------- pipelined cost
-
-
-def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> int:
-    """One DMA as the simulator times it on its queue: latency + transfer at the path's rate."""
-    bandwidth = dram_bandwidth(target) if dram else target.dma.bytes_per_cycle
-    return target.dma.latency + -(-nbytes // bandwidth)
-
-
-@dataclass
-class PipelineCost(Cost):
-    """The cost model of kernels planned for a buffer depth (the matmul family).
-
-    Per DMA instruction it charges latency + transfer (each occupies its queue that long), and
-    it follows the emitted program to find the fill (`lead`: loads before the first matmul, one
-    instance each) and the drain (`tail`: vector ops and stores after the last matmul, one
-    instance each); the lowering adds the stalls it knows of (`waits`). Pipelined (depth >= 2:
-    multi-buffer overlaps the engines)
-
-        cycles = max(DMA-in, DMA-out, DRAM channel, matrix, vector) + lead + tail + waits
-
-    and serial at depth 1 (every load waits for the compute before it):
-
-        cycles = DMA-in + matrix + vector + DMA-out
-    """
-
-    depth: int = 2
-    dram_cycles: int = 0
-    transfers: int = 0
-    lead: int = 0
-    tail: int = 0
-    waits: int = 0
-    started: bool = False
-
-    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
-        dram = "dram" in (src, dst)
-        once = dma_instruction_cycles(target, nbytes, dram)
-        if dst == "dram":
-            self.dma_out += times * once
-            self.tail += once
+    def add_wait(self, once: int, times: int = 1, queue: str | None = None) -> None:
+        """Cycles the pipeline stalls (`queue`: cycles that DMA queue idles, waiting for an
+        engine, before it can go on), e.g. at the exit of a loop whose semaphores are drained."""
+        if queue is None:
+            self.waits += times * once
         else:
-            self.dma_in += times * once
-            self.lead += 0 if self.started else once
-        if dram:
-            self.dram_bytes += times * nbytes
-            self.dram_cycles += times * -(-nbytes // target.dram.bytes_per_cycle)
-        self.transfers += times
+            self.queues[queue] = self.queues.get(queue, 0) + times * once
 
-    def add_matrix(self, once: int, times: int = 1) -> None:
-        self.matrix += times * once
-        self.started, self.tail = True, 0
+    def _compute(self, kind: str, once: int) -> None:
+        """A compute op ends the fill once something was loaded (a fill of a block before its
+        first load does not wait for it)."""
+        self.started = self.started or self.lead > 0
+        self._drain(kind, once)
 
-    def add_vector(self, once: int, times: int = 1) -> None:
-        self.vector += times * once
-        self.tail += once
+    def _drain(self, kind: str, once: int) -> None:
+        self.drain[kind] = self.drain.get(kind, 0) + once
 
-    def add_wait(self, once: int, times: int = 1) -> None:
-        """Cycles the pipeline stalls, e.g. at the entry of a loop whose first loads must wait
-        for the previous loop's last use of the same tiles."""
-        self.waits += times * once
+    @property
+    def loads(self) -> float:
+        """Busy cycles of the queue the loads run on."""
+        return self.queues.get("dma0", 0)
+
+    @property
+    def stores(self) -> float:
+        return self.queues.get("dma1", 0)
 
     def cycles(self, target: Target) -> int:
+        drain = self.drain
+        after_matrix = drain.get("vector", 0) + drain.get("store", 0)
+        feeding = max((busy for queue, busy in self.queues.items() if queue != "dma1"), default=0)
         if self.depth < 2:
-            return math.ceil(self.dma_in + self.matrix + self.vector + self.dma_out)
-        busiest = max(self.dma_in, self.dma_out, self.dram_cycles, self.matrix, self.vector)
-        return math.ceil(busiest + self.lead + self.tail + self.waits)
+            compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
+            serial = self.loads - self.ahead + self.queues.get("dma2", 0) + compute
+            serial += self.stores - drain.get("store", 0) if self.staged else 0
+            paces = (serial + drain.get("store", 0), self.stores + self.lead, feeding + sum(drain.values()))
+            return math.ceil(max(paces) + self.waits)
+        paces = (
+            feeding + sum(drain.values()),
+            self.lead + self.matrix + after_matrix,
+            self.lead + self.vector + drain.get("store", 0),
+            self.lead + self.stores,
+            self.dram_cycles,
+        )
+        return math.ceil(max(paces) + self.waits)
+
+    def work(self) -> int:
+        """Busy time of all engines together (fewer, larger instructions win ties)."""
+        return round(sum(self.queues.values()) + self.matrix + self.vector)
 
 
 # --------------------------------------------------------------------------- matmul
@@ -234,7 +296,9 @@ class MatmulPlan:
     `mode` "acc": the block accumulates in ACC over all steps (tm x bn of ACC; tm x tn when
     one step covers K); "sram": each step's group products go through a tm x tn ACC tile and are
     added into the block in SRAM by the vector engine (the ACC holds one group, so blocks can be
-    larger). The estimate (`cycles`, `dma_bytes`) is `PipelineCost` applied to that nest."""
+    larger). The estimate (`cycles`, `dma_bytes`) is `Cost` applied to that nest. `sram_bytes`:
+    one copy of the buffers; `sram_need`: with the copies multi-buffer adds (`sram_need`);
+    `rotates`: whether a second copy of the block fits too (`block_rotates`)."""
 
     tm: int
     tk: int
@@ -250,6 +314,8 @@ class MatmulPlan:
     bn: int = 0
     mode: str = "acc"
     depth: int = 2
+    sram_need: int = 0
+    rotates: bool = True
 
     def key(self) -> tuple[int, int, int, int]:
         """Fewest cycles, then DMA bytes, then engine work (matrix + vector cycles: fewer,
@@ -258,38 +324,89 @@ class MatmulPlan:
 
 
 def matmul_steps(k: int, tk: int, mode: str) -> list[tuple[str, int, int]]:
-    """The K steps of a block in emission order as (kind, size, count): one step when tk
-    covers K; "acc" mode peels the first step (its matmuls start the sum) and loops over the
-    rest; "sram" mode loops over all of them (the block starts at zero)."""
+    """The K steps of a block in emission order as (kind, size, count): one step ("only") when
+    tk covers K; "acc" mode peels the first step (its matmuls start the sum) and loops over the
+    rest; "sram" mode peels the first step (it writes the block) and the last one (it finishes
+    and stores each column group) around a loop over the steps between them."""
     first = min(tk, k)
     if first == k:
         return [("only", k, 1)]
     if mode == "acc":
         return [("first", first, 1)] + [("next", size, count) for size, count in split(k - first, tk)]
-    return [("next", size, count) for size, count in split(k, tk)]
+    last = (k - first) % tk or tk
+    middle = k - first - last
+    return [("first", first, 1)] + ([("next", tk, middle // tk)] if middle else []) + [("last", last, 1)]
 
 
-FILL_OPS = ("cmp_eq", "mul")
-"""The vector ops that zero a block in SRAM whatever it held (graph_to_tile_elementwise.fill)."""
+MAX_UNROLL = 8
+"""Column groups per step up to which graph_to_tile_linear emits each group's ops one after the
+other instead of an scf.for: insert-semaphores then orders the ops of consecutive groups one by
+one (a loop as a whole waits for the whole previous one: a bubble of one vector op per step)."""
+
+
+def column_groups(nsz: int, tn: int) -> list[tuple[int, int, int]]:
+    """(offset, size, count) of the column groups of a block of nsz columns: one entry per group
+    when they are unrolled, else one per group size (the loop and its remainder)."""
+    if -(-nsz // tn) <= MAX_UNROLL:
+        return [(j0, min(tn, nsz - j0), 1) for j0 in range(0, nsz, tn)]
+    return [(j0 * tn, size, count) for j0, (size, count) in zip((0, nsz // tn), split(nsz, tn), strict=False)]
+
+
+def group_slots(bn: int, tn: int) -> int:
+    """ACC (and output) tiles the unrolled groups of a block take turns on: two, three when the
+    count is odd (group 0 of the next step must not take the tile of the last group of this
+    one), one when there is one group or a loop (then multi-buffer rotates)."""
+    groups = -(-bn // tn)
+    if groups == 1 or groups > MAX_UNROLL:
+        return 1
+    return 2 if groups % 2 == 0 else 3
+
+
+def peeled_tiles(k: int, tk: int, mode: str) -> tuple[str, ...]:
+    """The peeled K steps that load into tiles of their own (graph_to_tile_linear): straight-line
+    steps that shared tiles would run one after the other (multi-buffer only rotates loops);
+    and next to the loop over the steps between them, the loop neither waits at its entry for
+    the first step's matmuls nor makes the last step's loads wait for its own (insert-semaphores
+    orders a loop after, and before, everything that touches the same buffers). The last step's
+    tiles are loaded before the loop."""
+    steps = matmul_steps(k, tk, mode)
+    if steps[0][0] == "only":
+        return ()
+    return ("first", "last") if mode == "sram" else ("first",)
+
+
+def step_tile(role: str, kind: str, peeled: tuple[str, ...]) -> str:
+    """The buffer role of A/B tile `role` ("a" or "b") in a step of `kind`."""
+    return f"{role}_{kind}" if kind in peeled else role
 
 
 def matmul_buffers(
     p: MatmulProblem, tm: int, tk: int, tn: int, bn: int, mode: str, keep: str
 ) -> dict[str, tuple]:
     """The kernel's SRAM/ACC buffers by role: (shape, space); graph_to_tile_linear allocates
-    exactly these."""
+    exactly these ("acc1", "y1", ..: the tiles unrolled groups take turns on; "a_first", ..:
+    the tiles of peeled steps, `peeled_tiles`)."""
     ktile = min(tk, p.k)
     single = ktile == p.k
+    slots = group_slots(bn, tn)
     buffers: dict[str, tuple] = {
         "a": ((tm, p.k if keep == "lhs" else ktile), "sram"),
         "b": ((p.k if keep == "rhs" else ktile, bn), "sram"),
     }
+    for kind in peeled_tiles(p.k, tk, mode):
+        if keep != "lhs":
+            buffers[f"a_{kind}"] = ((tm, ktile), "sram")
+        if keep != "rhs":
+            buffers[f"b_{kind}"] = ((ktile, bn), "sram")
     if mode == "sram" and not single:
         buffers["c"] = ((tm, bn), "sram")
-        buffers["acc"] = ((tm, tn), "acc")
+        buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
     else:
-        buffers["acc"] = ((tm, tn if single else bn), "acc")
-        buffers["y"] = ((tm, tn), "sram")
+        if single:
+            buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
+        else:
+            buffers["acc"] = ((tm, bn), "acc")
+        buffers.update((slot_role("y", s), ((tm, tn), "sram")) for s in range(slots))
     if p.bias:
         buffers["bias"] = ((1, p.n), "sram")
     if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
@@ -297,8 +414,33 @@ def matmul_buffers(
     return buffers
 
 
+def slot_role(role: str, slot: int) -> str:
+    """The buffer role of `role`'s tile for group slot `slot` (`matmul_buffers`)."""
+    return role if slot == 0 else f"{role}{slot}"
+
+
 def _footprint(buffers: dict[str, tuple], space: str) -> int:
     return sum(F32 * math.prod(shape) for shape, where in buffers.values() if where == space)
+
+
+def _bytes(buffers: dict[str, tuple], roles: Sequence[str]) -> int:
+    return _footprint({role: buffers[role] for role in roles if role in buffers}, "sram")
+
+
+def sram_need(buffers: dict[str, tuple], depth: int, keep: str = "none") -> int:
+    """SRAM the kernel needs once multi-buffer has rotated the tiles its step loop loads (A and
+    B unless kept as a panel, `depth` copies): that must fit the target's SRAM. (Other kernels
+    get half of it for one copy of everything; a matmul's block in SRAM and its panels are too
+    large to be counted twice: whether a second block fits is `block_rotates`.)"""
+    streamed = [role for role, kept in (("a", "lhs"), ("b", "rhs")) if keep != kept]
+    return _footprint(buffers, "sram") + (depth - 1) * _bytes(buffers, streamed)
+
+
+def block_rotates(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
+    """Whether multi-buffer can also give the block summed in SRAM a second copy (the next
+    block then never waits for this one's stores)."""
+    need = sram_need(buffers, budget.depth, keep) + _bytes(buffers, ["c"])
+    return need <= budget.target.sram_bytes
 
 
 def matmul_sram_bytes(
@@ -307,86 +449,106 @@ def matmul_sram_bytes(
     return _footprint(matmul_buffers(p, tm, tk, tn, bn or tn, mode, keep), "sram")
 
 
-def _flush_ops(p: MatmulProblem, kind: str, mode: str) -> tuple[str, ...]:
-    """The vector ops after a group's matmuls of one step, or (kind "epilogue") of a block whose
-    steps are done (see graph_to_tile_linear)."""
-    if mode == "sram":
-        return ("add",) if kind == "next" else (("add",) if p.bias else ()) + p.activation
-    return p.epilogue if kind in ("only", "epilogue") else ()
+def _flush_ops(p: MatmulProblem, kind: str) -> tuple[str, ...]:
+    """The vector ops after a group's matmuls of one step of kind `kind` (see
+    graph_to_tile_linear): "only" and "epilogue" (a block summed in ACC) end the product
+    (acc_read with the activation, or bias add and activation); in SRAM the first step writes
+    the block (acc_read, or the bias add), the others add to it and the last one applies the
+    activation in place."""
+    if kind in ("only", "epilogue"):
+        return p.epilogue
+    if kind == "first":
+        return ("add",) if p.bias else ("acc_read",)
+    return ("add",) + (p.activation if kind == "last" else ())
 
 
-def _step_loads(cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int) -> int:
-    """Charges the A and B tiles of one K step; returns their DMA cycles (one instance)."""
-    msz, ks, nsz = shape
-    once = 0
-    if keep != "lhs":
-        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times)
-        once += dma_instruction_cycles(target, F32 * msz * ks)
-    if keep != "rhs":
-        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times)
-        once += dma_instruction_cycles(target, F32 * ks * nsz)
-    return once
-
-
-def _charge_group(
-    cost: Cost,
-    p: MatmulProblem,
-    budget: Budget,
-    shape: tuple[int, int, int],
-    kind: str,
-    mode: str,
-    times: int,
+def _step_loads(
+    cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int, ahead: bool
 ) -> None:
-    """The matmuls of one column group of one step, and what follows them."""
+    """Charges the A and B tiles of one K step (`ahead`: into the tiles of a peeled step)."""
+    msz, ks, nsz = shape
+    if keep != "lhs":
+        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times, ahead)
+    if keep != "rhs":
+        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times, ahead)
+
+
+def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, kind: str, times: int) -> None:
+    """The matmuls of one column group of one step (kind "epilogue": none), the vector ops
+    after them and, when the group is finished, its store."""
     target, rows = budget.target, budget.rows
     msz, ks, gsz = shape
-    chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
-    for kk, count in chunks:
-        cost.add_matrix(matmul_cycles(target, msz, kk), times * count)
-    if kind == "only":
-        _charge_epilogue(cost, p, budget, (msz, gsz), mode, times)
-    else:
-        for op in _flush_ops(p, kind, mode):
-            cost.add_vector(vector_cycles(target, op, msz, gsz), times)
-
-
-def _charge_epilogue(
-    cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], mode: str, times: int
-) -> None:
-    msz, gsz = shape
-    for op in _flush_ops(p, "epilogue", mode):
-        cost.add_vector(vector_cycles(budget.target, op, msz, gsz), times)
-    cost.add_dma(budget.target, F32 * msz * gsz, "sram", "dram", times)
+    if kind != "epilogue":
+        chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
+        for kk, count in chunks:
+            cost.add_matrix(matmul_cycles(target, msz, kk), times * count)
+    if kind == "acc":  # a step of a block summed in ACC: nothing more
+        return
+    for op in _flush_ops(p, kind):
+        cost.add_vector(vector_cycles(target, op, msz, gsz), times)
+    if kind in ("only", "epilogue", "last"):
+        cost.add_dma(target, F32 * msz * gsz, "sram", "dram", times)
 
 
 def _charge_block(
     cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], times: int, plan: tuple
 ) -> None:
-    """Charges one C block (msz x nsz, run `times` times) as graph_to_tile_linear emits it.
-
-    With several K steps, each block also pays the wait at the entry of its step loop: the
-    synchronisation orders a loop after the whole previous use of its rotating tiles, so the
-    first step's loads do not overlap the previous block's last matmuls (a peeled first step
-    adds one more such wait)."""
-    tk, tn, mode, keep = plan
+    """Charges one C block (msz x nsz, run `times` times) as graph_to_tile_linear emits it,
+    and the waits around its K steps (`block_waits`)."""
+    tk, tn, mode, keep, _ = plan
     target = budget.target
     msz, nsz = shape
-    groups = split(nsz, tn)
+    groups = column_groups(nsz, tn)
     steps = matmul_steps(p.k, tk, mode)
-    if mode == "sram" and steps[0][0] != "only":
-        for op in FILL_OPS:
-            cost.add_vector(vector_cycles(target, op, msz, nsz), times)
-    bubble = 0
+    peeled = peeled_tiles(p.k, tk, mode)
+    hoisted = "last" in peeled
     for kind, ks, kc in steps:
-        once = _step_loads(cost, target, (msz, ks, nsz), keep, times * kc)
-        bubble = bubble or once
-        for gsz, gc in groups:
-            _charge_group(cost, p, budget, (msz, ks, gsz), kind, mode, times * kc * gc)
-    if steps[0][0] != "only":
-        for gsz, gc in groups:
-            _charge_epilogue(cost, p, budget, (msz, gsz), mode, times * gc)
-        if isinstance(cost, PipelineCost):
-            cost.add_wait(bubble * (2 if steps[0][0] == "first" else 1), times)
+        if kind != "last" or not hoisted:
+            _step_loads(cost, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
+        step = kind if mode == "sram" or kind == "only" else "acc"
+        for _, gsz, gc in groups:
+            _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)
+        if kind == "first" and hoisted:  # the last step's tiles, loaded before the loop
+            _step_loads(cost, target, (msz, steps[-1][1], nsz), keep, times, True)
+    if steps[0][0] == "only":
+        return
+    if mode == "acc":
+        for _, gsz, gc in groups:
+            _charge_group(cost, p, budget, (msz, 0, gsz), "epilogue", times * gc)
+    idle, stall = block_waits(p, budget, plan, shape)
+    cost.add_wait(idle, times, "dma0")
+    cost.add_wait(stall, times)
+
+
+def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int, int]) -> tuple[int, int]:
+    """(load-queue idle, pipeline stall) of one block of several K steps, from the way
+    insert-semaphores orders it (measured on the simulator):
+
+    - the loop over the K steps drains its semaphores at its exit: the load queue waits there
+      for the loop's last matmuls (about one step of them) before loading the next block;
+    - "acc" mode: the next block's first tiles are then loaded while nothing computes;
+    - "sram" mode, block not rotated (`block_rotates`): the next block's first step writes
+      column group j once this block's store j is done, so it runs at the stores' pace: the
+      stores beyond the compute of a last and a first step stall the pipeline."""
+    tk, tn, mode, keep, rotates = plan
+    steps = matmul_steps(p.k, tk, mode)
+    if steps[0][0] == "only":
+        return 0, 0
+    target, (msz, nsz) = budget.target, shape
+    groups = column_groups(nsz, tn)
+    chunks = (
+        [(min(budget.rows, tk), 1), *split(tk - budget.rows, budget.rows)] if tk > budget.rows else [(tk, 1)]
+    )
+    step = sum(gc * kc * matmul_cycles(target, msz, kk) for _, _, gc in groups for kk, kc in chunks)
+    loads = (dma_instruction_cycles(target, F32 * msz * tk) if keep != "lhs" else 0) + (
+        dma_instruction_cycles(target, F32 * tk * nsz) if keep != "rhs" else 0
+    )
+    looped = any(kind == "next" and count > 1 for kind, _, count in steps)
+    drain = step if looped else 0
+    if mode == "acc":
+        return drain, loads
+    stores = sum(gc * dma_instruction_cycles(target, F32 * msz * gsz) for _, gsz, gc in groups)
+    return drain, 0 if rotates else max(0, stores - 2 * step)
 
 
 def charge_matmul(
@@ -400,21 +562,29 @@ def charge_matmul(
     mode: str,
     order: str,
     keep: str,
+    rotates: bool = True,
 ) -> None:
     """Charges the whole kernel in emission order (bias row, batches, blocks by `order`)."""
     target = budget.target
     if p.bias:
         cost.add_dma(target, F32 * p.n, "dram", "sram")
     outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
-    for osz, oc in outer:
+    for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc
-        if keep == "lhs":
-            cost.add_dma(target, F32 * osz * p.k, "dram", "sram", times)
-        if keep == "rhs":
-            cost.add_dma(target, F32 * p.k * osz, "dram", "sram", times)
+        if keep != "none":
+            charge_panel(cost, budget, F32 * osz * p.k, times, i == 0)
         for isz, ic in inner:
             shape = (osz, isz) if order == "m" else (isz, osz)
-            _charge_block(cost, p, budget, shape, times * ic, (tk, tn, mode, keep))
+            _charge_block(cost, p, budget, shape, times * ic, (tk, tn, mode, keep, rotates))
+
+
+def charge_panel(cost: Cost, budget: Budget, nbytes: int, times: int, first: bool) -> None:
+    """A kept panel's load, and the stall while it loads: even with a second copy the load
+    waits for the loop over the previous panel's blocks to drain its semaphores, so it does
+    not overlap that panel's matmuls (measured on the simulator; the kernel's first panel is
+    its fill)."""
+    cost.add_dma(budget.target, nbytes, "dram", "sram", times)
+    cost.add_wait(dma_instruction_cycles(budget.target, nbytes), times - first)
 
 
 def estimate_matmul(
@@ -428,17 +598,19 @@ def estimate_matmul(
     mode: str = "acc",
     keep: str | None = None,
 ) -> MatmulPlan:
-    """One candidate's estimate (`PipelineCost` of the nest graph_to_tile_linear emits)."""
+    """One candidate's estimate (`Cost` of the nest graph_to_tile_linear emits)."""
     bn = bn or tn
     if keep is None:  # the former meaning: a whole-K tile is kept along the loop order
         keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
-    cost = PipelineCost(depth=budget.depth)
-    charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep)
     buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
+    rotates = block_rotates(buffers, budget, keep)
+    cost = Cost(depth=budget.depth, overlap=group_slots(bn, tn) > 1)
+    charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates)
     return MatmulPlan(
         tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),
         _footprint(buffers, "sram"), _footprint(buffers, "acc"), cost.matrix + cost.vector,
         bn=bn, mode=mode if min(tk, p.k) < p.k else "acc", depth=budget.depth,
+        sram_need=sram_need(buffers, budget.depth, keep), rotates=rotates,
     )  # fmt: skip
 
 
@@ -458,8 +630,8 @@ KEEPS = (("none", "m"), ("lhs", "m"), ("rhs", "n"))
 
 
 def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
-    """Every candidate that fits: tn <= matrix cols, tk a multiple of matrix rows or all of K,
-    bn a multiple of tn (or all of N), tm up to the SRAM and ACC budgets but not below the
+    """Every candidate that fits (`matmul_fits`): tn <= matrix cols, tk a multiple of matrix
+    rows or all of K, bn a multiple of tn (or all of N), tm up to SRAM and ACC but not below the
     matrix rows or a quarter of M (rows per matmul below both cannot pay for the engine's
     latency and k cycles, nor buy more overlap), ACC or SRAM accumulation, a kept panel or
     none."""
@@ -471,9 +643,16 @@ def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
             tms = [tm for tm in _tile_choices(p.m, 1) if tm >= min(budget.rows, -(-p.m // 4))]
             for tm, bn, mode, (keep, order) in product(tms, bns, modes, KEEPS):
                 buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
-                if _footprint(buffers, "acc") > budget.acc or _footprint(buffers, "sram") > budget.sram:
+                if not matmul_fits(buffers, budget, keep):
                     continue
                 yield estimate_matmul(p, budget, tm, tk, tn, order, bn, mode, keep)
+
+
+def matmul_fits(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
+    """ACC within its budget; SRAM: the buffers with their rotated copies (`sram_need`) within
+    the target's SRAM."""
+    need = sram_need(buffers, budget.depth, keep)
+    return _footprint(buffers, "acc") <= budget.acc and need <= budget.target.sram_bytes
 
 
 def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:

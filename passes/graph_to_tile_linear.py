@@ -12,21 +12,32 @@ keeps the K x bn panel of B instead of the tm x K panel of A):
         [A panel <- lhs[m0, 0:K]]                 (keep = lhs: reused by every block of the row)
         for n0 in N step bn:                      (a block)
           for each K step k0 (tk):                (the first peeled; "sram" mode peels the last)
-            A tile <- lhs[m0, k0], B tile <- rhs[k0, n0]      (unless kept)
-            for j0 in bn step tn:                 (a column group, tn <= matrix cols)
+            A tile <- lhs[m0, k0], B tile <- rhs[k0, n0]      (unless kept; the last step's
+                                                               before the loop)
+            for each column group j0 (tn <= matrix cols; one after the other up to MAX_UNROLL
+                                      of them, taking turns on 2-3 ACC / output tiles):
               tile.matmul A[:, kk], B[kk, j0] -> acc          (one per matrix rows of the step)
               "acc" mode, one step:  epilogue: acc_read {activation}, or bias add + activation;
                                      out[m0, n0 + j0] <- y
-              "sram" mode:           C[:, j0] = acc (first step, + bias) or C[:, j0] + acc;
-                                     last step: activation in place, out[m0, n0 + j0] <- C[:, j0]
+              "sram" mode:           C[:, j0] = acc (first step: acc_read, or + bias) or
+                                     C[:, j0] + acc; last step: activation in place,
+                                     out[m0, n0 + j0] <- C[:, j0]
           "acc" mode, several steps: the block accumulates in ACC (tm x bn); then per group the
                                      epilogue and the store
 
+Why it is shaped so (insert-semaphores orders a loop as a whole, and drains its semaphores at
+its exit): column groups emitted one by one are ordered op by op, where a group loop would make
+the next step wait for its last vector op; the peeled first and last steps load into tiles of
+their own (`graph_to_tile_costs.peeled_tiles`), so the step loop does not wait at its entry
+for the first step's matmuls and the last step's tiles are already loaded when the loop
+drains; a block in SRAM starts with its first step's acc_read (no zero fill) and stores each
+column group as soon as its last step is done.
+
 Every buffer is written before it is read in the loop iteration or straight-line segment that
 uses it (a remainder uses a window of the full-size tile), so `multi-buffer` rotates the A/B
-tiles of the K steps (the peeled steps take the neighbouring copies), the accumulator and
-output tiles of the group loops, and the panels of the block loops, and the DMA of the next
-tiles overlaps the matmuls of the current ones.
+tiles of the K steps, the accumulator and output tiles of group loops, and the panels and
+blocks of the block loops when SRAM holds the copies, and the DMA of the next tiles overlaps
+the matmuls of the current ones.
 """
 
 from __future__ import annotations
@@ -41,16 +52,21 @@ from aitc.dialects import graph
 from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile_costs import (
     F32,
+    MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,
-    PipelineCost,
+    block_waits,
     dma_instruction_cycles,
+    group_slots,
     matmul_buffers,
     matmul_minimum,
     matmul_steps,
+    peeled_tiles,
     plan_matmul,
+    slot_role,
+    step_tile,
 )
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation, fill
+from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile_lowering import (
     CannotFit,
     LoweringContext,
@@ -128,6 +144,9 @@ class _MatmulEmitter:
         f32 = buffer_element(views.lhs)
         self.bufs = {role: kb.alloc(shape, f32, space) for role, (shape, space) in shapes.items()}
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
+        self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
+        self.panels = 0  # kept panels emitted so far
+        kb.cost.overlap = group_slots(plan.bn, plan.tn) > 1
 
     def run(self, activation: str | None) -> None:
         self.activation = activation
@@ -148,15 +167,23 @@ class _MatmulEmitter:
 
     def m_panel(self, m0: Index, msz: int) -> None:
         if self.plan.keep == "lhs":
-            self.kb.copy(
+            self.panel(
                 Win(self.views.lhs, (self.kb.add(self.lr, m0), 0)), Win.at(self.bufs["a"]), [msz, self.g.k]
             )
         self.kb.tiles(self.g.n, self.plan.bn, lambda n0, nsz: self.block(m0, msz, n0, nsz))
 
     def n_panel(self, n0: Index, nsz: int) -> None:
         if self.plan.keep == "rhs":
-            self.kb.copy(Win(self.views.rhs, (self.rr, n0)), Win.at(self.bufs["b"]), [self.g.k, nsz])
+            self.panel(Win(self.views.rhs, (self.rr, n0)), Win.at(self.bufs["b"]), [self.g.k, nsz])
         self.kb.tiles(self.g.m, self.plan.tm, lambda m0, msz: self.block(m0, msz, n0, nsz))
+
+    def panel(self, src: Win, dst: Win, sizes: list[int]) -> None:
+        """A kept panel's load (and the stall `charge_panel` models)."""
+        kb = self.kb
+        kb.copy(src, dst, sizes)
+        once = dma_instruction_cycles(kb.target, F32 * sizes[0] * sizes[1])
+        kb.cost.add_wait(once, kb.times - (not self.panels))
+        self.panels += 1
 
     # -- one C block
     def block(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
@@ -166,72 +193,104 @@ class _MatmulEmitter:
         if steps[0][0] == "only":
             self.step("only", at, 0, k)
             return
+        first, last = steps[0][1], steps[-1][1]
+        self.step("first", at, 0, first)
         if plan.mode == "sram":
-            fill(kb, Win.at(self.bufs["c"]), 0.0, [msz, nsz])
-            kb.tiles(k, plan.tk, lambda k0, ks: self.step("next", at, k0, ks))
-            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.store_block(at, j0, gsz))
+            hoisted = "last" in self.peeled
+            if hoisted:  # the last step's tiles are its own: loaded before the loop
+                self.load("last", at, k - last, last)
+            kb.tiles(k - first - last, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
+            self.step("last", at, k - last, last, load=not hoisted)
         else:
-            first = steps[0][1]
-            self.step("first", at, 0, first)
             kb.tiles(k - first, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
-            kb.tiles(nsz, plan.tn, lambda j0, gsz: self.epilogue(at, Win(self.bufs["acc"], (0, j0)), j0, gsz))
-        if isinstance(kb.cost, PipelineCost):  # the step loop waits for the previous block's
-            loads = [(msz, plan.tk)] if plan.keep != "lhs" else []
-            loads += [(plan.tk, nsz)] if plan.keep != "rhs" else []
-            once = sum(dma_instruction_cycles(kb.target, F32 * r * c) for r, c in loads)
-            kb.cost.add_wait(once * (1 if plan.mode == "sram" else 2), kb.times)
+            acc = self.bufs["acc"]
+            self.groups(nsz, lambda j0, group: self.epilogue(at, Win(acc, (0, j0)), j0, group))
+        args = (plan.tk, plan.tn, plan.mode, plan.keep, plan.rotates)
+        idle, stall = block_waits(self.p, kb.budget, args, (msz, nsz))
+        kb.cost.add_wait(idle, kb.times, "dma0")
+        kb.cost.add_wait(stall, kb.times)
 
-    def step(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
-        kb, plan, v, bufs = self.kb, self.plan, self.views, self.bufs
+    def groups(self, nsz: int, body) -> None:
+        """body(j0, (gsz, slot)) for the column groups of a block: one after the other, taking
+        turns on the slots' tiles, or (more than MAX_UNROLL groups) as an scf.for."""
+        tn, slots = self.plan.tn, group_slots(self.plan.bn, self.plan.tn)
+        if -(-nsz // tn) > MAX_UNROLL:
+            self.kb.tiles(nsz, tn, lambda j0, gsz: body(j0, (gsz, 0)))
+            return
+        for i, j0 in enumerate(range(0, nsz, tn)):
+            body(j0, (min(tn, nsz - j0), i % slots))
+
+    def load(self, kind: str, at: tuple, k0: Index, ks: int) -> None:
+        """The A and B tiles of a K step (unless kept as panels)."""
+        kb, plan, v = self.kb, self.plan, self.views
         m0, msz, n0, nsz = at
+        ahead = kind in self.peeled
         if plan.keep != "lhs":
-            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(bufs["a"]), [msz, ks])
+            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(self.tile("a", kind)), [msz, ks], ahead)
         if plan.keep != "rhs":
-            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(bufs["b"]), [ks, nsz])
-        a0 = k0 if plan.keep == "lhs" else 0
-        b0 = k0 if plan.keep == "rhs" else 0
-        kb.tiles(nsz, plan.tn, lambda j0, gsz: self.group(kind, at, (a0, b0, ks), j0, gsz))
+            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(self.tile("b", kind)), [ks, nsz], ahead)
 
-    def group(self, kind: str, at: tuple, ks: tuple, j0: Index, gsz: int) -> None:
+    def tile(self, role: str, kind: str) -> SSAValue:
+        """The A ("a") or B ("b") tile a step of `kind` uses (a kept panel for all steps)."""
+        kept = {"a": "lhs", "b": "rhs"}[role] == self.plan.keep
+        return self.bufs[role if kept else step_tile(role, kind, self.peeled)]
+
+    def step(self, kind: str, at: tuple, k0: Index, ks: int, load: bool = True) -> None:
+        if load:
+            self.load(kind, at, k0, ks)
+        a0 = k0 if self.plan.keep == "lhs" else 0
+        b0 = k0 if self.plan.keep == "rhs" else 0
+        self.groups(at[3], lambda j0, group: self.group(kind, at, (a0, b0, ks), j0, group))
+
+    def group(self, kind: str, at: tuple, ks: tuple, j0: Index, group: tuple[int, int]) -> None:
+        """The matmuls of one column group of one step and what follows them (module doc)."""
         kb, bufs, rows = self.kb, self.bufs, self.kb.budget.rows
-        msz = at[1]
+        msz, (gsz, slot) = at[1], group
         a0, b0, size = ks
-        acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs["acc"])
+        acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs[slot_role("acc", slot)])
         fresh = kind in ("first", "only") or self.plan.mode == "sram"
 
+        a, b = self.tile("a", kind), self.tile("b", kind)
+
         def product(kk: Index, kks: int, accumulate: bool) -> None:
-            lhs, rhs = Win(bufs["a"], (0, kb.add(a0, kk))), Win(bufs["b"], (kb.add(b0, kk), j0))
+            lhs, rhs = Win(a, (0, kb.add(a0, kk))), Win(b, (kb.add(b0, kk), j0))
             kb.matmul(lhs, rhs, acc, [msz, kks, gsz], accumulate)
 
         product(0, min(rows, size), not fresh)
         kb.tiles(size - rows, rows, lambda kk, kks: product(kk, kks, True), rows)
         if kind == "only":
-            self.epilogue(at, acc, j0, gsz)
-        elif self.plan.mode == "sram":  # the group's product joins the block in SRAM
-            c = Win(bufs["c"], (0, j0))
-            kb.binary("add", acc, c, c, [msz, gsz])
+            self.epilogue(at, acc, j0, group)
+        elif self.plan.mode == "sram":
+            self.join(kind, at, acc, j0, gsz)
 
-    def epilogue(self, at: tuple, acc: Win, j0: Index, gsz: int) -> None:
+    def join(self, kind: str, at: tuple, acc: Win, j0: Index, gsz: int) -> None:
+        """ "sram" mode: the group's product joins the block in SRAM: the first step writes it
+        (+ bias), the others add it; the last one applies the activation and stores the group."""
+        kb, bufs = self.kb, self.bufs
+        m0, msz, n0, _ = at
+        c, sizes = Win(bufs["c"], (0, j0)), [msz, gsz]
+        if kind == "first" and "bias" in bufs:
+            kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), c, sizes, "row")
+        elif kind == "first":
+            kb.acc_read(acc, c, sizes)
+        else:
+            kb.binary("add", acc, c, c, sizes)
+        if kind == "last":
+            apply_activation(kb, self.activation, c, self._temp(), sizes)
+            kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+
+    def epilogue(self, at: tuple, acc: Win, j0: Index, group: tuple[int, int]) -> None:
         """The whole product is in ACC: activation (or bias + activation) into y, then store."""
         kb, bufs = self.kb, self.bufs
         m0, msz, n0, _ = at
-        y, sizes = Win.at(bufs["y"]), [msz, gsz]
+        gsz, slot = group
+        y, sizes = Win.at(bufs[slot_role("y", slot)]), [msz, gsz]
         if "bias" not in bufs:
             kb.acc_read(acc, y, sizes, self.activation)
         else:
             kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), y, sizes, "row")
             apply_activation(kb, self.activation, y, self._temp(), sizes)
         kb.copy(y, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
-
-    def store_block(self, at: tuple, j0: Index, gsz: int) -> None:
-        """ "sram" mode: bias and activation in place on a group of the block, then store."""
-        kb, bufs = self.kb, self.bufs
-        m0, msz, n0, _ = at
-        c, sizes = Win(bufs["c"], (0, j0)), [msz, gsz]
-        if "bias" in bufs:
-            kb.binary("add", c, Win(bufs["bias"], (0, kb.add(n0, j0))), c, sizes, "row")
-        apply_activation(kb, self.activation, c, self._temp(), sizes)
-        kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
 
     def _temp(self) -> Win | None:
         return Win.at(self.bufs["temp0"]) if "temp0" in self.bufs else None
@@ -287,7 +346,6 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             ctx.budget,
         )
     kb = ctx.kernel(ops)
-    kb.cost = PipelineCost(depth=ctx.budget.depth)
     emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g))
     emitter.run(op.activation.data if op.activation else None)
     block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}

@@ -36,9 +36,17 @@ from aitc.passes.graph_to_tile_lowering import (
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile_window import Block, Geometry, Im2col, VectorWindow, WindowDim, window_dims
+from aitc.passes.graph_to_tile_window import (
+    Block,
+    Geometry,
+    Im2col,
+    PatchLayout,
+    VectorWindow,
+    WindowDim,
+    window_dims,
+)
 from aitc.passes.graph_to_tile_window import window_problem as pool_problem
-from aitc.passes.graph_to_tile_window_costs import WindowProblem, plan_window, window_minimum
+from aitc.passes.graph_to_tile_window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
 from aitc.weights import array_to_attr
 
 # --------------------------------------------------------------------------- pooling
@@ -64,11 +72,14 @@ def pool_counts(op: graph.AvgPoolOp, g: Geometry) -> np.ndarray:
     return np.outer(_counts(g.h, include), _counts(g.w, include)).astype(np.float32)
 
 
-def _count_row(ctx: LoweringContext, op: Operation, counts: np.ndarray):
-    """A [1, OH*OW] tile.const of the counts (None when they are all equal)."""
+def _count_row(ctx: LoweringContext, op: Operation, counts: np.ndarray, pitch: int):
+    """A [1, OH*pitch] tile.const of the counts, row oh at oh * pitch (the patch's wide layout,
+    `PatchLayout`; the columns past OW hold 1), or None when the counts are all equal."""
     if np.all(counts == counts.flat[0]):
         return None
-    const = tile.ConstOp(array_to_attr(counts.reshape(1, -1), "pool_counts"))  # pyright: ignore
+    wide = np.ones((counts.shape[0], pitch), np.float32)
+    wide[:, : counts.shape[1]] = counts
+    const = tile.ConstOp(array_to_attr(wide.reshape(1, -1), "pool_counts"))  # pyright: ignore
     const.location = op.location  # pyright: ignore
     ctx.decls.append(const)
     return const.buffer
@@ -87,20 +98,23 @@ def _combine(kb: KernelBuilder, cols: Im2col, name: str, y: Win, sizes: list[int
 
 class _Divisor:
     """avg pooling's division by the counts: by an immediate when they are all equal, else by
-    the block's window of the count row (loaded into a [1, R*Q] SRAM row)."""
+    the block's window of the count row (loaded into a [1, positions] SRAM row)."""
 
-    def __init__(self, ctx: LoweringContext, op: graph.AvgPoolOp, g: Geometry):
-        self.g, self.counts = g, pool_counts(op, g)
-        self.row = _count_row(ctx, op, self.counts)
+    def __init__(self, op: graph.AvgPoolOp, g: Geometry):
+        self.op, self.g, self.counts = op, g, pool_counts(op, g)
+        self.uniform = bool(np.all(self.counts == self.counts.flat[0]))
 
-    def allocate(self, kb: KernelBuilder, positions: int) -> None:
-        self.tile = kb.alloc([1, positions], f32, "sram") if self.row is not None else None
+    def allocate(self, ctx: LoweringContext, kb: KernelBuilder, layout: PatchLayout) -> None:
+        """The count row in the layout's pitch (OW when blocks are parts of one row)."""
+        self.pitch = layout.pitch if layout.rows > 1 else self.g.w.out
+        self.row = _count_row(ctx, self.op, self.counts, self.pitch)
+        self.tile = kb.alloc([1, layout.width], f32, "sram") if self.row is not None else None
 
     def apply(self, kb: KernelBuilder, acc: Win, sizes: list[int], hb: Block, wb: Block) -> None:
         if self.row is None or self.tile is None:
             kb.binary_imm("div", acc, float(self.counts.flat[0]), acc, sizes)
             return
-        first = kb.add(kb.mul(hb.o0, self.g.w.out), wb.o0)
+        first = kb.add(kb.mul(hb.o0, self.pitch), wb.o0)
         kb.copy(Win(self.row, (0, first)), Win.at(self.tile), [1, sizes[1]])
         kb.binary("div", acc, Win.at(self.tile), acc, sizes, "row")
 
@@ -108,7 +122,7 @@ class _Divisor:
 def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None) -> WindowProblem:
     combine = ("max" if is_max else "add",) * (g.taps - 1) or ("copy",)
     epilogue = combine if divisor is None else (*combine, "div")
-    counted = divisor is not None and divisor.row is not None
+    counted = divisor is not None and not divisor.uniform
     return WindowProblem(
         g, "vector", epilogue=epilogue, counts=counted, pad_value=-math.inf if is_max else 0.0
     )
@@ -119,20 +133,21 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.PoolOp)
     g, is_max = pool_geometry(op), isinstance(op, graph.MaxPoolOp)
-    divisor = _Divisor(ctx, op, g) if isinstance(op, graph.AvgPoolOp) else None
+    divisor = _Divisor(op, g) if isinstance(op, graph.AvgPoolOp) else None
     problem = _pool_problem(g, is_max, divisor)
     plan = plan_window(problem, ctx.budget)
     if plan is None:
         sram, _ = window_minimum(problem)
         raise CannotFit(op, "the smallest pooling tile (one output, one channel)", sram, ctx.budget)
     kb = ctx.kernel(ops)
+    kb.cost.depth = WINDOW_DEPTH
     cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap", problem.pad_value)
-    y = kb.alloc([plan.tc, plan.rows * plan.cols], f32, "sram")
+    y = kb.alloc([plan.tc, cols.layout.out_width()], f32, "sram")
     if divisor is not None:
-        divisor.allocate(kb, plan.rows * plan.cols)
+        divisor.allocate(ctx, kb, cols.layout)
 
     def compute(c0: Index, cs: int, hb: Block, wb: Block) -> None:
-        sizes = [cs, hb.size * wb.size]
+        sizes = [cs, cols.positions(hb, wb)]
         _combine(kb, cols, "max" if is_max else "add", Win.at(y), sizes)
         if divisor is not None:
             divisor.apply(kb, Win.at(y), sizes, hb, wb)

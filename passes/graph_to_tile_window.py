@@ -3,19 +3,20 @@ output positions, and im2col by DMA (shared by graph_to_tile_conv and graph_to_t
 
 An op is seen as 2-D (a 1-D op has height 1): input [B*C, H, W] and output [B*M, OH, OW] as
 DRAM views. The output is cut into blocks of R rows x Q cols, with Q = OW whenever R > 1, so
-a block is contiguous both in the output rows and in the flattened positions (R*Q columns of
-a patch). Per block and chunk of tc channels:
+a block is contiguous in the output rows. Per block and chunk of tc channels:
 
     stage [tc, Hs, Ws]  SRAM <- ONE tile.copy of the block's receptive field (in-bounds part);
                                padding is the stage's fill value (0, or -inf for max pooling)
-    patch [.., R*Q]     SRAM <- ONE tile.copy per tap (i, j), from the stage viewed as
-                               [tc, Hs/sh, sh, Ws/sw, sw] at (0, i*dh // sh, i*dh % sh, ...):
-                               a box of that view picks every stride-th element, so stride and
-                               dilation are window offsets (Hs, Ws are rounded up to a multiple
-                               of the stride for the view)
+    patch [.., P]       SRAM <- ONE tile.copy per tap (i, j), from the stage viewed as
+                               [tc, Hs*Ws/sw, sw] at the tap's first element: output (oh, ow)
+                               is patch column p = oh * pitch + ow (pitch = sh*Ws/sw), which
+                               reads stage element base(i, j) + sw * p, so stride and dilation
+                               are window offsets (Hs, Ws are rounded up to a multiple of the
+                               stride for the view) and one copy moves a whole tap (`PatchLayout`)
 
-Patch rows are channel-major, (c, tap), for the matrix engine (the contraction order of the
-weight [M, C/g * kh * kw]) and tap-major, (tap, c), for the vector engine (one [tc, R*Q]
+The P = (R - 1) * pitch + Q columns include garbage ones between output rows (computed, never
+stored). Patch rows are channel-major, (c, tap), for the matrix engine (the contraction order
+of the weight [M, C/g * kh * kw]) and tap-major, (tap, c), for the vector engine (one [tc, P]
 window per tap). When there is one tap and stride 1 (1x1 conv), the stage is the patch.
 
 Blocks are peeled per dim (`for_blocks`): the blocks whose field lies inside the input are
@@ -236,6 +237,108 @@ def fill_windows(
 # --------------------------------------------------------------------------- im2col
 
 
+@dataclass(frozen=True)
+class TapCopy:
+    """One tap's tile.copy from the stage to the patch: both seen through views of these
+    shapes, at these origins, moving `box`."""
+
+    src_shape: tuple[int, ...]
+    src_at: tuple[int, ...]
+    dst_shape: tuple[int, ...]
+    dst_at: tuple[int, ...]
+    box: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PatchLayout:
+    """Where the im2col patch of a window kernel puts each output position of a block of
+    R x Q outputs (R rows of Q = OW, or one row of Q), and the buffers that follow from it.
+
+    Positions are *wide*: output (oh, ow) of the block is patch column p = oh * pitch + ow with
+    pitch = sh * Ws / sw, so that tap (i, j) of channel c reads the stage (viewed flat per
+    channel) at base(i, j) + sw * p, base(i, j) = i*dh*Ws + j*dw: one arithmetic sequence
+    over the whole block. A tap is then ONE DMA window [cs, positions, 1] of the stage viewed
+    [tc, Hs*Ws/sw, sw] (one instruction when sw == 1, one per channel otherwise) instead of
+    one per channel and output row. The columns with ow >= Q between two rows are garbage
+    (computed, never stored): `positions(r, q)` = (r - 1) * pitch + q of a block of r x q.
+
+    `flat` (tap-major patch and a column stride: pooling): the patch rows are Hs*Ws/sw wide,
+    a whole stage plane each, so the rows of all channels of a tap are one arithmetic sequence
+    too: one DMA instruction per tap (the stage has one spare plane the last channel's garbage
+    columns run into)."""
+
+    g: Geometry
+    rows: int
+    cols: int
+    tc: int
+    order: str = "channel"
+
+    @property
+    def hs(self) -> int:
+        return self.g.h.stage(self.rows)
+
+    @property
+    def ws(self) -> int:
+        return self.g.w.stage(self.cols)
+
+    @property
+    def pitch(self) -> int:
+        """Patch columns from one output row of a block to the next."""
+        return self.g.h.stride * self.ws // self.g.w.stride if self.rows > 1 else self.cols
+
+    @property
+    def flat(self) -> bool:
+        return self.order == "tap" and self.g.w.stride > 1 and not self.g.direct
+
+    @property
+    def planes(self) -> int:
+        """Stage planes: tc, and a spare one for `flat` taps."""
+        return self.tc + int(self.flat)
+
+    def positions(self, rows: int, cols: int) -> int:
+        """Patch columns of a block of rows x cols outputs (garbage between rows included)."""
+        return (rows - 1) * self.pitch + cols
+
+    @property
+    def width(self) -> int:
+        """Patch columns: those of a full block (the most any block uses), a plane if `flat`."""
+        if self.flat:
+            return self.hs * self.ws // self.g.w.stride
+        return self.positions(self.rows, self.cols)
+
+    @property
+    def compact(self) -> bool:
+        """Whether the matrix engine's output tiles are dense [.., R*Q], read out of the wide ACC
+        row by row: when blocks of several rows do not cover the image, a wide tile would be
+        stored with one DMA instruction per channel, a dense one with one."""
+        return 1 < self.rows < self.g.h.out and self.pitch != self.cols
+
+    def out_pitch(self, compact: bool) -> int:
+        """Columns from one output row to the next in an output tile."""
+        return self.cols if compact else self.pitch
+
+    def out_width(self, compact: bool = False) -> int:
+        """Columns of an output tile: R rows of `out_pitch`, so it can be viewed [.., R, pitch]."""
+        return self.rows * self.out_pitch(compact)
+
+    def tap_copy(self, i: int, j: int, cs: int, positions: int) -> TapCopy:
+        """The copy of tap (i, j) of cs channels for a block of `positions` patch columns."""
+        g, sw, width = self.g, self.g.w.stride, self.width
+        base = i * g.h.dilation * self.ws + j * g.w.dilation
+        tap = i * g.w.kernel + j
+        plane = self.hs * self.ws // sw
+        if self.flat:
+            src = ((self.planes * plane, sw), (base // sw, base % sw))
+            dst = ((g.taps * self.tc * width, 1), (tap * self.tc * width, 0))
+            return TapCopy(*src[0:1], src[1], *dst[0:1], dst[1], (cs * width, 1))
+        if self.order == "channel":  # rows (c, tap)
+            dst = ((self.tc, g.taps * width, 1), (0, tap * width, 0))
+        else:  # rows (tap, c)
+            dst = ((g.taps * self.tc, width, 1), (tap * self.tc, 0, 0))
+        src_at = (0, base // sw, base % sw)
+        return TapCopy((self.planes, plane, sw), src_at, dst[0], dst[1], (cs, positions, 1))
+
+
 class Im2col:
     """The stage and patch of one window kernel and the DMAs that fill them (module doc).
     `order` is "channel" (matrix engine) or "tap" (vector engine)."""
@@ -246,30 +349,38 @@ class Im2col:
         """`block` = (R, Q, tc): output rows, output cols and channels per chunk."""
         self.kb, self.g, self.order, self.pad_value = kb, g, order, pad_value
         self.rows, self.cols, self.tc = block
+        self.layout = layout = PatchLayout(g, *block, order)
         tc, element = self.tc, f32
-        hs, ws = g.h.stage(self.rows), g.w.stage(self.cols)
-        self.stage = kb.alloc([tc, hs, ws], element, "sram")
-        self._views: dict[tuple[int, ...], SSAValue] = {}
+        hs, ws = layout.hs, layout.ws
+        self.stage = kb.alloc([layout.planes, hs, ws], element, "sram")
+        self._views: dict[tuple, SSAValue] = {}
         runs = [run for dim, tile in ((g.h, self.rows), (g.w, self.cols)) for run in block_runs(dim, tile)]
+        planes = layout.planes
         if not all(run.inside for run in runs):  # views for the padding fills
-            self.fill_views = {"planes": self._view([tc, hs * ws]), "lines": self._view([tc * hs, ws])}
-        positions = self.rows * self.cols
+            self.fill_views = {
+                "planes": self._view([planes, hs * ws]),
+                "lines": self._view([planes * hs, ws]),
+            }
         if g.direct:
-            self.patch = self._view([tc, positions])
-        else:
-            self.stage5 = self._view([tc, hs // g.h.stride, g.h.stride, ws // g.w.stride, g.w.stride])
-            self.patch = kb.alloc([g.taps * tc, positions], element, "sram")
-            by_channel = [tc, g.taps * self.rows, 1, self.cols, 1]
-            by_tap = [g.taps * tc, self.rows, 1, self.cols, 1]
-            self.patch5 = kernel_view(kb, self.patch, by_channel if order == "channel" else by_tap)
+            self.patch = self._view([tc, hs * ws])
+        else:  # the views the tap copies go through, before any loop
+            self.patch = kb.alloc([g.taps * tc, layout.width], element, "sram")
+            shapes = layout.tap_copy(0, 0, tc, layout.width)
+            self._view(shapes.src_shape)
+            self._view(shapes.dst_shape, self.patch)
         self.prefill()
 
-    def _view(self, shape: list[int]) -> SSAValue:
-        """A view of the stage: one tile.reshape per shape, emitted before the loops."""
-        key = tuple(shape)
+    def _view(self, shape: Sequence[int], buffer: SSAValue | None = None) -> SSAValue:
+        """A view of the stage (or the patch): one tile.reshape per shape."""
+        buffer = self.stage if buffer is None else buffer
+        key = (buffer, tuple(shape))
         if key not in self._views:
-            self._views[key] = kernel_view(self.kb, self.stage, shape)
+            self._views[key] = kernel_view(self.kb, buffer, shape)
         return self._views[key]
+
+    def positions(self, hb: Block, wb: Block) -> int:
+        """Patch columns of block (hb, wb) (`PatchLayout.positions`)."""
+        return self.layout.positions(hb.size, wb.size)
 
     def prefill(self) -> None:
         """Before the loops: the padding of the dims that have a single block."""
@@ -293,7 +404,7 @@ class Im2col:
         if not self.g.direct:
             for i in range(self.g.h.kernel):
                 for j in range(self.g.w.kernel):
-                    self._tap(i, j, cs, hb.size, wb.size)
+                    self._tap(i, j, cs, self.positions(hb, wb))
 
     def _field(self, dim: WindowDim, block: Block) -> tuple[Index, int, int]:
         if block.inside:
@@ -301,11 +412,10 @@ class Im2col:
         assert isinstance(block.o0, int)
         return dim.field(block.o0, block.size)
 
-    def _tap(self, i: int, j: int, cs: int, th: int, tw: int) -> None:
-        (hq, hr), (wq, wr) = self.g.h.tap(i), self.g.w.tap(j)
-        tap = i * self.g.w.kernel + j
-        at = (0, tap * self.rows, 0, 0, 0) if self.order == "channel" else (tap * self.tc, 0, 0, 0, 0)
-        self.kb.copy(Win(self.stage5, (0, hq, hr, wq, wr)), Win(self.patch5, at), [cs, th, 1, tw, 1])
+    def _tap(self, i: int, j: int, cs: int, positions: int) -> None:
+        copy = self.layout.tap_copy(i, j, cs, positions)
+        src = Win(self._view(copy.src_shape), copy.src_at)
+        self.kb.copy(src, Win(self._view(copy.dst_shape, self.patch), copy.dst_at), copy.box)
 
     def tap_rows(self, tap: int) -> Win:
         """The [cs, positions] window of one tap (tap-major patch)."""
@@ -329,7 +439,7 @@ class VectorWindow:
     def __init__(self, kb: KernelBuilder, g: Geometry, cols: Im2col, y: SSAValue, views: tuple):
         self.kb, self.g, self.cols, self.y = kb, g, cols, y
         self.x, self.out = views
-        self.y3 = kernel_view(kb, y, [cols.tc, cols.rows, cols.cols])
+        self.y3 = kernel_view(kb, y, [cols.tc, cols.rows, cols.layout.out_pitch(False)])
 
     def run(self, compute: Callable[[Index, int, Block, Block], None]) -> None:
         self.compute = compute

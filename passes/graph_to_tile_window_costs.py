@@ -3,7 +3,8 @@ candidate tiling is estimated in closed form, with the per-op costs of graph_to_
 following the loop nests of graph_to_tile_conv / graph_to_tile_window op for op.
 
 A plan fixes the output block (R rows x Q cols, Q = OW when R > 1), the channel chunk tc,
-for the matrix engine the output-channel tile tm (ACC holds tm x R*Q) and whether the
+for the matrix engine the output-channel tile tm (ACC holds tm x the block's patch columns,
+`PatchLayout.width`) and whether the
 weights stay in SRAM for a whole group (`keep`). The cheapest candidate by estimated cycles,
 then DRAM bytes, then total engine time, then SRAM wins; the kernel records the cost of the
 IR actually emitted.
@@ -15,16 +16,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import product
 
-from aitc.passes.graph_to_tile_costs import F32, Budget, Cost, matmul_cycles, split, vector_cycles
+from aitc.passes.graph_to_tile_costs import (
+    F32,
+    Budget,
+    Cost,
+    dma_transfers,
+    matmul_cycles,
+    split,
+    vector_cycles,
+)
 from aitc.passes.graph_to_tile_window import (
     BlockRun,
     Geometry,
+    PatchLayout,
     block_runs,
     fill_windows,
     padding_strips,
     prefill_strips,
 )
-from aitc.target import Target
 
 
 @dataclass(frozen=True)
@@ -71,129 +80,174 @@ class WindowPlan:
         return [self.rows, self.cols, self.tc] + ([self.tm] if self.engine == "matrix" else [])
 
 
-@dataclass
-class WindowCost(Cost):
-    """A Cost that also counts DMA transfers: their latency, which the model leaves to
-    multi-buffering, still breaks ties between plans (fewer, larger transfers win)."""
-
-    transfers: int = 0
-
-    def add_dma(self, target: Target, nbytes: int, src: str, dst: str, times: int = 1) -> None:
-        super().add_dma(target, nbytes, src, dst, times)
-        self.transfers += times
-
-    def work(self, target: Target) -> int:
-        """Busy time of all engines together, DMA latency included."""
-        busy = self.dma_in + self.dma_out + self.matrix + self.vector
-        return round(busy + self.transfers * target.dma.latency)
-
-
 # --------------------------------------------------------------------------- footprint
 
 
 def window_sram(p: WindowProblem, plan: WindowPlan) -> int:
     """SRAM bytes of the kernel's buffers (graph_to_tile_conv / _pool allocate exactly these)."""
-    g, positions = p.g, plan.rows * plan.cols
-    stage = plan.tc * g.h.stage(plan.rows) * g.w.stage(plan.cols)
-    patch = 0 if g.direct else g.taps * plan.tc * positions
+    g, layout = p.g, _layout(p, plan)
+    stage = layout.planes * layout.hs * layout.ws
+    patch = 0 if g.direct else g.taps * plan.tc * layout.width
     if p.engine == "matrix":
         k = g.channels * g.taps
         weights = g.outs * k if plan.keep else plan.tm * plan.tc * g.taps
-        rest = plan.tm * positions * (1 + p.temps) + (g.outs if p.bias else 0)
+        rest = plan.tm * (layout.out_width(layout.compact) + p.temps * layout.width) + (
+            g.outs if p.bias else 0
+        )
     else:
         per_channel = (g.taps if p.weights else 0) + int(p.bias)
         weights = (g.outs if plan.keep else plan.tc) * per_channel
-        rest = plan.tc * positions * (1 + p.temps) + (positions if p.counts else 0)
+        rest = plan.tc * (layout.out_width() + p.temps * layout.width) + (layout.width if p.counts else 0)
     return F32 * (stage + patch + weights + rest)
 
 
 def window_acc(p: WindowProblem, plan: WindowPlan) -> int:
-    return F32 * plan.tm * plan.rows * plan.cols if p.engine == "matrix" else 0
+    if p.engine != "matrix":
+        return 0
+    return F32 * plan.tm * _layout(p, plan).width
+
+
+def _layout(p: WindowProblem, plan: WindowPlan) -> PatchLayout:
+    return PatchLayout(p.g, plan.rows, plan.cols, plan.tc, "channel" if p.engine == "matrix" else "tap")
 
 
 # --------------------------------------------------------------------------- estimates
 
 
 def _runs(g: Geometry, plan: WindowPlan) -> Iterator[tuple[BlockRun, BlockRun]]:
-    """(row run, column run) pairs: every block of a pair has the same shape and field."""
+    """(row run, column run) pairs in emission order (rows outer): every block of a pair has
+    the same shape and field."""
     return product(block_runs(g.h, plan.rows), block_runs(g.w, plan.cols))
 
 
-def _gather(cost: Cost, p: WindowProblem, budget: Budget, shape: tuple[int, int, int], times: int) -> None:
-    """Stage load and tap copies of one chunk of cs channels: shape = (cs, positions, field)."""
-    cs, positions, field = shape
-    cost.add_dma(budget.target, F32 * cs * field, "dram", "sram", times)
-    if not p.g.direct:
-        cost.add_dma(budget.target, F32 * cs * positions, "sram", "sram", times * p.g.taps)
+def _copy(
+    cost: Cost, budget: Budget, spaces: tuple[str, str], shapes: tuple, box: list[int], times: int
+) -> None:
+    """One tile.copy of `box` between buffers of `shapes` (src, dst), run `times` times."""
+    count, nbytes = dma_transfers(box, shapes[0], shapes[1], F32)
+    cost.add_dma(budget.target, nbytes, *spaces, times * count)
 
 
-def _store(cost: Cost, p: WindowProblem, budget: Budget, rows: int, positions: int, times: int) -> None:
-    """The epilogue's vector ops and the store of one rows x positions output tile."""
-    cost.vector += times * sum(vector_cycles(budget.target, op, rows, positions) for op in p.epilogue)
-    cost.add_dma(budget.target, F32 * rows * positions, "sram", "dram", times)
+def _gather(cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int) -> None:
+    """Im2col.load of one chunk of cs channels of a block of the run pair (h, w): the field into
+    the stage, then every tap into the patch. `block` = (layout, (h, w), cs)."""
+    layout, (h, w), cs = block
+    g = p.g
+    h_n, w_n = h.in_bounds(g.h), w.in_bounds(g.w)
+    source = [g.batch * g.groups * g.channels, g.h.size, g.w.size]
+    if h_n and w_n:
+        stage = [layout.planes, layout.hs, layout.ws]
+        _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times)
+    if g.direct:
+        return
+    tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
+    count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
+    for _ in range(g.taps):
+        cost.add_dma(budget.target, nbytes, "sram", "sram", times * count)
 
 
-def _fills(p: WindowProblem, budget: Budget, plan: WindowPlan, strips: list[tuple[str, int, int]]) -> int:
-    """Vector cycles of filling `strips` with the padding value (Im2col._fill)."""
+def _epilogue(
+    cost: Cost, budget: Budget, ops: tuple[str, ...], rows: int, positions: int, times: int
+) -> None:
+    for op in ops:
+        cost.add_vector(vector_cycles(budget.target, op, rows, positions), times)
+
+
+def _store(
+    cost: Cost, p: WindowProblem, budget: Budget, layout: PatchLayout, box: list[int], times: int
+) -> None:
+    """The store of one output tile: y viewed [.., R, out pitch] -> out [B*M, OH, OW]."""
+    g = p.g
+    out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
+    pitch = layout.out_pitch(p.engine == "matrix" and layout.compact)
+    _copy(cost, budget, ("sram", "dram"), ([box[0], layout.rows, pitch], out), box, times)
+
+
+def _matrix_epilogue(cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int) -> None:
+    """_MatrixConv._epilogue: the first op row by row when the layout is compact, the others
+    (the activation after a bias add) on the whole tile."""
+    layout, (h, w), ms = block
+    target, (first, *rest) = budget.target, p.epilogue
+    if layout.compact:
+        cost.add_vector(vector_cycles(target, first, ms, w.size), times * h.size)
+        tile = (ms, h.size * w.size)
+    else:
+        tile = (ms, layout.positions(h.size, w.size))
+        cost.add_vector(vector_cycles(target, first, *tile), times)
+    for op in rest:
+        cost.add_vector(vector_cycles(target, op, *tile), times)
+
+
+def _fills(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, strips: list, times: int) -> None:
+    """Filling `strips` of the stage with the padding value (Im2col._fill: cmp_eq, mul, add)."""
     ops = ("cmp_eq", "mul", "add") if p.pad_value else ("cmp_eq", "mul")
-    fills = fill_windows(p.g, (plan.rows, plan.cols, plan.tc), strips, budget.target)
-    return sum(vector_cycles(budget.target, op, *size) for _, _, size in fills for op in ops)
+    for _, _, size in fill_windows(p.g, (plan.rows, plan.cols, plan.tc), strips, budget.target):
+        for op in ops:
+            cost.add_vector(vector_cycles(budget.target, op, *size), times)
 
 
-def _contraction(budget: Budget, m: int, k: int, positions: int) -> int:
-    """Matrix cycles of one m x k x positions product in matmuls of k <= rows, n <= cols."""
-    return sum(
-        pc * kc * matmul_cycles(budget.target, m, ks)
-        for _, pc in split(positions, budget.cols)
-        for ks, kc in split(k, budget.rows)
-    )
+def _contract(cost: Cost, budget: Budget, m: int, k: int, positions: int, times: int) -> None:
+    """The matmuls of one m x k x positions product (_MatrixConv._products): per column tile
+    of <= cols positions, the first k chunk then the others."""
+    rows = budget.rows
+    for _, pc in split(positions, budget.cols):
+        cost.add_matrix(matmul_cycles(budget.target, m, min(rows, k)), times * pc)
+        for ks, kc in split(k - rows, rows) if k > rows else ():
+            cost.add_matrix(matmul_cycles(budget.target, m, ks), times * pc * kc)
 
 
-def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> WindowCost:
-    """The loop nest of graph_to_tile_conv._MatrixConv."""
-    g, target, cost = p.g, budget.target, WindowCost()
+def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
+    """The loop nest of graph_to_tile_conv._MatrixConv, op for op."""
+    g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
+    layout = _layout(p, plan)
     chunks, m_tiles = split(g.channels, plan.tc), split(g.outs, plan.tm)
-    builds = 1 if chunks == [(g.channels, 1)] else sum(c for _, c in m_tiles)  # patch reuse
+    whole = plan.tc >= g.channels
+    tiles = (plan.rows, plan.cols)
+    _fills(cost, p, budget, plan, prefill_strips(g, tiles), 1)
     if plan.keep:
         cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
     if p.bias:
         cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
-    tiles = (plan.rows, plan.cols)
-    cost.vector += _fills(p, budget, plan, prefill_strips(g, tiles))
     for h, w in _runs(g, plan):
-        times, positions = g.batch * g.groups * h.count * w.count, h.size * w.size
-        field = h.in_bounds(g.h) * w.in_bounds(g.w)
-        cost.vector += times * _fills(p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False))
-        for cs, cc in chunks:
-            _gather(cost, p, budget, (cs, positions, field), times * cc * builds)
-            for ms, mc in m_tiles:
-                if not plan.keep:
-                    cost.add_dma(target, F32 * ms * cs * g.taps, "dram", "sram", times * cc * mc)
-                cost.matrix += times * cc * mc * _contraction(budget, ms, cs * g.taps, positions)
+        times = g.batch * g.groups * h.count * w.count
+        positions = layout.positions(h.size, w.size)
+        _fills(cost, p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False), times)
+        if whole:
+            _gather(cost, p, budget, (layout, (h, w), g.channels), times)
         for ms, mc in m_tiles:
-            _store(cost, p, budget, ms, positions, times * mc)
+            for cs, cc in [(g.channels, 1)] if whole else chunks:
+                if not whole:
+                    _gather(cost, p, budget, (layout, (h, w), cs), times * mc * cc)
+                if not plan.keep:
+                    cost.add_dma(target, F32 * ms * cs * g.taps, "dram", "sram", times * mc * cc)
+                _contract(cost, budget, ms, cs * g.taps, positions, times * mc * cc)
+            _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc)
+            _store(cost, p, budget, layout, [ms, h.size, w.size], times * mc)
     return cost
 
 
-def estimate_vector(p: WindowProblem, budget: Budget, plan: WindowPlan) -> WindowCost:
-    """The loop nest of graph_to_tile_window.VectorWindow."""
-    g, target, cost = p.g, budget.target, WindowCost()
+def estimate_vector(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
+    """The loop nest of graph_to_tile_window.VectorWindow, op for op."""
+    g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
+    layout = _layout(p, plan)
     loads = [n for n in (g.taps if p.weights else 0, int(p.bias)) if n]  # per channel: weights, bias
+    tiles = (plan.rows, plan.cols)
+    _fills(cost, p, budget, plan, prefill_strips(g, tiles), 1)
     for n in loads if plan.keep else ():
         cost.add_dma(target, F32 * n * g.channels, "dram", "sram")
-    tiles = (plan.rows, plan.cols)
-    cost.vector += _fills(p, budget, plan, prefill_strips(g, tiles))
     for h, w in _runs(g, plan):
-        times, positions = g.batch * h.count * w.count, h.size * w.size
-        field = h.in_bounds(g.h) * w.in_bounds(g.w)
-        cost.vector += times * _fills(p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False))
+        times, positions = g.batch * h.count * w.count, layout.positions(h.size, w.size)
+        _fills(cost, p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False), times)
         for cs, cc in split(g.channels, plan.tc):
-            _gather(cost, p, budget, (cs, positions, field), times * cc)
-            if p.counts:
-                cost.add_dma(target, F32 * positions, "dram", "sram", times * cc)
+            _gather(cost, p, budget, (layout, (h, w), cs), times * cc)
             for n in () if plan.keep else loads:
                 cost.add_dma(target, F32 * n * cs, "dram", "sram", times * cc)
-            _store(cost, p, budget, cs, positions, times * cc)
+            ops = p.epilogue[:-1] if p.counts else p.epilogue
+            _epilogue(cost, budget, ops, cs, positions, times * cc)
+            if p.counts:  # the block's window of the count row, then the division
+                cost.add_dma(target, F32 * positions, "dram", "sram", times * cc)
+                _epilogue(cost, budget, p.epilogue[-1:], cs, positions, times * cc)
+            _store(cost, p, budget, layout, [cs, h.size, w.size], times * cc)
     return cost
 
 
@@ -213,8 +267,18 @@ def _shapes(g: Geometry) -> list[tuple[int, int]]:
     return rows + [(1, q) for q in _sizes(g.w.out) if q < g.w.out]
 
 
+WINDOW_DEPTH = 1
+"""The buffer depth window kernels are estimated at, whatever the pipeline's: `multi-buffer`
+rotates a buffer only when one write of an iteration covers all of it, and the patch is written
+by one copy per tap (the stage, with padding, by the field load and the fills), so the taps of
+the next block wait for the matmuls or vector ops of this one: the engines run one after the
+other (measured: a pipelined estimate was 0.6-0.8 of the simulated cycles, a serial one
+0.93-1.10)."""
+
+
 def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
-    """Every tiling whose buffers fit the SRAM and ACC budgets, estimated."""
+    """Every tiling whose buffers fit the SRAM and ACC budgets, estimated (at `WINDOW_DEPTH`)."""
+    budget = replace(budget, depth=WINDOW_DEPTH)
     estimate = estimate_matrix if p.engine == "matrix" else estimate_vector
     tms = _sizes(p.g.outs) if p.engine == "matrix" else [0]
     keeps = (True, False) if p.engine == "matrix" or p.weights or p.bias else (False,)
@@ -224,7 +288,7 @@ def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
         if sram > budget.sram or acc > budget.acc:
             continue
         cost = estimate(p, budget, plan)
-        work = cost.work(budget.target)
+        work = cost.work()
         cycles, dram = cost.cycles(budget.target), cost.dram_bytes
         yield replace(plan, cycles=cycles, dma_bytes=dram, work=work, sram_bytes=sram, acc_bytes=acc)
 

@@ -29,6 +29,7 @@ from aitc.ir import make_context, parse_mlir
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.graph_to_tile_builder import element_bytes
 from aitc.passes.graph_to_tile_costs import (
+    MAX_UNROLL,
     Budget,
     MatmulProblem,
     RowFootprint,
@@ -108,7 +109,10 @@ def check_tile_module(module: ModuleOp, target: Target) -> None:
             assert key in kernel.attributes, f"kernel {kernel.sym} lacks {key}"
         sram = _alloc_bytes(kernel, "sram")
         assert sram == kernel.attributes["sram_bytes"].value.data  # pyright: ignore
-        assert sram <= budget.sram, f"kernel {kernel.sym}: {sram} bytes of SRAM > {budget.sram}"
+        # a matmul's block summed in SRAM is not double-buffered: it may take more than half
+        # (graph_to_tile_costs.sram_need, with the rotated tiles, stays within the target)
+        limit = target.sram_bytes if "graph.matmul" in str(kernel.attributes["op"]) else budget.sram
+        assert sram <= limit, f"kernel {kernel.sym}: {sram} bytes of SRAM > {limit}"
         assert _alloc_bytes(kernel, "acc") <= budget.acc
         assert not any(op.name.startswith(("graph.", "func.")) for op in kernel.walk())
     for op in module.walk():
@@ -302,11 +306,15 @@ def test_kernels_keep_loops_structured():
     matmuls = [op for op in kernel.walk() if isinstance(op, tile.MatmulOp)]
     tm, _, tn = kernel.attributes["tiles"].get_values()  # pyright: ignore
     # 32x48 @ 48x20 on a 4x4 engine: 12 row chunks of K x 5 column groups per block of tm rows,
-    # each one tile.matmul when it runs, but the IR holds one per loop body, not one per tile
+    # each one tile.matmul when it runs, but the IR holds one per loop body, not one per tile:
+    # per K step kind (peeled first, loop, peeled last) at most MAX_UNROLL column groups, each
+    # a first row chunk and a loop over the others, whatever M, N and K are
     assert tn == 4
     assert sum(_trips(op) for op in matmuls) == 12 * 5 * -(-32 // tm)
-    assert len(matmuls) <= 3  # (a peeled first K step,) the K loop body (, a remainder)
-    assert all(isinstance(op.parent_op(), scf.ForOp) for op in matmuls)
+    assert len(matmuls) <= 3 * MAX_UNROLL * 2
+    assert any(isinstance(op.parent_op(), scf.ForOp) for op in matmuls)
+    larger = kernels(lower(parse_mlir(CASES["matmul"].replace("48", "480")), "tiny"))[0]
+    assert len([op for op in larger.walk() if isinstance(op, tile.MatmulOp)]) <= 3 * MAX_UNROLL * 2
     constants = [op.value.value.data for op in kernel.walk() if isinstance(op, arith.ConstantOp)]  # pyright: ignore
     assert len(constants) == len(set(constants)), "one arith.constant per value per kernel"
 
@@ -334,7 +342,8 @@ def test_chosen_tiles_respect_engine_shapes_and_budgets(problem: MatmulProblem, 
     assert plan.tn <= problem.n
     assert plan.tk == problem.k or plan.tk % budget.rows == 0
     assert plan.tm <= problem.m
-    assert plan.sram_bytes <= budget.sram
+    assert plan.sram_need <= budget.target.sram_bytes  # with the copies multi-buffer adds
+    assert plan.sram_bytes <= plan.sram_need
     assert plan.acc_bytes <= budget.acc
     assert plan.key() == min(c.key() for c in matmul_candidates(problem, budget))
 
