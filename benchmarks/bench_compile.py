@@ -25,7 +25,6 @@ import time
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import scf
 
@@ -33,6 +32,7 @@ from aitc import model_zoo
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects.hw import InstructionOp
 from aitc.dialects.tile import CopyOp, KernelOp, MatmulOp, space_of
+from aitc.reference import onnxruntime_session, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import load_target
@@ -60,6 +60,7 @@ MODELS = {
     "resnet-block": lambda: model_zoo.residual_block(batch=1),
     "mobilenet-block": lambda: model_zoo.depthwise_separable(batch=1),
     "transformer": lambda: model_zoo.transformer_encoder_layer(batch=1),
+    "bert-torch-export": lambda: model_zoo.bert_torch_export(),  # host segments: mask, GatherND
     "matmul512": matmul_model,
 }
 
@@ -156,12 +157,10 @@ def bench(name: str, target_name: str, depth: int, kernels: list[list[object]] |
     simulator = Simulator(result.module, target)
     run, sim_s = _best(lambda: simulator.run(inputs), repeat=1)
     stats = run.stats  # pyright: ignore
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model)
     reference, ort_s = _best(lambda: session.run(None, inputs))
-    error = max(
-        float(np.abs(got - want).max()) / max(1.0, float(np.abs(want).max()))
-        for got, want in zip(run.outputs.values(), reference, strict=True)  # pyright: ignore
-    )
+    names = [o.name for o in model.graph.output]
+    error = relative_error(run.outputs, dict(zip(names, reference, strict=True)))  # pyright: ignore
     compute_bound = stats.macs / target.matrix.macs_per_cycle
     minimal = _minimal_dram_bytes(model, inputs, run.outputs)  # pyright: ignore
     bound = max(compute_bound, minimal / target.dram.bytes_per_cycle)
