@@ -655,8 +655,22 @@ def matmul_fits(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
     return _footprint(buffers, "acc") <= budget.acc and need <= budget.target.sram_bytes
 
 
+_PLANS: dict[tuple[object, ...], MatmulPlan | None] = {}
+"""Memo of `plan_matmul`: a model repeats a few matmul shapes (a 6-layer encoder plans 48
+matmuls of 5 shapes); plans are immutable, so equal problems share one."""
+
+
 def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     """The best candidate by `MatmulPlan.key`; None when not even the smallest tiles fit."""
+    key = (p, budget.sram, budget.acc, budget.depth, budget.target.fingerprint())
+    if key not in _PLANS:
+        if len(_PLANS) >= 4096:
+            _PLANS.clear()
+        _PLANS[key] = _search_matmul(p, budget)
+    return _PLANS[key]
+
+
+def _search_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     candidates = list(matmul_candidates(p, budget))
     if not candidates:
         return None
