@@ -1235,8 +1235,18 @@ def _check_indices(indices: SSAValue) -> None:
     )
 
 
+class IndexedOp(IRDLOperation):
+    """Base of the gathers: `input`, integer `indices`, one result, one syntax."""
+
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
+
+
 @irdl_op_definition
-class GatherOp(IRDLOperation):
+class GatherOp(IndexedOp):
     """Takes slices of `input` along `axis` at the (possibly negative) integer `indices`;
     result shape = input[:axis] + indices + input[axis+1:]. Embedding lookups use axis 0.
 
@@ -1247,12 +1257,7 @@ class GatherOp(IRDLOperation):
     """
 
     name = "graph.gather"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    output = result_def(TensorType)
     axis = opt_attr_def(IntegerAttr)
-    traits = traits_def(Pure())
-    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
 
     def verify_(self) -> None:
         x, idx = _shape(self.input), _shape(self.indices)
@@ -1264,7 +1269,7 @@ class GatherOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GatherNDOp(IRDLOperation):
+class GatherNDOp(IndexedOp):
     """ONNX GatherND: gathers slices of `input` addressed by the last dim of `indices`.
 
     The first `batch_dims` (b) dims of `input` and `indices` are shared batch dims; each
@@ -1279,12 +1284,7 @@ class GatherNDOp(IRDLOperation):
     """
 
     name = "graph.gather_nd"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    output = result_def(TensorType)
     batch_dims = opt_attr_def(IntegerAttr)
-    traits = traits_def(Pure())
-    assembly_format = "$input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($output)"
 
     def batch_rank(self) -> int:
         return self.batch_dims.value.data if self.batch_dims is not None else 0
