@@ -42,6 +42,7 @@ def lowering_stages(
             "graph",
             "tile",
             (
+                "graph-legalize-axes",  # non-trailing reductions/softmax: transposes, then the NPU's form
                 f"place-on-host{{target={quoted} fallback={str(host_fallback).lower()}}}",
                 f"convert-graph-to-tile{{target={quoted} depth={depth}}}",
             ),

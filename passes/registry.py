@@ -89,6 +89,12 @@ def _optimize_sync() -> type[ModulePass]:
     return OptimizeSyncPass
 
 
+def _graph_legalize_axes() -> type[ModulePass]:
+    from aitc.passes.graph_legalize_axes import GraphLegalizeAxesPass
+
+    return GraphLegalizeAxesPass
+
+
 def _place_on_host() -> type[ModulePass]:
     from aitc.passes.place_on_host import PlaceOnHostPass
 
@@ -102,6 +108,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
+    "graph-legalize-axes": _graph_legalize_axes,
     "place-on-host": _place_on_host,
     "convert-graph-to-tile": _convert_graph_to_tile,
     "multi-buffer": _multi_buffer,

@@ -157,3 +157,34 @@ def test_random_convs_compile_and_simulate(c, f, size, kernel, stride, pad, targ
 def test_random_elementwise_compile_and_simulate(rows, cols, op, broadcast, target, seed):
     other = {"full": [rows, cols], "row": [cols], "scalar": [1]}[broadcast]
     _compile_simulate_compare(_single_op_model(op, [[rows, cols], other], seed), [rows, cols], target, seed)
+
+
+def non_trailing_axes_model() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Softmax over axis 1 of [2, 8, 6] and a mean over axis 1 (keepdims): both non-trailing."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], name="softmax_mid", axis=1),
+        helper.make_node("ReduceMean", ["p"], ["m"], name="mean_mid", axes=[1], keepdims=1),
+        helper.make_node("Sub", ["p", "m"], ["y"], name="center"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "axes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 6])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, {"x": np.random.default_rng(5).standard_normal((2, 8, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("target", ["tiny", "edge"])
+def test_non_trailing_reductions_and_softmax_run_on_the_npu(target: str):
+    model, inputs = non_trailing_axes_model()
+    result = compile_module(model, CompileOptions(target=target))
+    assert all(row.get("on") != "host" for row in result.kernels)
+    ops = {str(row["op"]) for row in result.kernels}
+    assert {"graph.softmax", "graph.reduce_mean", "graph.transpose"} <= ops
+    assert_close(
+        Simulator(result.module, target).run(inputs).outputs, onnxruntime_outputs(model, inputs), 1e-4
+    )
