@@ -2,7 +2,7 @@
 optional bias and fused activation) for convert-graph-to-tile.
 
 Every batch is C[M x N] = A[M x K] @ B[K x N] on 2-D DRAM views; a rhs without batch dims folds
-the lhs batch into M. The plan (`graph_to_tile_costs.plan_matmul`) cuts C into blocks of
+the lhs batch into M. The plan (`graph_to_tile_matmul_costs.plan_matmul`) cuts C into blocks of
 tm x bn and K into steps of tk. Loop nest for order "m" (order "n" swaps the block loops and
 keeps the K x bn panel of B instead of the tm x K panel of A):
 
@@ -50,13 +50,20 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, buffer_element
-from aitc.passes.graph_to_tile_costs import (
-    F32,
+from aitc.passes.graph_to_tile_costs import F32, dma_instruction_cycles
+from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile_lowering import (
+    CannotFit,
+    LoweringContext,
+    register,
+    tensor_element,
+    tensor_shape,
+)
+from aitc.passes.graph_to_tile_matmul_costs import (
     MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,
     block_waits,
-    dma_instruction_cycles,
     group_slots,
     matmul_buffers,
     matmul_minimum,
@@ -65,14 +72,6 @@ from aitc.passes.graph_to_tile_costs import (
     plan_matmul,
     slot_role,
     step_tile,
-)
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
-from aitc.passes.graph_to_tile_lowering import (
-    CannotFit,
-    LoweringContext,
-    register,
-    tensor_element,
-    tensor_shape,
 )
 from aitc.types import broadcast_shapes
 
