@@ -226,21 +226,15 @@ def _symbol(op: Operation) -> str:
     return name.data if isinstance(name, StringAttr) else ""
 
 
-def _location_name(op: Operation) -> str | None:
-    from xdsl.dialects.builtin import NameLoc
-
-    location = getattr(op, "location", None)
-    return location.desc.data if isinstance(location, NameLoc) else None
-
-
 def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> None:
     """Adds `instructions` (static hw instruction count) to each kernel row, by ONNX location."""
     from aitc.dialects.hw import InstructionOp
+    from aitc.passes.graph_matching import location_name
 
     counts: dict[str, int] = {}
     for op in module.walk():
         if isinstance(op, InstructionOp):
-            name = _location_name(op) or "?"
+            name = location_name(op.location) or "?"
             counts[name] = counts.get(name, 0) + 1
     for row in kernels:
         if row.get("on") != "host":

@@ -85,11 +85,12 @@ def other_operand(op: Operation, value: SSAValue) -> SSAValue:
     return rhs if lhs is value else lhs
 
 
-def _location_name(location: Attribute) -> str | None:
+def location_name(location: Attribute) -> str | None:
+    """The ONNX node name a location carries (a NameLoc, or the last named one of a FusedLoc)."""
     if isinstance(location, NameLoc):
         return location.desc.data
     if isinstance(location, FusedLoc):
-        names = [_location_name(loc) for loc in location.locations.data]
+        names = [location_name(loc) for loc in location.locations.data]
         return next((n for n in reversed(names) if n), None)
     return None
 
@@ -97,7 +98,7 @@ def _location_name(location: Attribute) -> str | None:
 def name_hint(op: Operation) -> str:
     """A readable name for values made from `op`: its location name, else its result's SSA
     name, else the op's short name. Only [A-Za-z0-9_] survives, so it is a valid SSA name."""
-    raw = _location_name(op.location)
+    raw = location_name(op.location)
     if not raw and op.results:
         raw = op.results[0].name_hint
     raw = raw or op.name.split(".")[-1]

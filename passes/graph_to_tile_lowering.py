@@ -21,10 +21,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import FusedLoc, MemRefType, NameLoc, TensorType
+from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.dialects import graph, tile
+from aitc.passes.graph_matching import location_name
 from aitc.passes.graph_to_tile_builder import KernelBuilder, buffer_shape, element_bytes
 from aitc.passes.graph_to_tile_costs import Budget
 
@@ -96,16 +97,7 @@ def register(*op_types: type[Operation], unsupported: CheckFn = _always_supporte
 
 def node_name(op: Operation) -> str:
     """The ONNX node name that the op's location carries, else the op name."""
-    return _location_name(op.location) or op.name
-
-
-def _location_name(location: Attribute) -> str | None:
-    if isinstance(location, NameLoc):
-        return location.desc.data
-    if isinstance(location, FusedLoc):
-        names = [_location_name(loc) for loc in location.locations.data]
-        return next((n for n in reversed(names) if n), None)
-    return None
+    return location_name(op.location) or op.name
 
 
 def tensor_shape(value: SSAValue) -> tuple[int, ...]:
