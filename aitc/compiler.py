@@ -21,7 +21,6 @@ from pathlib import Path
 import onnx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
 
 from aitc.diagnostics import AitcError
 
@@ -174,7 +173,7 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     """One row per tile.kernel (its name and every recorded decision attribute) and, for a
     model split by place-on-host, one per host node (`on` = "host", its `reason`), in
     schedule order. Rows of a split model name their `segment`."""
-    from aitc.dialects.exec import REASON_ATTR, is_host_function, kept_functions
+    from aitc.dialects.exec import REASON_ATTR, is_host_function, kept_functions, symbol_name
     from aitc.dialects.graph import ConstantOp
     from aitc.dialects.tile import KernelOp
     from aitc.passes.graph_to_tile_lowering import node_name
@@ -182,7 +181,7 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     split = bool(kept_functions(module))
     rows = []
     for top in module.ops:
-        segment = {"segment": _symbol(top)} if split else {}
+        segment = {"segment": symbol_name(top) or ""} if split else {}
         if is_host_function(top):
             for op in top.walk():
                 if op.name.startswith("graph.") and not isinstance(op, ConstantOp):
@@ -219,11 +218,6 @@ def segment_report(module: ModuleOp) -> list[dict[str, object]]:
                 rows.append({"segment": call.callee_name, "on": call.placement.data,
                              "in": size(list(call.arguments)), "out": size(list(call.res))})  # fmt: skip
     return rows
-
-
-def _symbol(op: Operation) -> str:
-    name = op.properties.get("sym_name") or op.attributes.get("sym_name")
-    return name.data if isinstance(name, StringAttr) else ""
 
 
 def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> None:

@@ -84,11 +84,16 @@ def kept_functions(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if is_schedule(op) or is_host_function(op)]  # pyright: ignore
 
 
+def symbol_name(op: Operation) -> str | None:
+    """The symbol of a func.func (a property) or hw.program (an attribute), else None."""
+    sym = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return sym.data if isinstance(sym, StringAttr) else None
+
+
 def lookup(module: Operation, name: str) -> Operation | None:
     """The function or hw.program named `name` at the top level of `module`."""
     for op in module.regions[0].block.ops if module.regions else ():
-        sym = op.attributes.get("sym_name") or op.properties.get("sym_name")
-        if isinstance(sym, StringAttr) and sym.data == name:
+        if symbol_name(op) == name:
             return op
     return None
 

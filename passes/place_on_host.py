@@ -44,6 +44,7 @@ from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile import is_graph_level, missing_reason
 from aitc.passes.graph_to_tile_lowering import node_name
+from aitc.types import is_bool, is_float
 
 HOST_INDEX_ELEMENTS = 4096
 """Integer/boolean ops with at most this many result elements run on the host: an NPU kernel
@@ -58,12 +59,12 @@ def _elements(value: SSAValue) -> int:
 
 def _is_float(value: SSAValue) -> bool:
     type_ = value.type
-    return isinstance(type_, TensorType) and str(type_.get_element_type()).startswith(("f", "bf"))
+    return isinstance(type_, TensorType) and is_float(type_.get_element_type())
 
 
 def _is_bool(value: SSAValue) -> bool:
     type_ = value.type
-    return isinstance(type_, TensorType) and str(type_.get_element_type()) == "i1"
+    return isinstance(type_, TensorType) and is_bool(type_.get_element_type())
 
 
 def _index_arithmetic(op: Operation) -> bool:
