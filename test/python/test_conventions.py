@@ -189,3 +189,36 @@ def test_no_bare_imports_of_mapped_folders():
     """`import dialects` from the repo root would load a second copy of every op class."""
     offenders = [line for path in _python_files() for line in _bare_imports(path)]
     assert not offenders, "import aitc.dialects/passes/tools instead:\n" + "\n".join(offenders)
+
+
+# --------------------------------------------------------------------------- dependencies
+
+_PINNED = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[0-9][A-Za-z0-9.+!-]*)")
+
+
+def _lock_lines() -> list[str]:
+    lines = (REPO / "requirements.lock").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_lock_holds_only_registry_pins():
+    """`requirements.lock` is `name==version` lines a fresh machine can fetch from the registry:
+    never a local path, a URL, `@` direct references, hashes of one machine's wheels or ranges."""
+    bad = [line for line in _lock_lines() if not _PINNED.fullmatch(line)]
+    assert not bad, f"requirements.lock must hold only name==version lines, not: {bad}"
+
+
+def test_every_dependency_is_pinned_exactly_and_locked_at_that_version():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    loose = [d for d in declared if not _PINNED.fullmatch(d)]
+    assert not loose, f"pin these exactly in pyproject.toml: {loose}"
+    locked = {_normal(m["name"]): m["version"] for m in map(_PINNED.fullmatch, _lock_lines()) if m}
+    for pin in map(_PINNED.fullmatch, declared):
+        assert pin is not None
+        name = _normal(pin["name"])
+        assert locked.get(name) == pin["version"], f"requirements.lock pins {name}=={locked.get(name)}"
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
