@@ -27,7 +27,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from aitc import xdsl_fixes
 from aitc.types import numpy_dtype, tensor_type
+
+xdsl_fixes.apply()  # lossless dense<...> text wherever aitc builds constants (aitc.ir applies it too)
 
 INLINE_LIMIT_BYTES = 64
 """Constants up to this many bytes are printed inline as `dense<...>`."""
@@ -117,8 +120,11 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
         return cached
     blob = RESOURCES.lookup(key)
     if not blob:
-        raise ValueError(f"dense_resource<{key}> has no bytes: the file lacks its blob")
-    raw = bytes.fromhex(blob[2:])[4:]
+        raise MissingBlob(f"dense_resource<{key}> has no bytes: the file lacks its blob")
+    try:
+        raw = bytes.fromhex(blob[2:])[4:]
+    except ValueError:
+        raise ValueError(f"dense_resource<{key}>: its blob is not hex digits (the file is damaged)") from None
     dtype = numpy_dtype(type_.get_element_type())
     count = int(np.prod(type_.get_shape(), dtype=np.int64))
     if len(raw) != count * dtype.itemsize:
@@ -128,6 +134,24 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
     array = np.frombuffer(raw, dtype=dtype).reshape(type_.get_shape())
     RESOURCES.arrays[key] = array
     return array
+
+
+class MissingBlob(ValueError):
+    """A `dense_resource` whose bytes the file does not hold (upstream MLIR may elide them)."""
+
+
+def resource_problem(attr: DenseResourceAttr, require_bytes: bool = True) -> str | None:
+    """Why the blob of `attr` cannot be its value (missing, not hex, not the size its type
+    needs), or None. Decoding caches the array, so checking costs nothing later. A missing blob
+    is a problem only when `require_bytes`: a file may elide blobs, as upstream MLIR does, until
+    something needs the values."""
+    try:
+        _resource_array(attr)
+    except MissingBlob as error:
+        return str(error) if require_bytes else None
+    except (ValueError, TypeError) as error:
+        return str(error)
+    return None
 
 
 def print_constant_body(printer, op) -> None:

@@ -24,6 +24,7 @@ the binary encoder (`aitc/binary.py`) and the simulator's decoder, so they canno
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -55,6 +56,8 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from aitc.xdsl_fixes import float_literal, parse_float_literal
 
 SPACES = ("dram", "sram", "acc")
 DTYPES = {"f32": 4, "i32": 4, "i8": 1}
@@ -350,9 +353,14 @@ class InstructionOp(IRDLOperation):
         return cls(**values)
 
 
+_PLAIN_FLOAT = re.compile(r"-?\d+\.\d*(e[+-]?\d+)?")
+"""Python's repr of a float that is also an MLIR float literal (`0.5`, `1.5e-07`)."""
+
+
 def _format_value(value: object) -> str:
     if isinstance(value, float):
-        return repr(value)
+        text = repr(value)  # shortest exact form; `1e+20`, `inf`, `nan` are no MLIR literals
+        return text if _PLAIN_FLOAT.fullmatch(text) else float_literal(value)
     return str(value)
 
 
@@ -366,7 +374,7 @@ def _parse_value(parser: Parser, field: Field) -> object:
     if field.kind == "int":
         return parser.parse_integer(allow_boolean=False)
     if field.kind == "float":
-        return float(parser.parse_number())
+        return parse_float_literal(parser)
     value = parser.parse_identifier(f" (one of {', '.join(field.choices)})")
     if field.choices and value not in field.choices:
         parser.raise_error(f"'{field.name}' must be one of {', '.join(field.choices)}, got '{value}'")

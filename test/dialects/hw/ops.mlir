@@ -91,6 +91,26 @@ hw.program @compute target "tiny" {
 
 // -----
 
+// Float fields that Python's repr cannot spell as an MLIR literal (1e+20, inf, nan) print in
+// MLIR's exponent form or as the f64 bit pattern, and parse back to the same bits.
+hw.program @special_floats target "tiny" {
+  hw.core 0 {
+    hw.vimm sram[0x200] <- acc[0x0], op=mul, imm=1.000000e+20, rows=4, cols=4
+    hw.vimm sram[0x200] <- acc[0x0], op=max, imm=0xfff0000000000000, rows=4, cols=4
+    hw.vimm sram[0x200] <- acc[0x0], op=add, imm=0x7ff8000000000001, rows=4, cols=4
+    hw.end
+  }
+}
+// CHECK-LABEL: hw.program @special_floats
+// CHECK:       imm=1.000000e+20,
+// CHECK-NEXT:  imm=0xfff0000000000000,
+// CHECK-NEXT:  imm=0x7ff8000000000001,
+// GENERIC:       imm = 1.000000e+20 : f64
+// GENERIC:       imm = 0xfff0000000000000 : f64
+// GENERIC:       imm = 0x7ff8000000000001 : f64
+
+// -----
+
 // Fields equal to their default are omitted from the custom form (flags: absent = false).
 hw.program @defaults target "tiny" {
   hw.core 0 {
