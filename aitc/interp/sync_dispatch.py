@@ -20,6 +20,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
+from aitc.interp.loops import LoopBudget
 from aitc.interp.tile import describe, tile_interpreter
 from aitc.passes.sync_footprint import Access, accesses, evaluate_index_op
 
@@ -44,7 +45,8 @@ class Dispatcher:
     """Walks a function in program order and fills one in-order stream per engine."""
 
     def __init__(self, module: ModuleOp):
-        self.interpreter = tile_interpreter(module)
+        self.budget = LoopBudget()
+        self.interpreter = tile_interpreter(module, budget=self.budget)
         self.env: dict[SSAValue, object] = {}
         self.streams: dict[str, list[Task]] = {}
         self.windows: dict[Operation, list[Access]] = {}
@@ -83,6 +85,9 @@ class Dispatcher:
         first, stop, step = (int(self.env[v]) for v in (op.lb, op.ub, op.step))  # pyright: ignore
         induction = op.body.block.args[0]
         name = f"%{induction.name_hint or 'i'}"
+        if step <= 0:
+            raise AitcError(f"{describe(op)}: scf.for step must be positive, got {step}")
+        self.budget.spend(op, len(range(first, stop, step)))
         for value in range(first, stop, step):
             self.env[induction] = value
             self.block(op.body.block, (*loops, (name, value)))

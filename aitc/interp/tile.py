@@ -34,12 +34,12 @@ from xdsl.interpreter import (
 )
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
-from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
+from aitc.interp.loops import BoundedScfFunctions, LoopBudget
 from aitc.interp.run import check_inputs, entry_function, is_output_arg, output_names
 from aitc.sim.execute import _BINARY as BINARY  # pyright: ignore[reportPrivateUsage]
 from aitc.sim.execute import _apply_unary as apply_unary  # pyright: ignore[reportPrivateUsage]
@@ -240,11 +240,14 @@ class TileFunctions(InterpreterFunctions):
 # --------------------------------------------------------------------------- running a module
 
 
-def tile_interpreter(module: ModuleOp, functions: Sequence[InterpreterFunctions] = ()) -> Interpreter:
+def tile_interpreter(
+    module: ModuleOp, functions: Sequence[InterpreterFunctions] = (), budget: LoopBudget | None = None
+) -> Interpreter:
     """An interpreter for tile-level `module`: func, arith, scf and tile ops, plus `functions`
-    (e.g. the sync ops' implementations)."""
+    (e.g. the sync ops' implementations); its loops spend `budget` (a fresh one by default)."""
     interpreter = Interpreter(module)
-    for implementations in (FuncFunctions(), ArithFunctions(), ScfFunctions(), TileFunctions(), *functions):
+    scf = BoundedScfFunctions(budget)
+    for implementations in (FuncFunctions(), ArithFunctions(), scf, TileFunctions(), *functions):
         interpreter.register_implementations(implementations)
     return interpreter
 

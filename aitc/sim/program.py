@@ -310,7 +310,9 @@ class _Decoder:
         for op in ops:
             if isinstance(op, LoopOp):
                 n = op.trip_count()
-                body.append(Loop(n, self.block(op.body.block.ops, core, counts, trips * n)))
+                loop_body = self.block(op.body.block.ops, core, counts, trips * n)
+                if loop_body:  # a loop without instructions does nothing: never iterate it
+                    body.append(Loop(n, loop_body))
             elif isinstance(op, InstructionOp):
                 static = StaticInstr(op, max(self.engine_index(op, core), 0), self.target)
                 self.problems += [f"core {core}: {static.text}: {p}" for p in instruction_problems(static)]

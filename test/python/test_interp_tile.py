@@ -603,3 +603,20 @@ def test_sync_level_ops_need_their_functions_and_sync_engine_is_ignored():
     with pytest.raises(AitcError, match=r"Could not find interpretation function for op sync\.signal"):
         run_tile_module(module, {"x": x})
     assert np.array_equal(run_tile_module(module, {"x": x}, functions=[SyncInProgramOrder()])["y"], x)
+
+
+@pytest.mark.parametrize("interpreter", ["tile", "sync"])
+def test_a_loop_bound_far_too_large_is_an_error_not_a_hang(interpreter: str):
+    # A damaged trip count (10**12 iterations of an empty loop) must stop at the interpreter's
+    # loop budget with the loop named, in the tile and the sync interpreter alike.
+    from aitc.interp.sync import run_sync_module
+
+    text = TILED_MATMUL_RELU.replace(
+        "%c64 = arith.constant 64 : index",
+        "%c64 = arith.constant 64 : index\n  %huge = arith.constant 1000000000000 : index\n"
+        "  scf.for %spin = %c0 to %huge step %c16 {\n  }",
+    )
+    run = run_tile_module if interpreter == "tile" else run_sync_module
+    inputs = {"x": floats(64, 48), "w": floats(48, 32)}
+    with pytest.raises(AitcError, match=r"scf.for.*the loops run more than 5,000,000 iterations"):
+        run(parse_mlir(text), inputs)

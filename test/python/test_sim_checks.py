@@ -244,6 +244,15 @@ def test_instruction_cap_stops_before_running():
     assert "1000000000 > 1000" in str(error)
 
 
+def test_empty_loops_cost_nothing_however_many_iterations():
+    """Iterations without instructions count against no cap, so they must not be iterated:
+    `hw.loop 1000000 { hw.loop 1000000 { } }` once kept the simulator busy for days."""
+    signal, wait = SemSignalOp(sem=0, engine="vector"), SemWaitOp(sem=0, engine="matrix")
+    ops = [LoopOp(10**6, [LoopOp(10**6, [])]), signal, wait]
+    result = Simulator(program([core(0, ops)])).run({})
+    assert result.stats.instructions == 2
+
+
 def test_cycle_cap():
     ops = [DmaInOp(dst=sram(0), src=dram(0), row_bytes=1024)]
     error = error_of([core(0, ops)], options=SimOptions(max_cycles=100))
