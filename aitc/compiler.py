@@ -75,13 +75,15 @@ def load_input(source: str | Path | onnx.ModelProto | ModuleOp, options: Compile
     """An ONNX model (path or proto), a .mlir path, or a module (copied, never changed)."""
     from aitc.files import read_text
     from aitc.frontend.onnx_import import import_onnx
-    from aitc.ir import parse_mlir
+    from aitc.ir import parse_mlir, require_weights
 
     if isinstance(source, ModuleOp):
         return source.clone()
     if isinstance(source, onnx.ModelProto) or str(source).endswith(".onnx"):
         return import_onnx(source, dict(options.input_shapes))
-    return parse_mlir(read_text(source), str(source))
+    module = parse_mlir(read_text(source), str(source))
+    require_weights(module)
+    return module
 
 
 def stage_specs(start: str, stop: str, options: CompileOptions) -> list[tuple[str, list[str]]]:

@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from aitc.diagnostics import AitcError
+from aitc.files import read_text
 
 MATRIX_DTYPES = {"f32": "f32", "i8": "i32"}
 """Matrix input dtype -> accumulator dtype."""
@@ -119,6 +120,10 @@ _SCHEMA: dict[str, dict[str, type] | type] = {
 }
 _OPTIONAL = {"description"}
 _MAY_BE_ZERO = {"matrix.latency", "vector.latency", "dma.latency", "link.latency"}
+_LARGEST = 1 << 32
+"""Any integer parameter is below this (a larger one is a typo, and would overflow the binary format)."""
+_LARGEST_BYTES = {"core.sram_bytes": 1 << 30, "core.acc_bytes": 1 << 30, "dram.bytes": 1 << 36}
+"""Memory sizes the simulator can allocate (1 GiB of SRAM or ACC per core, 64 GiB of DRAM)."""
 
 
 def _check_scalar(path: str, kind: type, value: object, problems: list[str]) -> None:
@@ -128,6 +133,8 @@ def _check_scalar(path: str, kind: type, value: object, problems: list[str]) -> 
         problems.append(f"'{path}' must be a {kind.__name__}, got {value!r}")
     elif kind is int and (value < 0 or (value == 0 and path not in _MAY_BE_ZERO)):  # pyright: ignore
         problems.append(f"'{path}' must be {'>= 0' if path in _MAY_BE_ZERO else '> 0'}, got {value}")
+    elif kind is int and value >= _LARGEST_BYTES.get(path, _LARGEST):  # pyright: ignore
+        problems.append(f"'{path}' must be below {_LARGEST_BYTES.get(path, _LARGEST):,}, got {value:,}")
 
 
 def _check_keys(data: dict, schema: dict, prefix: str, problems: list[str]) -> None:
@@ -154,8 +161,9 @@ def _check_engines(d: dict, problems: list[str]) -> None:
     if "default" not in v["op_cycles"]:
         problems.append("'vector.op_cycles' needs a 'default' entry")
     for op, cycles in v["op_cycles"].items():
-        if not isinstance(cycles, int) or isinstance(cycles, bool) or cycles <= 0:
-            problems.append(f"'vector.op_cycles.{op}' must be a positive integer, got {cycles!r}")
+        if not isinstance(cycles, int) or isinstance(cycles, bool) or not 0 < cycles < _LARGEST:
+            wanted = f"an integer in 1..{_LARGEST - 1}"
+            problems.append(f"'vector.op_cycles.{op}' must be {wanted}, got {cycles!r}")
     if d["dma"]["queues"] < 2:
         queues = d["dma"]["queues"]
         problems.append(f"'dma.queues' must be >= 2 (a DMA-in and a DMA-out engine), got {queues}")
@@ -229,9 +237,9 @@ def load_target(name_or_path: str | Path) -> Target:
         return target_from_dict(_parse_toml(resource.read_text(), f"preset {text}"), f"preset {text}")
     path = Path(text)
     if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
+        if not path.exists():
             raise AitcError(f"no such target file: {path}")
-        return target_from_dict(_parse_toml(path.read_text(), str(path)), str(path))
+        return target_from_dict(_parse_toml(read_text(path), str(path)), str(path))
     raise AitcError(f"unknown target '{text}' (presets: {', '.join(preset_names())}; or pass FILE.toml)")
 
 

@@ -61,11 +61,17 @@ MISSING: dict[type[Operation], str] = {
 
 def missing_reason(op: Operation) -> str | None:
     """Why the NPU cannot run `op` (no lowering, or its lowering refuses this variant), or None."""
+    if any(_has_no_elements(v) for v in (*op.operands, *op.results)):
+        return "a zero-element tensor: no kernel to run (the host passes it through)"
     lowering = LOWERINGS.get(type(op))
     if lowering is None:
         generic = f"no tile lowering for {op.name}: the vector engine has no such function"
         return MISSING.get(type(op), generic)
     return lowering.unsupported(op)
+
+
+def _has_no_elements(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and 0 in value.type.get_shape()
 
 
 def check_lowerable(module: ModuleOp, ops: list[Operation], target: Target) -> None:
@@ -135,6 +141,8 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
             copies.append((value, out))
     _lower_units(module, ctx, ops)
     for value, out in copies:
+        if _has_no_elements(value):
+            continue  # a zero-element output: nothing to copy
         copy_value(ctx, ret, ctx.buffer(value), out, f"copy to output {out.name_hint or ''}".strip())
     block.add_ops([*ctx.decls, *ctx.kernels, func.ReturnOp()])
     f.body.detach_block(old)

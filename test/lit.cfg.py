@@ -22,3 +22,6 @@ config.substitutions.append(  # noqa: F821
 config.substitutions.append(  # noqa: F821
     ("AITC_GENERIC_ROUNDTRIP", "aitc-opt %s --print-op-generic | aitc-opt | filecheck %s")
 )
+# File names at and just past the usual file-system limit of 255 bytes (output-path tests).
+config.substitutions.append(("%{long255}", "n" * 250 + ".mlir"))  # noqa: F821
+config.substitutions.append(("%{long256}", "n" * 251 + ".mlir"))  # noqa: F821

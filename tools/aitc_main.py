@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 import numpy as np
 
-from aitc.diagnostics import AitcError
+from aitc.diagnostics import AitcError, run_command
 
 
 def _parse_shape(text: str) -> tuple[str, list[int]]:
@@ -37,10 +36,22 @@ def _parse_shape(text: str) -> tuple[str, list[int]]:
     return name, shape
 
 
+def _seed(text: str) -> int:
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+    if not 0 <= seed < 2**63:
+        raise argparse.ArgumentTypeError(f"a seed is in 0..2**63-1, got {seed}")
+    return seed
+
+
 def cmd_import(args: argparse.Namespace) -> int:
+    from aitc.files import check_outputs
     from aitc.frontend.onnx_import import import_onnx
     from aitc.ir import print_mlir
 
+    check_outputs([args.output], [args.model])
     module = import_onnx(args.model, dict(args.input_shape or []))
     _emit_text(print_mlir(module, generic=args.generic), args.output)
     return 0
@@ -50,7 +61,7 @@ def _emit_text(text: str, output: str | None) -> None:
     """Writes `text` to `output` atomically, or to stdout when no -o was given."""
     from aitc.files import write_atomic
 
-    if output:
+    if output is not None:
         write_atomic(output, text)
     else:
         sys.stdout.write(text)
@@ -60,12 +71,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """ONNX or .mlir -> a binary (default) or, with --emit LEVEL, .mlir at that level."""
     from aitc.binary import save_program
     from aitc.compiler import CompileOptions, compile_module, format_report
+    from aitc.files import check_outputs
     from aitc.ir import print_mlir
     from aitc.target import load_target
 
     emit = args.emit or "hw"
-    if args.emit is None and not args.output:
+    if args.emit is None and args.output is None:
         raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
+    check_outputs([args.output], [args.model, args.target])
     target = load_target(args.target)
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
@@ -78,13 +91,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}: {size} bytes for target '{target.name}'")
     else:
         _emit_text(print_mlir(result.module), args.output)
-        if args.output:
+        if args.output is not None:
             print(format_report(result))
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from aitc.frontend.onnx_import import check_model, external_data_problems, load_model, model_problems
+    """The per-node table, then exactly the errors `aitc import` would stop with (it runs the
+    whole import in memory and writes nothing), so both accept and reject the same models."""
+    from aitc.frontend.onnx_import import check_model
     from aitc.frontend.onnx_ops import ONNX_OPS
     from aitc.report import format_table
 
@@ -95,68 +110,50 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise AitcError("aitc check needs MODEL.onnx (or --ops)")
-    model = load_model(args.model, external_data=False)  # the table needs no weights
-    report = check_model(model)
-    print(
-        format_table(
-            ["node", "op type", "status", "reason"],
-            [(r.name, r.op_type, r.status, r.reason) for r in report],
-        )
-    )
-    counts = {s: sum(r.status == s for r in report) for s in ("supported", "decomposed", "unsupported")}
-    print(", ".join(f"{n} {s}" for s, n in counts.items()))
-    problems = model_problems(model) + external_data_problems(model, os.path.dirname(args.model) or ".")
-    for problem in problems:
-        print(f"{args.model}: error: {problem}", file=sys.stderr)
-    return 1 if counts["unsupported"] or problems else 0
+    report = check_model(args.model, dict(args.input_shape or []))
+    rows = [(r.name, r.op_type, r.status, r.reason) for r in report.nodes]
+    print(format_table(["node", "op type", "status", "reason"], rows))
+    counts = {s: sum(r.status == s for r in report.nodes) for s in ("supported", "decomposed", "unsupported")}
+    invalid = sum(r.status == "invalid" for r in report.nodes)
+    print(", ".join(f"{n} {s}" for s, n in counts.items()) + (f", {invalid} invalid" if invalid else ""))
+    if report.error is not None:
+        raise report.error  # printed by main() as `aitc import` prints it
+    return 0
 
 
 def _load_module(path: str, input_shapes):
     from aitc.files import read_text
     from aitc.frontend.onnx_import import import_onnx
-    from aitc.ir import parse_mlir
+    from aitc.ir import parse_mlir, require_weights
 
     if path.endswith(".onnx"):
         return import_onnx(path, dict(input_shapes or []))
     module = parse_mlir(read_text(path), path)
-    _check_weights(module)
+    require_weights(module)
     return module
-
-
-def _check_weights(module) -> None:
-    """Every `dense_resource` must have its bytes in the file (else running would fail midway)."""
-    from xdsl.dialects.builtin import DenseResourceAttr
-
-    from aitc.weights import attr_to_array
-
-    problems = []
-    for op in module.walk():
-        for attr in [*op.attributes.values(), *op.properties.values()]:
-            if isinstance(attr, DenseResourceAttr):
-                try:
-                    attr_to_array(attr)
-                except ValueError as error:
-                    problems.append(f"{op.name}: {error}")
-    if problems:
-        raise AitcError(problems, hint="the file's dialect_resources section is missing or cut short")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Runs graph-level IR on the reference interpreter, or a hw program (.mlir or .aitb) on the
     simulator; writes or summarises the outputs."""
-    from aitc.files import load_arrays, save_arrays
+    from aitc.files import arrays_to_npz, check_outputs, load_arrays, write_outputs
     from aitc.report import summarize_outputs
 
-    if args.file.endswith(".aitb"):
-        module = None
-    else:
-        module = _load_module(args.file, args.input_shape)
+    check_outputs([args.outputs, args.trace], [args.file, args.inputs, args.target])
+    inputs = load_arrays(args.inputs) if args.inputs else None
+    module = None if args.file.endswith(".aitb") else _load_module(args.file, args.input_shape)
+    trace = None
     if module is None or _holds_hw_program(module):
-        outputs = _simulate(args, module, load_arrays(args.inputs) if args.inputs else None)
+        outputs, trace = _simulate(args, module, inputs)
     else:
-        outputs = _interpret(args, module, load_arrays(args.inputs) if args.inputs else None)
-    if args.outputs:
-        save_arrays(args.outputs, outputs)
+        outputs = _interpret(args, module, inputs)
+    files = {args.outputs: arrays_to_npz(outputs)} if args.outputs is not None else {}
+    if trace is not None:
+        files[args.trace] = trace
+    write_outputs(files, [args.file, args.inputs, args.target])
+    if args.trace is not None:
+        print(f"trace written to {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    if args.outputs is not None:
         print(f"wrote {len(outputs)} output(s) to {args.outputs}")
     else:
         print(summarize_outputs(outputs))
@@ -176,7 +173,7 @@ def _holds_hw_program(module) -> bool:
 def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
     from aitc.interp.run import entry_function, input_names, random_inputs, run_module
 
-    if args.trace or args.stats or args.target:
+    if args.trace is not None or args.stats or args.target:
         raise AitcError("--trace, --stats and --target apply to hw programs; this file is graph-level IR")
     if inputs is None:
         function = entry_function(module, args.entry)
@@ -185,24 +182,22 @@ def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray
     return run_module(module, inputs, args.entry)
 
 
-def _simulate(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
-    from aitc.sim import Session, format_stats, write_trace
+def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.ndarray], str | None]:
+    """The outputs of the program on the simulator, and its trace as JSON text when --trace."""
+    from aitc.sim import Session, format_stats, trace_json
 
     session = Session(module if module is not None else args.file, target=args.target)
     if inputs is None:
         inputs = _random_program_inputs(session, args.seed)
         print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(inputs)}")
     names = [spec.name for spec in session.get_outputs()]
-    values = session.run(None, inputs, trace=bool(args.trace))
+    values = session.run(None, inputs, trace=args.trace is not None)
     result = session.last_result
     assert result is not None
-    if args.trace:
-        assert result.trace is not None
-        write_trace(result.trace, args.trace)
-        print(f"trace written to {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
     if args.stats:
         print(format_stats(result.stats))
-    return dict(zip(names, values, strict=True))
+    trace = trace_json(result.trace) if args.trace is not None and result.trace is not None else None
+    return dict(zip(names, values, strict=True)), trace
 
 
 def _random_program_inputs(session, seed: int) -> dict[str, np.ndarray]:
@@ -216,13 +211,15 @@ def cmd_asm(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aitc.binary import declared_target, save_program
-    from aitc.files import read_text
-    from aitc.ir import parse_mlir
+    from aitc.files import check_outputs, read_text
+    from aitc.ir import parse_mlir, require_weights
     from aitc.target import load_target
 
+    output = args.output if args.output is not None else str(Path(args.file).with_suffix(".aitb"))
+    check_outputs([output], [args.file, args.target])
     module = parse_mlir(read_text(args.file), args.file)
+    require_weights(module)
     target = load_target(args.target) if args.target else declared_target(module)
-    output = args.output or str(Path(args.file).with_suffix(".aitb"))
     size = save_program(output, module, target)
     print(f"wrote {output}: {size} bytes for target '{target.name}'")
     return 0
@@ -230,9 +227,11 @@ def cmd_asm(args: argparse.Namespace) -> int:
 
 def cmd_disasm(args: argparse.Namespace) -> int:
     from aitc.binary import load_program
+    from aitc.files import check_outputs
     from aitc.ir import print_mlir
     from aitc.target import load_target
 
+    check_outputs([args.output], [args.file, args.target])
     module = load_program(args.file, load_target(args.target) if args.target else None)
     _emit_text(print_mlir(module, generic=args.generic), args.output)
     return 0
@@ -321,9 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
     p.set_defaults(handler=cmd_compile)
 
-    p = sub.add_parser("check", help="per-node support table of an ONNX model")
+    p = sub.add_parser("check", help="per-node support table of an ONNX model; fails where import fails")
     p.add_argument("model", nargs="?")
     p.add_argument("--ops", action="store_true", help="list the ONNX op types aitc claims")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=_parse_shape,
+        metavar="NAME=1x3x224x224",
+        help="pin the shape of a dynamic input, as for import (repeatable)",
+    )
     p.set_defaults(handler=cmd_check)
 
     p = sub.add_parser(
@@ -335,7 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", help="write outputs to this .npz (keys = output names)")
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
     p.add_argument("--entry", help="function to run (default @main)")
-    p.add_argument("--seed", type=int, default=0, help="seed for random inputs when --inputs is absent")
+    p.add_argument(
+        "--seed", type=_seed, default=0, help="seed (0..2**63-1) for random inputs when --inputs is absent"
+    )
     p.add_argument("--target", help="hw programs: target preset NAME or FILE.toml (default: the program's)")
     p.add_argument("--trace", metavar="TRACE.json", help="hw programs: write a Chrome/Perfetto trace")
     p.add_argument("--stats", action="store_true", help="hw programs: print cycle and engine statistics")
@@ -350,25 +358,7 @@ def _where(args: argparse.Namespace) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except AitcError as error:
-        print(error.render(_where(args)), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as error:  # an aitc bug: say so briefly, full trace only on request
-        if os.environ.get("AITC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"{_where(args) or 'aitc'}: internal error: {type(error).__name__}: {error}",
-            file=sys.stderr,
-        )
-        print(
-            "note: this is a bug in aitc; rerun with AITC_DEBUG=1 for a traceback and report it",
-            file=sys.stderr,
-        )
-        return 2
+    return run_command(_where(args), lambda: args.handler(args), debug=bool(os.environ.get("AITC_DEBUG")))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """aitc-opt: xdsl-opt with every aitc dialect and pass registered (and xDSL's own).
 
 Differences from xdsl-opt, all in the user's favour: a parse or verification error is a short
-diagnostic with a non-zero exit status (never a traceback), and `-o FILE` is written only when
-every chunk succeeded.
+diagnostic with a non-zero exit status (never a traceback); `-o FILE` follows aitc's output rules
+(`aitc.files`: checked first, written only when every chunk succeeded); the only output target
+(`-t`) is `mlir` — xDSL's other targets (llvm, riscv-asm, ...) do not know aitc's dialects, and
+`aitc asm` assembles hw programs.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import io
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
+from typing import IO
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.universe import Universe
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, PassFailedException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from aitc.diagnostics import AitcError
-from aitc.ir import register_aitc_dialects
+from aitc.diagnostics import AitcError, run_command
+from aitc.files import check_outputs, read_text, write_atomic
+from aitc.ir import parse_unverified, register_aitc_dialects
 
 
 class AitcOptMain(xDSLOptMain):
@@ -40,6 +45,47 @@ class AitcOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["mlir"] = self._parse_mlir
+
+    def _parse_mlir(self, stream: IO[bytes]) -> ModuleOp:
+        """aitc's parser: a located error for any bad text, and use-before-def checked (the
+        driver runs the verifier)."""
+        implicit_module = not self.args.no_implicit_module
+        return parse_unverified(stream.read(), self.get_input_name(), self.ctx, implicit_module)
+
+    def register_all_targets(self) -> None:
+        self.available_targets["mlir"] = Universe.get_multiverse().all_targets["mlir"]
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        """The pipeline; an exception out of one of xDSL's own passes (which do not know aitc's
+        dialects) is a diagnostic naming them, while one out of aitc's passes stays a bug."""
+        from aitc.passes import get_all_passes
+
+        try:
+            super().apply_passes(prog)
+        except (DiagnosticException, PassFailedException, AitcError):
+            raise
+        except Exception as error:
+            foreign = [p.name for p in self.pipeline.passes if p.name not in get_all_passes()]
+            if not foreign:
+                raise
+            message = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise AitcError(
+                f"the pipeline failed ({type(error).__name__}: {message})",
+                hint=f"xDSL's own passes ({', '.join(foreign)}) may not handle aitc's dialects",
+            ) from None
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input file (or stdin) read whole, through aitc's checks: a folder, a device, a
+        symlink loop or a file that is not UTF-8 text is an AitcError, not a traceback."""
+        path = self.args.input_file
+        if path is None:
+            return sys.stdin.buffer, "mlir"
+        data = read_text(path).encode()
+        return io.BytesIO(data), os.path.splitext(path)[1].removeprefix(".")
+
     def prepare_output(self):
         if self.args.output_file is None:
             return sys.stdout
@@ -47,15 +93,10 @@ class AitcOptMain(xDSLOptMain):
         return self.buffer
 
     def commit_output(self) -> None:
-        """Writes -o atomically (a temporary file renamed into place), after every chunk passed."""
+        """Writes -o by aitc's output rules (`aitc.files`), after every chunk passed."""
         buffer = getattr(self, "buffer", None)
-        if buffer is None:
-            return
-        target = self.args.output_file
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(target)), prefix=".aitc-opt-")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(buffer.getvalue())
-        os.replace(tmp, target)
+        if buffer is not None:
+            write_atomic(self.args.output_file, buffer.getvalue())
 
 
 class _Buffer(io.StringIO):
@@ -63,12 +104,6 @@ class _Buffer(io.StringIO):
 
     def close(self) -> None:
         pass
-
-
-def _input_name(args: Sequence[str] | None) -> str:
-    argv = list(sys.argv[1:] if args is None else args)
-    files = [a for a in argv if not a.startswith("-") and os.path.exists(a)]
-    return files[0] if files else "<stdin>"
 
 
 _UNDERLINE = re.compile(r"\s*\^+-*")
@@ -96,22 +131,25 @@ def excerpt(annotated: str, context: int = 3) -> str:
 def main(args: Sequence[str] | None = None) -> int:
     try:
         driver = AitcOptMain(args=args)
-    except Exception as error:  # bad -p pipeline or options: xDSL raises plain exceptions
+    except (Exception, ArgSpecParseError) as error:  # bad -p pipeline or options
         print(f"aitc-opt: error: {error}", file=sys.stderr)
         return 1
+    where = driver.args.input_file or "<stdin>"
+    return run_command(where, lambda: _run(driver, where), debug=bool(os.environ.get("AITC_DEBUG")))
+
+
+def _run(driver: AitcOptMain, where: str) -> int:
+    """Checks -o, runs the driver, writes -o; xDSL's own exceptions become diagnostics."""
+    check_outputs([driver.args.output_file], [driver.args.input_file])
     try:
         driver.run()
     except ParseError as error:
-        print(AitcError(str(error)).render(), file=sys.stderr)
-        return 1
+        raise AitcError(str(error)) from None
     except (DiagnosticException, PassFailedException) as error:
-        print(f"{_input_name(args)}: error: {error}", file=sys.stderr)
-        for note in getattr(error, "__notes__", []):
-            print(excerpt(note), file=sys.stderr)
-        return 1
+        notes = "\n".join(excerpt(note) for note in getattr(error, "__notes__", []))
+        raise AitcError(str(error), context=notes) from None
     except (ValueError, FileNotFoundError) as error:
-        print(f"aitc-opt: error: {error}", file=sys.stderr)
-        return 1
+        raise AitcError(str(error)) from None
     driver.commit_output()
     return 0
 

@@ -1,8 +1,9 @@
 """ONNX model -> `graph` dialect module.
 
     load (protobuf)
-      -> validate (opset, undefined names, element types, absurd sizes, support of every node,
-         external data references: all problems at once, before any work)
+      -> validate (opset, outputs, names declared twice, read before defined or assigned twice,
+         element types, absurd sizes and raw data sizes, support of every node and its
+         attribute values, external data references: all problems at once, before any work)
       -> read external data (confined to the model's folder, checked against tensor sizes)
       -> pin input shapes (--input-shape), reject dynamic or absurd dims
       -> onnx.checker
@@ -11,6 +12,7 @@
       -> func.func @main with `graph.name` on arguments and results, verified
 
 Every user-facing problem is an `AitcError` with one line per problem, naming the ONNX node.
+`import_model` is the whole sequence; `aitc import` and `aitc check` both run it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +45,7 @@ from aitc.frontend.lowering import (
     check_dims,
     onnx_to_numpy,
 )
-from aitc.frontend.onnx_ops import ONNX_OPS
+from aitc.frontend.onnx_ops import ONNX_OPS, invalid_attribute
 from aitc.types import element_type_of
 
 MIN_OPSET = 13
@@ -178,12 +181,17 @@ def _external_problem(tensor: onnx.TensorProto, folder: Path) -> str | None:
         )
     needed = _tensor_nbytes(tensor)
     if needed is not None and available != needed:
-        dims = "x".join(str(d) for d in tensor.dims) or "scalar"
         return (
             f"external data '{location}' gives {available} bytes (offset {offset}), "
-            f"but the {dims} {onnx.TensorProto.DataType.Name(tensor.data_type)} tensor needs {needed}"
+            f"but the {_describe(tensor)} needs {needed}"
         )
     return None
+
+
+def _describe(tensor: onnx.TensorProto) -> str:
+    """`4x4 FLOAT tensor` (`scalar FLOAT tensor`)."""
+    dims = "x".join(str(d) for d in tensor.dims) or "scalar"
+    return f"{dims} {onnx.TensorProto.DataType.Name(tensor.data_type)} tensor"
 
 
 def external_data_problems(model: onnx.ModelProto, folder: str | os.PathLike) -> list[str]:
@@ -230,10 +238,11 @@ def _as_model(source: str | os.PathLike | onnx.ModelProto) -> onnx.ModelProto:
 
 
 def default_opset(model: onnx.ModelProto) -> int:
-    """The version of the default (ai.onnx) opset that the model imports."""
-    for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return entry.version
+    """The version of the default (ai.onnx) opset that the model imports (the highest, if it
+    lists several: ONNX binds every node to the highest)."""
+    versions = [entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")]
+    if versions:
+        return max(versions)
     if not model.opset_import:
         raise AitcError(
             "the model declares no opset (opset_import is empty)",
@@ -242,41 +251,81 @@ def default_opset(model: onnx.ModelProto) -> int:
     raise AitcError("the model imports no default-domain (ai.onnx) opset")
 
 
+def node_name(node: onnx.NodeProto, index: int) -> str:
+    """The node's name, or `OpType_index` for an unnamed node (as the table and errors show it)."""
+    return node.name or f"{node.op_type}_{index}"
+
+
+def _node_label(node: onnx.NodeProto, index: int) -> str:
+    """`node 'name' (OpType)`: how every diagnostic names a node."""
+    return f"node '{node_name(node, index)}' ({node.op_type})"
+
+
+def _support(node: onnx.NodeProto) -> tuple[str, str]:
+    """(status, reason) of one node: supported / decomposed / unsupported / invalid."""
+    entry = ONNX_OPS.get(node.op_type)
+    if node.domain not in ("", "ai.onnx"):
+        return "unsupported", f"custom domain '{node.domain}'"
+    if entry is None:
+        return "unsupported", "no lowering for this op type"
+    invalid = invalid_attribute(node)
+    if invalid:
+        return "invalid", invalid
+    problem = entry.precheck(node) if entry.precheck else None
+    return ("unsupported", problem) if problem else (entry.status, entry.note)
+
+
 def node_support(model: onnx.ModelProto) -> list[NodeSupport]:
-    """Per node: supported / decomposed / unsupported with the reason."""
-    rows = []
-    for index, node in enumerate(model.graph.node):
-        name = node.name or f"{node.op_type}_{index}"
-        entry = ONNX_OPS.get(node.op_type)
-        if node.domain not in ("", "ai.onnx"):
-            rows.append(NodeSupport(name, node.op_type, "unsupported", f"custom domain '{node.domain}'"))
-        elif entry is None:
-            rows.append(NodeSupport(name, node.op_type, "unsupported", "no lowering for this op type"))
-        else:
-            problem = entry.precheck(node) if entry.precheck else None
-            if problem:
-                rows.append(NodeSupport(name, node.op_type, "unsupported", problem))
-            else:
-                rows.append(NodeSupport(name, node.op_type, entry.status, entry.note))
-    return rows
+    """Per node: supported / decomposed / unsupported / invalid, with the reason."""
+    return [
+        NodeSupport(node_name(node, index), node.op_type, *_support(node))
+        for index, node in enumerate(model.graph.node)
+    ]
 
 
-def _undefined_names(model: onnx.ModelProto) -> list[str]:
-    defined = {i.name for i in model.graph.input} | {t.name for t in model.graph.initializer} | {""}
+def _declaration_problems(model: onnx.ModelProto) -> list[str]:
+    """At least one graph output; graph inputs, initializers and outputs each declared once."""
+    problems = []
+    if not model.graph.output:
+        problems.append(
+            "the graph has no outputs, so it computes nothing: list its results in graph.output "
+            "(re-export the model)"
+        )
+    lists = {
+        "graph input": [i.name for i in model.graph.input],
+        "initializer": [t.name for t in model.graph.initializer],
+        "graph output": [o.name for o in model.graph.output],
+    }
+    for kind, names in lists.items():
+        for name, count in Counter(names).items():
+            if count > 1:
+                problems.append(f"{kind} '{name}' is listed {count} times; list it once")
+    return problems
+
+
+def _definition_problems(model: onnx.ModelProto) -> list[str]:
+    """Single assignment: every name a node reads is defined before it, every name it writes is
+    new (not a graph input, initializer or other node's output), every graph output is produced."""
+    definer = {i.name: f"graph input '{i.name}'" for i in model.graph.input}
+    definer.update({t.name: f"initializer '{t.name}'" for t in model.graph.initializer})
     problems = []
     for index, node in enumerate(model.graph.node):
-        for name in node.input:
-            if name not in defined:
-                label = node.name or f"{node.op_type}_{index}"
+        label = _node_label(node, index)
+        problems += [
+            f"{label} reads '{name}', which no initializer, graph input or earlier node defines "
+            "(missing initializer?)"
+            for name in node.input
+            if name and name not in definer
+        ]
+        for name in filter(None, node.output):
+            if name in definer:
                 problems.append(
-                    f"node '{label}' ({node.op_type}) reads '{name}', which no initializer, "
-                    "graph input or earlier node defines (missing initializer?)"
+                    f"{label} writes '{name}', which {definer[name]} already defines: "
+                    "ONNX assigns each name once; rename one of them"
                 )
-        defined.update(node.output)
-    for output in model.graph.output:
-        if output.name not in defined:
-            problems.append(f"graph output '{output.name}' is never produced")
-    return problems
+            definer.setdefault(name, label)
+    unproduced = [o.name for o in model.graph.output if o.name not in definer]
+    return problems + [f"graph output '{name}' is never produced" for name in unproduced]
 
 
 def _type_name(elem_type: int) -> str:
@@ -322,9 +371,24 @@ def _dims_problem(dims: Sequence[int], what: str) -> str | None:
     return None
 
 
+def _raw_data_problem(tensor: onnx.TensorProto) -> str | None:
+    """An initializer whose raw_data does not hold exactly its shape's bytes (onnx.checker only
+    catches too few)."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or not tensor.HasField("raw_data"):
+        return None
+    needed, size = _tensor_nbytes(tensor), len(tensor.raw_data)
+    if needed is None or size == needed:
+        return None
+    return (
+        f"initializer '{tensor.name}' holds {size} bytes of raw data, "
+        f"but the {_describe(tensor)} needs {needed}"
+    )
+
+
 def _size_problems(model: onnx.ModelProto) -> list[str]:
     problems = [
-        _dims_problem([int(d) for d in t.dims], f"initializer '{t.name}'") for t in model.graph.initializer
+        _dims_problem([int(d) for d in t.dims], f"initializer '{t.name}'") or _raw_data_problem(t)
+        for t in model.graph.initializer
     ]
     return [p for p in problems if p]
 
@@ -339,29 +403,42 @@ def _check_opset(model: onnx.ModelProto) -> None:
 
 
 def model_problems(model: onnx.ModelProto) -> list[str]:
-    """What would stop an import besides unsupported nodes: opset, undefined names, element
-    types, absurd initializer sizes (one line each; `aitc check` prints them)."""
+    """What would stop an import besides the nodes themselves: opset, outputs, names defined
+    twice or never, element types, initializer sizes (one line each)."""
     try:
         _check_opset(model)
     except AitcError as error:
         return error.problems
-    return _undefined_names(model) + _type_problems(model) + _size_problems(model)
+    return (
+        _declaration_problems(model)
+        + _definition_problems(model)
+        + _type_problems(model)
+        + _size_problems(model)
+    )
+
+
+_NODE_HINTS = {
+    "unsupported": "`aitc check MODEL` lists every node; `aitc check --ops` lists the supported op types",
+    "invalid": "ONNX forbids these attribute values: fix the exporter, or the node (onnx.helper)",
+}
 
 
 def validate(model: onnx.ModelProto, folder: str | os.PathLike | None = None) -> None:
     """All structural problems at once, before any work: opset (alone: nothing else means much
-    under a wrong opset), then undefined names, element types, absurd sizes, unsupported nodes
-    and, given the model's folder, bad external data references (checked, not read)."""
+    under a wrong opset), then model_problems, unsupported or invalid nodes and, given the
+    model's folder, bad external data references (checked, not read)."""
     _check_opset(model)
     problems = model_problems(model)
     external = external_data_problems(model, folder) if folder is not None else []
-    unsupported = [r for r in node_support(model) if r.status == "unsupported"]
-    problems += external + [f"node '{r.name}' ({r.op_type}): unsupported: {r.reason}" for r in unsupported]
+    bad = [r for r in node_support(model) if r.status in _NODE_HINTS]
+    problems += external + [f"node '{r.name}' ({r.op_type}): {r.status}: {r.reason}" for r in bad]
     if problems:
-        hint = _EXTERNAL_HINT if external else None
-        if unsupported:
-            hint = "`aitc check MODEL` lists every node; `aitc check --ops` lists the supported op types"
-        raise AitcError(problems, hint=hint)
+        statuses = {r.status for r in bad}
+        hints = [hint for status, hint in _NODE_HINTS.items() if status in statuses]
+        raise AitcError(problems, hint=hints[0] if hints else _EXTERNAL_HINT if external else None)
+
+
+_CHECKER_NODE = re.compile(r"Bad node spec for node\. Name: (.*) OpType: (\S+)")
 
 
 def check_onnx(model: onnx.ModelProto) -> None:
@@ -372,8 +449,19 @@ def check_onnx(model: onnx.ModelProto) -> None:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         context = [line.removeprefix("==> Context:").strip() for line in lines if line.startswith("==>")]
         message = lines[0] if lines else "onnx.checker failed"
+        node = _CHECKER_NODE.fullmatch(context[0]) if context else None
+        if node:
+            label = _checker_node_label(model, *node.groups())
+            raise AitcError(f"{label}: invalid: {message} (onnx.checker)") from None
         where = f" ({context[0]})" if context else ""
         raise AitcError(f"invalid ONNX model: {message}{where}") from None
+
+
+def _checker_node_label(model: onnx.ModelProto, name: str, op_type: str) -> str:
+    """The label of the node onnx.checker names (the first so named: unnamed ones are ambiguous)."""
+    nodes = enumerate(model.graph.node)
+    found = next(((i, n) for i, n in nodes if n.name == name and n.op_type == op_type), None)
+    return f"node '{name}' ({op_type})" if found is None else _node_label(found[1], found[0])
 
 
 # --------------------------------------------------------------------------- shapes
@@ -498,16 +586,16 @@ def _initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 def _lower_nodes(model: onnx.ModelProto, lowering: Lowering, env: dict[str, Value]) -> None:
     for index, node in enumerate(model.graph.node):
         lowering.at_node(node, index)
-        label = node.name or f"{node.op_type}_{index}"
+        label = _node_label(node, index)
         inputs = [env[name] if name else None for name in node.input]
         last = lowering.block.last_op
         try:
             outputs = ONNX_OPS[node.op_type].lower(lowering, node, inputs)
             _verify_new_ops(lowering.block, last)
         except Unsupported as error:
-            raise AitcError(f"node '{label}' ({node.op_type}): {error}") from None
+            raise AitcError(f"{label}: {error}") from None
         except (VerifyException, DiagnosticException, ValueError, IndexError) as error:
-            raise AitcError(f"node '{label}' ({node.op_type}): {str(error).splitlines()[0]}") from None
+            raise AitcError(f"{label}: {str(error).splitlines()[0]}") from None
         for name, value in zip(node.output, outputs, strict=False):
             if name:
                 env[name] = value
@@ -559,17 +647,42 @@ def import_onnx(
     The entry function is `@main`; its arguments and results carry the ONNX names as
     `graph.name` attributes, and every op's location is the ONNX node name.
     """
+    model, folder = _unread_model(source)
+    return import_model(model, folder, input_shapes)
+
+
+def _unread_model(source: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, Path | None]:
+    """The model to import (a private copy of a ModelProto, whose external data must be loaded;
+    a file read without its external data) and the folder to read that data from."""
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(_as_model(source))
-        validate(model)
-    else:  # validate before reading external weights: a model aitc cannot import costs nothing
-        model = load_model(source, external_data=False)
-        validate(model, Path(source).parent)
-        _load_external_data(model, Path(source).parent)
+        return model, None
+    return load_model(source, external_data=False), Path(source).parent
+
+
+def import_model(
+    model: onnx.ModelProto,
+    folder: Path | None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModuleOp:
+    """The whole import of `model` (changed in place), with every check: `aitc import` and
+    `aitc check` both run this, so they accept and reject the same models.
+
+    External data is read from `folder` only after `validate` (a model aitc cannot import costs
+    nothing); with no folder, the model must hold its weights already.
+    """
+    validate(model, folder)
+    if folder is not None:
+        _load_external_data(model, folder)
     pin_input_shapes(model, input_shapes or {})
     check_onnx(model)
     inferred = _infer_shapes(model)
+    return _lower_model(model, inferred)
+
+
+def _lower_model(model: onnx.ModelProto, inferred: onnx.ModelProto) -> ModuleOp:
+    """`func.func @main` holding the lowered nodes, checked against onnx's shapes and verified."""
     env: dict[str, Value] = dict(_initializers(model))
     block = Block()
     arg_names = []
@@ -608,10 +721,24 @@ def _erase_unused_constants(block: Block) -> None:
             op.erase()
 
 
+@dataclass(frozen=True)
+class CheckReport:
+    """What `aitc check` reports: the per-node table, and the error `aitc import` fails with."""
+
+    nodes: list[NodeSupport]
+    error: AitcError | None  # None: the model imports
+
+
 def check_model(
     source: str | os.PathLike | onnx.ModelProto,
-) -> list[NodeSupport]:
-    """The per-node support table of `aitc check` (loading errors still raise AitcError; weights
-    in external files are not needed, so not read)."""
-    model = source if isinstance(source, onnx.ModelProto) else load_model(source, external_data=False)
-    return node_support(model)
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> CheckReport:
+    """`import_onnx`'s whole work in memory (nothing is written), reported instead of raised,
+    with the per-node table. Errors loading the file itself still raise AitcError."""
+    model, folder = _unread_model(source)
+    nodes = node_support(model)
+    try:
+        import_model(model, folder, input_shapes)
+    except AitcError as error:
+        return CheckReport(nodes, error)
+    return CheckReport(nodes, None)

@@ -6,7 +6,8 @@ whether the op maps to one graph op ("supported"), to several or to an import-ti
 work is done, the `lower` function, and `static_inputs`: the inputs (shapes, axes, pads...)
 whose values aitc needs at import because all its shapes are static. Lowering functions receive
 the node's inputs as `Value`s (an SSA value or, for constants known at import, a numpy array)
-and return one `Value` per node output.
+and return one `Value` per node output. `invalid_attribute` finds, in any op, attribute values
+that ONNX forbids but onnx.checker lets through (a Reshape allowzero of 3, a Conv group of -1).
 """
 
 from __future__ import annotations
@@ -46,6 +47,39 @@ ONNX_OPS: dict[str, OnnxOp] = {}
 
 def attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+_FLAG_ATTRIBUTES = frozenset({
+    "allowzero", "ceil_mode", "count_include_pad", "fmod", "keepdims", "noop_with_empty_axes",
+    "select_last_index", "storage_order", "training_mode", "transA", "transB",
+})  # fmt: skip
+"""Integer attributes that ONNX defines as 0 or 1 in every op that has them. Neither onnx.checker
+nor shape inference checks their values (inference, like aitc, reads any non-zero as 1)."""
+
+_ATTRIBUTE_MINIMUM = {
+    "blocksize": 1, "dilations": 1, "group": 1, "kernel_shape": 1, "num_groups": 1,
+    "num_outputs": 1, "strides": 1, "pads": 0,
+}  # fmt: skip
+"""Integer attributes (or lists) whose values ONNX requires to be at least this, wherever they
+occur; some only fail later in shape inference or verification, others not at all."""
+
+
+def invalid_attribute(node: onnx.NodeProto) -> str | None:
+    """The first attribute whose value ONNX forbids (flags other than 0/1, non-positive strides,
+    groups...), so that `aitc check` reports it on its node before any work."""
+    for attribute in node.attribute:
+        if attribute.type == onnx.AttributeProto.INT:
+            shown, values = attribute.i, [attribute.i]
+        elif attribute.type == onnx.AttributeProto.INTS:
+            shown = values = list(attribute.ints)
+        else:
+            continue
+        if attribute.name in _FLAG_ATTRIBUTES and any(v not in (0, 1) for v in values):
+            return f"attribute {attribute.name}={shown} (ONNX allows only 0 or 1)"
+        least = _ATTRIBUTE_MINIMUM.get(attribute.name)
+        if least is not None and any(v < least for v in values):
+            return f"attribute {attribute.name}={shown} (ONNX requires values >= {least})"
+    return None
 
 
 def _register(
@@ -696,9 +730,7 @@ def _block_mode(node) -> str:
 
 
 def _block_precheck(node) -> str | None:
-    blocksize = int(attrs(node).get("blocksize", 0))  # pyright: ignore
-    if blocksize <= 0:
-        return f"{node.op_type} needs a blocksize > 0, got {blocksize}"
+    """The mode (a blocksize < 1 is `invalid_attribute`'s, a missing one onnx.checker's)."""
     return None if _block_mode(node) in ("DCR", "CRD") else f"unknown mode '{_block_mode(node)}'"
 
 
@@ -951,6 +983,10 @@ def _lower_range(lw: Lowering, node, inputs):
     start, limit, delta = (
         lw.const(v, name).reshape(()) for v, name in zip(inputs, ("start", "limit", "delta"), strict=True)
     )
-    count = max(int(np.ceil((limit - start) / delta)), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        steps = np.ceil((limit - start) / delta)
+    if not np.isfinite(steps):  # delta 0, or an infinite or NaN bound
+        raise Unsupported(f"start {start}, limit {limit} and delta {delta} do not make a finite range")
+    count = max(int(steps), 0)
     lw.check_size([count], node.output[0])
     return [(start + np.arange(count) * delta).astype(start.dtype)]

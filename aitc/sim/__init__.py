@@ -30,9 +30,9 @@ from aitc.sim.program import Program, decode_program
 from aitc.sim.session import Session
 from aitc.sim.simulator import SimResult, Simulator
 from aitc.sim.stats import SimStats, format_stats
-from aitc.sim.trace import write_trace
+from aitc.sim.trace import trace_json, write_trace
 
 __all__ = [
     "Program", "Session", "SimOptions", "SimResult", "SimStats", "SimulationError", "Simulator",
-    "decode_program", "format_stats", "write_trace",
+    "decode_program", "format_stats", "trace_json", "write_trace",
 ]  # fmt: skip

@@ -19,7 +19,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 from aitc.diagnostics import AitcError
 from aitc.dialects.hw import ProgramOp
-from aitc.ir import parse_mlir
+from aitc.files import read_text
+from aitc.ir import parse_mlir, require_weights
 from aitc.sim.engine import SimOptions
 from aitc.sim.program import TensorSpec
 from aitc.sim.simulator import SimResult, Simulator
@@ -28,7 +29,9 @@ from aitc.target import Target, load_target
 
 def _load_mlir(path: Path, target: Target | None) -> ModuleOp:
     """Parses (and verifies) a .mlir file."""
-    return parse_mlir(path.read_text(), str(path))
+    module = parse_mlir(read_text(path), str(path))
+    require_weights(module)
+    return module
 
 
 def _load_binary(path: Path, target: Target | None) -> ModuleOp:
@@ -51,9 +54,7 @@ def load_program_file(path: str | Path, target: Target | None = None) -> ModuleO
     loader = PROGRAM_LOADERS.get(path.suffix)
     if loader is None:
         raise AitcError(f"{path}: unknown program file type (expected {', '.join(PROGRAM_LOADERS)})")
-    if not path.is_file():
-        raise AitcError(f"{path}: no such file")
-    return loader(path, target)
+    return loader(path, target)  # reading it reports a missing file, a folder or a device
 
 
 class Session:

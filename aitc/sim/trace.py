@@ -84,6 +84,11 @@ def _slice(core: int, engine: int, ins: Instr, start: int, end: int, stalled: in
     }
 
 
+def trace_json(trace: dict[str, Any]) -> str:
+    """A trace dict (from `SimResult.trace`) as compact JSON text."""
+    return json.dumps(trace, separators=(",", ":"))
+
+
 def write_trace(trace: dict[str, Any], path: str | Path) -> None:
     """Writes a trace dict (from `SimResult.trace`) as JSON, atomically."""
-    write_atomic(path, json.dumps(trace, separators=(",", ":")))
+    write_atomic(path, trace_json(trace))

@@ -107,7 +107,7 @@ def test_write_atomic_into_a_missing_folder(tmp_path):
 
 def test_check_prints_one_row_per_node(capsys, layer):
     path, model, _ = layer
-    code, out, err = run_cli(capsys, ["check", path])
+    code, out, err = run_cli(capsys, ["check", path, *SHAPES])
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].split() == ["node", "op", "type", "status", "reason"]
@@ -120,6 +120,19 @@ def test_check_prints_one_row_per_node(capsys, layer):
     assert re.fullmatch(r"\d+ supported, \d+ decomposed, 0 unsupported", lines[-1])
     supported, decomposed = (int(n) for n in re.findall(r"\d+", lines[-1])[:2])
     assert supported + decomposed == len(model.graph.node)
+
+
+def test_check_needs_input_shapes_as_import_does(capsys, layer):
+    """Dynamic dims: the table, then import's error naming the --input-shape to pass."""
+    path, model, _ = layer
+    code, out, err = run_cli(capsys, ["check", path])
+    assert code == 1
+    assert len(out.splitlines()) == len(model.graph.node) + 3
+    assert f"{path}: error: input 'x' has dynamic dims 'N'" in err
+    assert "--input-shape x=1x4x16" in err
+    _, _, err = run_cli(capsys, ["check", path, "--input-shape", "x=2x4x16"])
+    assert err.count(": error: ") == 1  # only attention_mask is left dynamic
+    assert "input 'attention_mask' has dynamic dims" in err
 
 
 def test_check_exits_1_on_unsupported_nodes(capsys, tmp_path):

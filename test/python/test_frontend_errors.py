@@ -1,4 +1,4 @@
-"""One test per user-facing diagnostic of `aitc import` / `aitc run`.
+"""One test per user-facing diagnostic of `aitc import` / `aitc check` / `aitc run`.
 
 Each bad input must give: exit status 1, `FILE: error: ...` lines that say what is wrong (and,
 where it helps, how to fix it), no traceback, and no output file (nor a temporary one) left
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from aitc import model_zoo
 from aitc.diagnostics import AitcError
@@ -216,6 +216,16 @@ def test_output_without_shape(capsys, tmp_path):
 def test_opset_too_old(capsys, tmp_path):
     path = save(relu_model([2, 4], opset=9), tmp_path / "old.onnx")
     import_fails(capsys, tmp_path, path, "opset 9 is not supported", "convert_version")
+
+
+def test_the_highest_of_several_default_opsets_counts(capsys, tmp_path):
+    """ONNX binds every node to the highest version the model imports: [9, 17] means opset 17."""
+    model = relu_model([2, 4], opset=9)
+    model.opset_import.append(helper.make_opsetid("", 17))
+    path = save(model, tmp_path / "m.onnx")
+    for command in (["check", path], ["import", path, "-o", tmp_path / "m.mlir"]):
+        code, _, err = run_cli(capsys, command)
+        assert (code, err) == (0, "")
 
 
 def test_unsupported_element_type(capsys, tmp_path):
@@ -425,6 +435,226 @@ def test_model_proto_with_unloaded_external_data(tmp_path, monkeypatch):
         import_onnx(add_weight_model(external_weight("weights.bin")))
 
 
+# --------------------------------------------------------------------------- check agrees with import
+
+
+def _ones(name: str, shape: Sequence[int], dtype=np.float32) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.ones(shape, dtype), name)
+
+
+def _single(op_type: str, x_dims, y_dims, weights=(), y_type: int = F32, **attributes) -> onnx.ModelProto:
+    """y = OpType(x, *weights), the node named after its op type in lower case (`matmul`)."""
+    inputs = ["x", *(w.name for w in weights)]
+    node = helper.make_node(op_type, inputs, ["y"], name=op_type.lower(), **attributes)
+    return make_model([node], [tensor("x", x_dims)], [tensor("y", y_dims, y_type)], weights)
+
+
+def _relus(*edges: tuple[str, str, str], inputs=("x",), outputs=("y",), weights=()) -> onnx.ModelProto:
+    """Relu nodes given as (name, input, output), on float[2] values."""
+    nodes = [helper.make_node("Relu", [i], [o], name=n) for n, i, o in edges]
+    return make_model(nodes, [tensor(i, [2]) for i in inputs], [tensor(o, [2]) for o in outputs], weights)
+
+
+def _raw_data_off_by(extra: int) -> onnx.ModelProto:
+    """y = x + w, where w's raw_data has `extra` bytes more (fewer, if negative) than its 4x4 floats."""
+    weight = _ones("w", [4, 4])
+    weight.raw_data = weight.raw_data[:extra] if extra < 0 else weight.raw_data + b"\0" * extra
+    return add_weight_model(weight)
+
+
+def _ir_version_0() -> onnx.ModelProto:
+    model = relu_model([2, 4])
+    model.ir_version = 0
+    return model
+
+
+def _range_with_delta_0() -> onnx.ModelProto:
+    bounds = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("a", 0), ("b", 5), ("d", 0))]
+    node = helper.make_node("Range", ["a", "b", "d"], ["y"], name="range")
+    return make_model([node], [], [tensor("y", [None])], bounds)
+
+
+_SHAPE_16 = numpy_helper.from_array(np.array([16], np.int64), "s")
+_CONV = ([1, 4, 5, 5], [1, 4, 3, 3])
+_POOL = ([1, 1, 5, 5], [1, 1, 4, 4])
+
+INVALID_MODELS = [
+    pytest.param(
+        lambda: _single("MatMul", [2, 8], [2, 4], [_ones("w", [9, 4])]),
+        ["node 'matmul' (MatMul)", "Incompatible dimensions", "w float[9x4]"],
+        id="matmul-weight-mismatch",
+    ),
+    pytest.param(
+        lambda: _single("Reshape", [2, 8], [16]),
+        ["node 'reshape' (Reshape): invalid: ", "input size 1 not in range"],
+        id="reshape-without-shape",
+    ),
+    pytest.param(
+        lambda: _single("Reshape", [2, 8], [16], [_SHAPE_16], allowzero=3),
+        ["node 'reshape' (Reshape): invalid: attribute allowzero=3 (ONNX allows only 0 or 1)"],
+        id="reshape-allowzero-3",
+    ),
+    pytest.param(
+        lambda: _single("Conv", *_CONV, [_ones("w", [4, 4, 3, 3])], group=-1),
+        ["node 'conv' (Conv): invalid: attribute group=-1 (ONNX requires values >= 1)"],
+        id="conv-group-negative",
+    ),
+    pytest.param(
+        lambda: _single("Conv", *_CONV, [_ones("w", [4, 3, 3, 3])]),
+        ["node 'conv' (Conv): weight expects 3 input channels, input has 4"],
+        id="conv-channels-mismatch",
+    ),
+    pytest.param(
+        lambda: _single("Gemm", [2, 4], [2, 4], [_ones("w", [4, 4])], transB=2),
+        ["node 'gemm' (Gemm): invalid: attribute transB=2"],
+        id="gemm-transB-2",
+    ),
+    pytest.param(
+        lambda: _single("Mod", [2], [2], [_ones("w", [2])], fmod=5),
+        ["node 'mod' (Mod): invalid: attribute fmod=5"],
+        id="mod-fmod-5",
+    ),
+    pytest.param(
+        lambda: _single("MaxPool", *_POOL, kernel_shape=[2, 2], ceil_mode=3),
+        ["node 'maxpool' (MaxPool): invalid: attribute ceil_mode=3"],
+        id="maxpool-ceil-mode-3",
+    ),
+    pytest.param(
+        lambda: _single("MaxPool", *_POOL, kernel_shape=[2, 2], strides=[0, 1]),
+        ["node 'maxpool' (MaxPool): invalid: attribute strides=[0, 1] (ONNX requires values >= 1)"],
+        id="maxpool-stride-0",
+    ),
+    pytest.param(
+        lambda: _single("ArgMax", [2, 3], [1, 3], y_type=TensorProto.INT64, select_last_index=2),
+        ["node 'argmax' (ArgMax): invalid: attribute select_last_index=2"],
+        id="argmax-select-last-index-2",
+    ),
+    pytest.param(
+        _range_with_delta_0, ["node 'range' (Range): ", "do not make a finite range"], id="range-delta-0"
+    ),
+    pytest.param(_ir_version_0, ["invalid ONNX model", "ir_version"], id="ir-version-0"),
+    pytest.param(
+        lambda: _raw_data_off_by(-54),
+        ["initializer 'w' holds 10 bytes of raw data, but the 4x4 FLOAT tensor needs 64"],
+        id="raw-data-short",
+    ),
+    pytest.param(lambda: _raw_data_off_by(8), ["initializer 'w' holds 72 bytes"], id="raw-data-long"),
+    pytest.param(
+        lambda: relu_model([-3, 2]), ["input 'x' has a negative dimension [-3, 2]"], id="negative-input-dim"
+    ),
+    pytest.param(
+        lambda: relu_model([2**40, 2]),
+        ["input 'x' has absurd dimensions [1099511627776, 2]"],
+        id="absurd-input-dim",
+    ),
+    pytest.param(
+        lambda: relu_model(["N", 4]),
+        ["input 'x' has dynamic dims 'N'", "--input-shape x=1x4"],
+        id="dynamic-dims-not-pinned",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), outputs=()), ["the graph has no outputs"], id="no-outputs"
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), outputs=("y", "y")),
+        ["graph output 'y' is listed 2 times"],
+        id="output-listed-twice",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), inputs=("x", "x")),
+        ["graph input 'x' is listed 2 times"],
+        id="input-listed-twice",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), weights=[_ones("w", [2]), _ones("w", [2])]),
+        ["initializer 'w' is listed 2 times"],
+        id="initializer-listed-twice",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), ("relu2", "y", "x")),
+        ["node 'relu2' (Relu) writes 'x', which graph input 'x' already defines"],
+        id="output-shadows-input",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "w"), ("relu2", "w", "y"), weights=[_ones("w", [2])]),
+        ["node 'relu' (Relu) writes 'w', which initializer 'w' already defines"],
+        id="output-shadows-initializer",
+    ),
+    pytest.param(
+        lambda: _relus(("relu", "x", "y"), ("relu2", "x", "y")),
+        ["node 'relu2' (Relu) writes 'y', which node 'relu' (Relu) already defines"],
+        id="output-shadows-node-output",
+    ),
+    pytest.param(
+        lambda: add_weight_model(external_weight("weights.bin")),
+        ["initializer 'w': external data file 'weights.bin' is missing"],
+        id="external-data-missing",
+    ),
+]
+"""(model builder, fragments that `aitc check` and `aitc import` must both print), per case."""
+
+
+@pytest.mark.parametrize(("build", "fragments"), INVALID_MODELS)
+def test_check_and_import_refuse_invalid_models_alike(capsys, tmp_path, build, fragments):
+    """Both exit 1 with the same error lines (check after its table) and write nothing."""
+    path = save(build(), tmp_path / "m.onnx")
+    import_err = import_fails(capsys, tmp_path, path, *fragments)
+    code, out, check_err = run_cli(capsys, ["check", path])
+    assert check_err == import_err
+    assert code == 1
+    assert out.split()[:2] == ["node", "op"]  # the table first
+    assert_nothing_written(tmp_path, path)
+
+
+def test_check_marks_invalid_attributes_in_its_table(capsys, tmp_path):
+    model = _single("Reshape", [2, 8], [16], [_SHAPE_16], allowzero=3)
+    code, out, _ = run_cli(capsys, ["check", save(model, tmp_path / "m.onnx")])
+    assert code == 1
+    assert re.search(r"reshape\s+Reshape\s+invalid\s+attribute allowzero=3", out)
+    assert out.splitlines()[-1] == "0 supported, 0 decomposed, 0 unsupported, 1 invalid"
+
+
+def test_check_reads_external_weights_when_import_needs_them(capsys, tmp_path):
+    """The Reshape target lives in the external file: only its values show the model is wrong."""
+    (tmp_path / "shape.bin").write_bytes(np.array([3, 5], np.int64).tobytes())
+    shape = onnx.TensorProto(
+        name="s", data_type=TensorProto.INT64, dims=[2], data_location=TensorProto.EXTERNAL
+    )
+    for key, value in {"location": "shape.bin", "length": "16"}.items():
+        entry = shape.external_data.add()
+        entry.key, entry.value = key, value
+    path = save(_single("Reshape", [2, 8], [3, 5], [shape]), tmp_path / "m.onnx")
+    import_err = import_fails(capsys, tmp_path, path, "node 'reshape' (Reshape)")
+    code, _, check_err = run_cli(capsys, ["check", path])
+    assert (code, check_err) == (1, import_err)
+
+
+ZOO_SIZES = {
+    "mlp": {"batch": 2, "features": 8, "hidden": 16, "classes": 4},
+    "cnn_bn_pool": {"batch": 1, "image": 8, "classes": 4},
+    "residual_block": {"batch": 1, "channels": 4, "image": 8},
+    "depthwise_separable": {"batch": 1, "channels": 4, "image": 8},
+    "transformer_encoder_layer": {"hidden": 16, "heads": 2, "seq": 4, "ffn": 32, "batch": 1},
+    "encoder": {"layers": 1, "hidden": 16, "heads": 2, "ffn": 32, "seq": 4, "vocab": 20},
+    "bert_torch_export": {"layers": 1, "hidden": 16, "heads": 2, "ffn": 32, "seq": 4, "vocab": 20},
+    "mlp_with_host_ops": {"batch": 2, "features": 8, "hidden": 8, "classes": 4},
+}
+"""Small keyword arguments for every model_zoo builder (a new builder needs an entry)."""
+
+
+@pytest.mark.parametrize("name", sorted(model_zoo.ZOO))
+def test_check_and_import_accept_the_zoo(capsys, tmp_path, name):
+    model, inputs = model_zoo.ZOO[name](**ZOO_SIZES[name])
+    path = save(model, tmp_path / f"{name}.onnx")
+    shapes = [f"--input-shape={k}={'x'.join(map(str, v.shape))}" for k, v in inputs.items()]
+    code, out, err = run_cli(capsys, ["check", path, *shapes])
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1].endswith(" 0 unsupported")
+    code, _, err = run_cli(capsys, ["import", path, "-o", tmp_path / "out.mlir", *shapes])
+    assert (code, err) == (0, "")
+    assert (tmp_path / "out.mlir").read_text().startswith("builtin.module")
+
+
 # --------------------------------------------------------------------------- aitc run
 
 
@@ -472,23 +702,23 @@ def test_run_with_truncated_npz(capsys, tmp_path, mlp_mlir):
     np.savez(tmp_path / "good.npz", x=np.zeros((4, 64), np.float32))
     data = (tmp_path / "good.npz").read_bytes()
     (tmp_path / "bad.npz").write_bytes(data[: len(data) // 2])
-    run_fails(capsys, mlp_mlir, tmp_path / "bad.npz", "bad.npz is not a readable .npz/.npy file")
+    run_fails(capsys, mlp_mlir, tmp_path / "bad.npz", "bad.npz is a damaged .npz file")
 
 
 def test_run_with_text_as_npz(capsys, tmp_path, mlp_mlir):
     (tmp_path / "in.npz").write_text("x = 1, 2, 3\n")
-    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "is not a readable .npz/.npy file")
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "in.npz is not an .npz or .npy file")
 
 
 def test_run_with_object_array_npz(capsys, tmp_path, mlp_mlir):
     np.savez(tmp_path / "in.npz", x=np.array([{"a": 1}], dtype=object))
-    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "is not a readable .npz/.npy file", "allow_pickle")
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "entry 'x' holds Python object (pickled) values")
 
 
 def test_run_with_npz_member_not_npy(capsys, tmp_path, mlp_mlir):
     with zipfile.ZipFile(tmp_path / "in.npz", "w") as archive:
         archive.writestr("x.npy", b"not numpy data")
-    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "entry 'x' is not a numeric array")
+    run_fails(capsys, mlp_mlir, tmp_path / "in.npz", "entry 'x' is not a valid .npy array")
 
 
 def test_run_with_missing_npz(capsys, tmp_path, mlp_mlir):
@@ -524,7 +754,7 @@ def test_run_invalid_ir(capsys, tmp_path):
     text = MALFORMED_MLIR.replace("func.return %1", "func.return %1 : tensor<2xf32>")
     path.write_text(text.replace("-> tensor<2xf32> {", "-> tensor<3xf32> {"))
     code, _, err = run_cli(capsys, ["run", path])
-    assert_user_error(code, err, path, "invalid IR", "tensor<3xf32>")
+    assert_user_error(code, err, path, "bad.mlir:4:5: error: Expected arguments", "tensor<3xf32>")
 
 
 def test_run_mlir_without_its_weights(tmp_path, mlp_mlir):
@@ -539,7 +769,7 @@ def test_run_binary_file_as_mlir(capsys, tmp_path):
     path = tmp_path / "model.mlir"
     path.write_bytes(model_zoo.mlp()[0].SerializeToString())
     code, _, err = run_cli(capsys, ["run", path])
-    assert_user_error(code, err, path, "is not a text (.mlir) file")
+    assert_user_error(code, err, path, "is not a UTF-8 text file")
 
 
 def test_run_without_main(capsys, tmp_path):
@@ -598,3 +828,29 @@ def test_real_process_reports_without_traceback(tmp_path, content, fragment):
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "out.mlir").exists()
+
+
+def test_check_and_import_agree_on_fuzzed_models(tmp_path, capsys):
+    """`aitc check` fails exactly when `aitc import` does, with the same error lines, on the
+    fuzzer's damaged and mutated models (byte flips, bad shapes, attributes, names, ...)."""
+    from aitc.fuzz.case import case_rng
+    from aitc.fuzz.families import onnx_bytes_case, onnx_semantic_case
+
+    rejected = 0
+    for index in range(200):
+        family = onnx_semantic_case if index % 3 else onnx_bytes_case
+        case = family(case_rng(1234, index))
+        if "m.onnx" not in case.files:
+            continue  # the case swapped its model for a folder or a symlink
+        path = tmp_path / f"m{index}.onnx"
+        path.write_bytes(case.files["m.onnx"])
+        shapes = [a for i, a in enumerate(case.argv) if case.argv[i - 1] == "--input-shape"]
+        options = [f"--input-shape={s}" for s in shapes]
+        checked = main(["check", str(path), *options])
+        check_errors = [line for line in capsys.readouterr().err.splitlines() if line]
+        imported = main(["import", str(path), *options, "-o", str(tmp_path / "out.mlir")])
+        import_errors = [line for line in capsys.readouterr().err.splitlines() if line]
+        assert checked == imported, (case.note, check_errors, import_errors)
+        assert check_errors == import_errors, case.note
+        rejected += imported != 0
+    assert rejected > 60  # the sample holds many invalid models, not only valid ones

@@ -147,6 +147,39 @@ def test_model_entirely_on_the_host_runs():
     assert run.stats.cycles == 0
 
 
+def test_zero_element_tensors_pass_through_the_host(tmp_path, capsys):
+    """A slice to zero rows and a relu of it have no kernel to run: they go to the host, the
+    zero-element output needs no copy, and the rest still runs on the NPU (once a division by
+    zero in the copy planner)."""
+    nodes = [
+        helper.make_node("Slice", ["x", "zero", "zero"], ["empty"], name="slice"),
+        helper.make_node("Relu", ["empty"], ["e"], name="relu"),
+        helper.make_node("Relu", ["x"], ["y"], name="relu_x"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "zero_elements",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [
+            helper.make_tensor_value_info("e", TensorProto.FLOAT, [0, 8]),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8]),
+        ],
+        [helper.make_tensor("zero", TensorProto.INT64, [1], [0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    inputs = {"x": np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)}
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **inputs)
+    assert (
+        main(["compile", str(tmp_path / "m.onnx"), "--target", "tiny", "-o", str(tmp_path / "m.aitb")]) == 0
+    )
+    argv = ["run", str(tmp_path / "m.aitb"), "--inputs", str(tmp_path / "in.npz")]
+    assert main([*argv, "--outputs", str(tmp_path / "out.npz")]) == 0, capsys.readouterr().err
+    outputs = dict(np.load(tmp_path / "out.npz"))
+    assert_close(outputs, reference(model, inputs), tolerance=0)
+    assert outputs["e"].shape == (0, 8)
+
+
 def test_bundle_round_trips_byte_identically_and_compiles_deterministically():
     model, inputs = mixed_model()
     target = load_target("edge")
