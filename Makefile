@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+N ?= 500
+SEED ?= 0
 
-.PHONY: all demo test lit pytest lint bench conformance clean
+.PHONY: all demo test lit pytest lint bench conformance fuzz clean
 
 all: test
 
@@ -30,6 +32,9 @@ lint: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/python -m aitc.conformance
+
+fuzz: $(STAMP)
+	$(BIN)/python -m aitc.fuzz --n $(N) --seed $(SEED)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_import.py

@@ -1,0 +1,127 @@
+"""The valid artifacts the fuzz families mutate: small ONNX models, the .mlir of every level, the
+hand-written hw programs, .aitb binaries and the `tiny` target's TOML.
+
+Each is built once per process (`functools.cache`) by running the real command on a good input
+in a forked child, so a smoke run pays for one import/compile per model, not one per case.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import aitc
+from aitc import model_zoo
+from aitc.fuzz.runner import run_for_artifact
+
+MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host")
+"""Names of the base ONNX models (every input dim static, so no --input-shape is needed)."""
+LEVELS = ("tile", "sync", "hw")
+COMPILED_MODELS = ("mlp", "host")
+"""Models compiled for `tiny` into lower-level .mlir and .aitb seeds (`host` is a bundle)."""
+
+
+def _reshape_model() -> onnx.ModelProto:
+    """x [2, 8] -> Reshape [4, 4] -> MatMul w [4, 4] -> Relu -> y: a Reshape with a shape input."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32), "w")
+    shape = numpy_helper.from_array(np.array([4, 4], np.int64), "shape")
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+        helper.make_node("MatMul", ["r", "w"], ["m"], name="matmul"),
+        helper.make_node("Relu", ["m"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "reshape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+        [weight, shape],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _build_model(name: str) -> onnx.ModelProto:
+    builders = {
+        "mlp": lambda: model_zoo.mlp(batch=2, features=8, hidden=16, classes=4)[0],
+        "cnn": lambda: model_zoo.cnn_bn_pool(batch=1, image=8, classes=4)[0],
+        "layer": lambda: model_zoo.transformer_encoder_layer(hidden=8, heads=2, seq=4, ffn=16, batch=1)[0],
+        "depthwise": lambda: model_zoo.depthwise_separable(batch=1, channels=4, image=6)[0],
+        "host": lambda: model_zoo.mlp_with_host_ops(batch=2, features=8, hidden=8, classes=4)[0],
+        "reshape": _reshape_model,
+    }
+    batch = {"mlp": 2, "cnn": 1, "layer": 1, "depthwise": 1}
+    built = builders[name]()
+    return model_zoo.with_static_batch(built, batch[name]) if name in batch else built
+
+
+@cache
+def model(name: str) -> onnx.ModelProto:
+    """A base model (treat as read-only: copy before mutating)."""
+    return _build_model(name)
+
+
+@cache
+def model_bytes(name: str) -> bytes:
+    """A base model, serialized."""
+    return model(name).SerializeToString()
+
+
+@cache
+def dynamic_model_bytes() -> bytes:
+    """The `mlp` base model with its dynamic batch dim `N` left unpinned (input x [N, 8])."""
+    return model_zoo.mlp(batch=2, features=8, hidden=16, classes=4)[0].SerializeToString()
+
+
+@cache
+def graph_mlir(name: str) -> str:
+    """`aitc import` of a base model: graph-level .mlir."""
+    return run_for_artifact(["aitc", "import", "m.onnx"], {"m.onnx": model_bytes(name)}).decode()
+
+
+@cache
+def level_mlir(name: str, level: str) -> str:
+    """`aitc compile --target tiny --emit LEVEL` of a base model."""
+    argv = ["aitc", "compile", "m.onnx", "--target", "tiny", "--emit", level]
+    return run_for_artifact(argv, {"m.onnx": model_bytes(name)}).decode()
+
+
+@cache
+def example_programs() -> dict[str, str]:
+    """The hand-written hw programs of examples/hw/ (empty if the source tree is not at hand)."""
+    folder = Path(aitc.__file__).resolve().parents[1] / "examples" / "hw"
+    return {path.stem: path.read_text() for path in sorted(folder.glob("*.mlir"))}
+
+
+@cache
+def binaries() -> dict[str, bytes]:
+    """.aitb seeds: every example program assembled, and the compiled models for `tiny`."""
+    result = {}
+    for name, text in example_programs().items():
+        result[name] = run_for_artifact(["aitc", "asm", "p.mlir", "-o", "p.aitb"], {"p.mlir": text}, "p.aitb")
+    for name in COMPILED_MODELS:
+        argv = ["aitc", "compile", "m.onnx", "--target", "tiny", "-o", "m.aitb"]
+        result[name] = run_for_artifact(argv, {"m.onnx": model_bytes(name)}, "m.aitb")
+    return result
+
+
+@cache
+def tiny_target_toml() -> str:
+    """The `tiny` preset's TOML text."""
+    return resources.files("aitc").joinpath("targets/tiny.toml").read_text()
+
+
+def program_inputs(name: str) -> dict[str, np.ndarray]:
+    """Good example inputs of a base binary or model (name -> array), deterministic."""
+    rng = np.random.default_rng(0)
+    shapes = {
+        "tiled_matmul": {"a": (16, 16), "b": (16, 16)},
+        "vector_pipeline": {"x": (32, 16)},
+        "mlp": {"x": (2, 8)},
+    }
+    return {key: rng.standard_normal(shape).astype(np.float32) for key, shape in shapes[name].items()}
