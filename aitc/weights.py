@@ -54,13 +54,40 @@ class ContentAddressedResources(OpAsmDialectInterface):
         if not val.startswith("0x"):
             raise ValueError(f"blob must be a hex string starting with 0x, got {val[:16]!r}")
         val = "0x" + val[2:].lower()  # upstream mlir-opt prints upper-case hex for the same bytes
-        old = self._blob_storage.get(key)
-        if old and old != val:
-            raise ValueError(f"resource '{key}' already holds different bytes in this process")
-        self._blob_storage[key] = val
+        problem = _digest_problem(key, val)
+        if problem:
+            raise ValueError(f"resource '{key}': {problem} (the file is damaged)")
+        self._keep(key, val)
 
     def store(self, key: str, data: bytes) -> None:
-        self.parse_resource(key, "0x" + (_ALIGNMENT_HEADER + data).hex())
+        self._keep(key, "0x" + (_ALIGNMENT_HEADER + data).hex())
+
+    def _keep(self, key: str, blob: str) -> None:
+        old = self._blob_storage.get(key)
+        if old and old != blob:
+            raise ValueError(f"resource '{key}' already holds different bytes in this process")
+        self._blob_storage[key] = blob
+
+
+_DIGEST_SUFFIX = re.compile(r"_([0-9a-f]{12})")
+"""The end of a key aitc made (`_resource_key`): the blake2b digest of the blob's data."""
+
+
+def _digest_problem(key: str, blob: str) -> str | None:
+    """Whether the blob of a key aitc made is not its data: not hex, or bytes whose digest is not
+    the one in the key (a flipped or lost byte). Keys of other tools are not checked."""
+    try:
+        data = bytes.fromhex(blob[2:])
+    except ValueError:
+        return "its blob is not hex digits"
+    digest = _DIGEST_SUFFIX.fullmatch(key[-13:])
+    if digest and len(data) >= 4 and _digest(data[4:]) != digest.group(1):
+        return "its bytes do not match the digest in its name"
+    return None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=6).hexdigest()
 
 
 def _install_store() -> ContentAddressedResources:
@@ -82,7 +109,7 @@ def _resource_key(name_hint: str, data: bytes) -> str:
     clean = re.sub(r"[^A-Za-z0-9_]", "_", name_hint).strip("_")[:48] or "w"
     if not (clean[0].isalpha() or clean[0] == "_"):
         clean = "w_" + clean
-    return f"{clean}_{hashlib.blake2b(data, digest_size=6).hexdigest()}"
+    return f"{clean}_{_digest(data)}"
 
 
 def array_to_attr(array: np.ndarray, name_hint: str = "w") -> Attribute:

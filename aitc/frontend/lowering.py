@@ -112,6 +112,7 @@ class Lowering:
         out_bytes = sum(_nbytes(r.type) for r in op.results)
         if out_bytes > sum(a.nbytes for a in args) + FOLD_GROWTH_BYTES:
             return None
+        op.verify()  # a kernel runs only on an op its verifier accepts (shapes, axes, types)
         return evaluate(op, args)
 
     # -- helpers used by many lowerings

@@ -21,13 +21,14 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 from onnx import helper, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
@@ -132,9 +133,25 @@ def load_model(path: str | os.PathLike, external_data: bool = True) -> onnx.Mode
         raise _not_onnx(data, f"protobuf parse failed ({str(error).strip()})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise _not_onnx(data, "it has no graph")
+    broken = list(_non_utf8_strings(model))
+    if broken:
+        raise AitcError(broken[:5], hint="the file is damaged: ONNX names and string attributes are UTF-8")
     if external_data:
         _load_external_data(model, path.parent)
     return model
+
+
+def _non_utf8_strings(message: Message, path: str = "model") -> Iterator[str]:
+    """Where `message` holds a string field that is not UTF-8 (protobuf hands those over as
+    bytes, and every later use of the name would fail)."""
+    for field, value in message.ListFields():
+        values = value if field.is_repeated else [value]
+        for index, item in enumerate(values):
+            where = f"{path}.{field.name}[{index}]" if field.is_repeated else f"{path}.{field.name}"
+            if field.type == FieldDescriptor.TYPE_STRING and isinstance(item, bytes):
+                yield f"{where} is not UTF-8 text ({item[:40]!r})"
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                yield from _non_utf8_strings(item, where)
 
 
 def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:

@@ -28,6 +28,7 @@ from aitc.tools.aitc_main import main
 
 AITC = Path(sys.executable).with_name("aitc")
 F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
 
 
 # --------------------------------------------------------------------------- helpers
@@ -462,6 +463,12 @@ def _raw_data_off_by(extra: int) -> onnx.ModelProto:
     return add_weight_model(weight)
 
 
+def _folded(op_type: str, constants: list[onnx.TensorProto], y_dims=(), y_type: int = F32) -> onnx.ModelProto:
+    """y = OpType(constants...): a node import folds (no graph input)."""
+    node = helper.make_node(op_type, [c.name for c in constants], ["y"], name=op_type.lower())
+    return make_model([node], [], [tensor("y", list(y_dims), y_type)], constants)
+
+
 def _ir_version_0() -> onnx.ModelProto:
     model = relu_model([2, 4])
     model.ir_version = 0
@@ -589,6 +596,17 @@ INVALID_MODELS = [
         lambda: add_weight_model(external_weight("weights.bin")),
         ["initializer 'w': external data file 'weights.bin' is missing"],
         id="external-data-missing",
+    ),
+    # Found by fuzzing (the kernels of constant folding once ran on ops their verifier refuses):
+    pytest.param(
+        lambda: _folded("ArgMax", [numpy_helper.from_array(np.array(-2.0, np.float32), "c")], (), I64),
+        ["node 'argmax' (ArgMax): axes [0] out of range for rank 0"],
+        id="argmax-of-a-scalar-constant",
+    ),
+    pytest.param(
+        lambda: _folded("LayerNormalization", [_ones("c", [1]), _ones("scale", [8, 0])], [1]),
+        ["node 'layernormalization' (LayerNormalization): scale/bias 8x0 must broadcast"],
+        id="layer-norm-scale-of-another-shape",
     ),
 ]
 """(model builder, fragments that `aitc check` and `aitc import` must both print), per case."""
@@ -854,3 +872,16 @@ def test_check_and_import_agree_on_fuzzed_models(tmp_path, capsys):
         assert check_errors == import_errors, case.note
         rejected += imported != 0
     assert rejected > 60  # the sample holds many invalid models, not only valid ones
+
+
+def test_names_that_are_not_utf8_are_refused_by_check_and_import(capsys, tmp_path):
+    """protobuf hands a string field that is not UTF-8 over as bytes; a damaged name once made
+    `aitc import` fail with AttributeError and `aitc check` with UnicodeDecodeError."""
+    data = relu_model([2, 4]).SerializeToString()
+    name = data.index(b"relu")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data[:name] + b"rel\xd9" + data[name + 4 :])
+    for command in (["check", path], ["import", path, "-o", tmp_path / "out.mlir"]):
+        code, _, err = run_cli(capsys, command)
+        assert_user_error(code, err, path, "graph.node[0].name is not UTF-8 text", "the file is damaged")
+    assert not (tmp_path / "out.mlir").exists()

@@ -112,3 +112,54 @@ def test_a_target_file_that_is_not_utf8_is_a_diagnostic(capsys, tmp_path):
     err = capsys.readouterr().err
     assert "is not a UTF-8 text file" in err
     assert "Traceback" not in err
+
+
+def _damage_first_blob(text: str, how: str) -> str:
+    """`text` with the first dialect_resources blob made non-hex, or cut by two bytes (under
+    its own key, whose digest then disagrees, or renamed to a key of another tool)."""
+    start = text.index('"0x', text.index("dialect_resources"))
+    if how == "not hex":
+        return text[: start + 12] + "zz" + text[start + 14 :]
+    text = text[: start + 12] + text[start + 16 :]
+    if how == "cut short, foreign key":
+        key = text[text.rindex(" ", 0, start - 2) + 1 : start - 2]
+        text = text.replace(key, "weights0")
+    return text
+
+
+DAMAGE = {
+    "not hex": "its blob is not hex digits",
+    "cut short": "its bytes do not match the digest in its name (the file is damaged)",
+    "cut short, foreign key": "dense_resource<weights0> holds",
+}
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+@pytest.mark.parametrize("command", ["compile", "asm", "run"])
+def test_a_damaged_weight_blob_is_a_located_diagnostic(capsys, tmp_path, command, how):
+    """Once a traceback in `aitc compile X.mlir` and `aitc asm` (only `run` checked blobs)."""
+    from aitc import model_zoo
+
+    model, _ = model_zoo.mlp(batch=2)
+    onnx_path = tmp_path / "m.onnx"
+    onnx_path.write_bytes(model_zoo.with_static_batch(model, 2).SerializeToString())
+    level = "graph" if command == "compile" else "hw"
+    good = tmp_path / "good.mlir"
+    argv = ["compile", str(onnx_path), "--target", "tiny", "--emit", level, "-o", str(good)]
+    assert main(argv) == 0
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(_damage_first_blob(good.read_text(), how))
+    capsys.readouterr()
+    out = tmp_path / "out"
+    argv = {
+        "compile": ["compile", str(bad), "--target", "tiny", "-o", str(out)],
+        "asm": ["asm", str(bad), "-o", str(out)],
+        "run": ["run", str(bad), "--outputs", str(out)],
+    }[command]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "bad.mlir:" in err
+    assert DAMAGE[how] in err
+    assert "Traceback" not in err
+    assert "internal error" not in err
+    assert not out.exists()

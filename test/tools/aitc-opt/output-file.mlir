@@ -1,6 +1,8 @@
 // RUN: rm -f %t
 // RUN: aitc-opt %s -o %t | filecheck %s --check-prefix=STDOUT --allow-empty
 // RUN: filecheck %s < %t
+// A new file gets the umask's mode (once 0600, from the temporary file):
+// RUN: %python -c "import os,stat,sys; m=os.umask(0); sys.exit(stat.S_IMODE(os.stat(sys.argv[1]).st_mode) != 0o666 & ~m)" %t
 
 // A failing input leaves no output file behind, not even an empty or partial one:
 // RUN: rm -f %t.bad
