@@ -13,8 +13,7 @@ import numpy as np
 import onnx
 import pytest
 
-from aitc import files, model_zoo
-from aitc.diagnostics import AitcError
+from aitc import model_zoo
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir
@@ -81,25 +80,6 @@ def test_import_overwrites_atomically(capsys, tmp_path, layer):
     code, _, _ = run_cli(capsys, ["import", path, "-o", out, *SHAPES])
     assert code == 0
     assert out.read_text().startswith("builtin.module")
-
-
-def test_write_atomic_leaves_nothing_when_the_rename_fails(tmp_path, monkeypatch):
-    target = tmp_path / "out.mlir"
-    target.write_text("previous")
-
-    def fail(*args, **kwargs):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(AitcError, match="No space left on device"):
-        files.write_atomic(target, "new text")
-    assert target.read_text() == "previous"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.mlir"]
-
-
-def test_write_atomic_into_a_missing_folder(tmp_path):
-    with pytest.raises(AitcError, match="does not exist"):
-        files.write_atomic(tmp_path / "no" / "out.mlir", "text")
 
 
 # --------------------------------------------------------------------------- aitc check
