@@ -1,14 +1,16 @@
 """aitc: the model deployer's command line.
 
     aitc import MODEL.onnx -o OUT.mlir [--input-shape NAME=1x3x224x224]
-    aitc check MODEL.onnx | aitc check --ops
-    aitc run FILE.mlir|MODEL.onnx --inputs IN.npz [--outputs OUT.npz]
+    aitc check MODEL.onnx [--input-shape NAME=1x3x224x224] | aitc check --ops
+    aitc compile MODEL.onnx|FILE.mlir -o OUT.aitb [--target NAME|FILE.toml] [--emit LEVEL]
+    aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
 
 Every user error prints `FILE: error: ...` lines and exits with status 1, never a traceback
-(set AITC_DEBUG=1 to see one for internal errors).
+(set AITC_DEBUG=1 to see one for internal errors). Output paths are checked before any work
+and written all or none at the end (`aitc.files`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import (
     BFloat16Type,
     BytesAttr,
@@ -37,9 +39,10 @@ from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects import graph
 from aitc.frontend.onnx_import import import_onnx
 from aitc.frontend.onnx_ops import ONNX_OPS
-from aitc.interp.run import run_module
+from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.target import load_target
+from aitc.tools.aitc_main import main
 from aitc.weights import RESOURCES, array_to_attr, attr_to_array
 
 F32_SPECIAL = [0xFF800000, 0x7F800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF, 0xFFC12345]
@@ -302,6 +305,41 @@ def test_zoo_model_at_graph_level(name: str):
     model, inputs, shapes = zoo_case(name)
     module = import_onnx(model, shapes)
     assert_same_outputs(run_module(module, inputs), run_module(round_trip(module), inputs))
+
+
+EXAMPLE_MODELS = sorted((Path(__file__).parents[2] / "examples" / "models").glob("*.onnx"))
+
+
+@pytest.mark.parametrize("path", EXAMPLE_MODELS, ids=lambda p: p.stem)
+def test_bundled_example_model_at_graph_level(path: Path):
+    """The exported models users start from (a torch-export BERT among them)."""
+    module = import_onnx(path)
+    given = path.with_suffix(".inputs.npz")  # token ids must index the embedding table
+    inputs = dict(np.load(given)) if given.exists() else random_inputs(entry_function(module), seed=3)
+    assert_same_outputs(run_module(module, inputs), run_module(round_trip(module), inputs))
+
+
+def test_minus_inf_padding_survives_import_to_text_through_the_cli(tmp_path: Path, capsys):
+    """The reported data loss, as a user met it: a ReduceMax over -inf padding was right with
+    `aitc run model.onnx` and NaN after `aitc import -o m.mlir` + `aitc run m.mlir`."""
+    pad = numpy_helper.from_array(np.full((2, 2), -np.inf, np.float32), "pad")
+    nodes = [
+        helper.make_node("Concat", ["x", "pad"], ["padded"], axis=1, name="concat"),
+        helper.make_node("ReduceMax", ["padded"], ["y"], keepdims=0, axes=[1], name="max"),
+    ]
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 6])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    graph_ = helper.make_graph(nodes, "byte_classifier", [x], [y], [pad])
+    onnx.save(helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", x=np.array([[-np.inf] * 6, [-3, -2, -1, -4, -5, -6]], np.float32))
+    run = ["run", "--inputs", str(tmp_path / "in.npz"), "--outputs"]
+    assert main(["import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.mlir")]) == 0
+    assert "0xff800000" in (tmp_path / "m.mlir").read_text()
+    assert main([run[0], str(tmp_path / "m.onnx"), *run[1:], str(tmp_path / "a.npz")]) == 0
+    assert main([run[0], str(tmp_path / "m.mlir"), *run[1:], str(tmp_path / "b.npz")]) == 0
+    direct, through_text = np.load(tmp_path / "a.npz")["y"], np.load(tmp_path / "b.npz")["y"]
+    assert same_bits(direct, through_text)
+    np.testing.assert_array_equal(through_text, [-np.inf, -1.0])
 
 
 LOWERED = ["mlp", "cnn_bn_pool", "transformer", "mlp_with_host_ops"]
