@@ -140,6 +140,8 @@ def main(args: Sequence[str] | None = None) -> int:
 
 def _run(driver: AitcOptMain, where: str) -> int:
     """Checks -o, runs the driver, writes -o; xDSL's own exceptions become diagnostics."""
+    if driver.args.output_file == "-":
+        driver.args.output_file = None  # `-o -` is stdout, as in mlir-opt
     check_outputs([driver.args.output_file], [driver.args.input_file])
     try:
         driver.run()

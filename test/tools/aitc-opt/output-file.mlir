@@ -39,6 +39,10 @@
 // SAME:    error: cannot write {{.*}}same.mlir: it is the input {{.*}}same.mlir; choose another output name
 // RUN: cmp %s %t.same.mlir
 
+// -o - is stdout, as in mlir-opt (no file named '-').
+// RUN: cd %t.d && aitc-opt %s -o - | filecheck %s
+// RUN: %python -c "import os,sys; sys.exit(os.path.exists(sys.argv[1]))" %t.d/-
+
 // -o writes the module to the file and nothing to stdout.
 func.func @written(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = graph.sigmoid %x : tensor<4xf32>
