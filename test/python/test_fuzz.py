@@ -207,3 +207,13 @@ def test_smoke_run_finds_nothing_bad():
     report = format_report(sorted(results, key=lambda r: r.case.index), settings, time.monotonic() - started)
     assert {r.case.family for r in results} == set(families)
     assert not any(r.outcome in BAD_OUTCOMES for r in results), report
+
+
+def test_out_of_range_literals_of_absurd_widths_are_generated():
+    """An earlier mutation can make `i64` into `i6400000`; 2**6399999 has too many digits to print."""
+    import random
+
+    from aitc.fuzz.mutate import integer_out_of_range
+
+    text, note = integer_out_of_range(random.Random(0), "%0 = arith.constant 1 : i6400000\n")
+    assert ": i6400000" in text, note
