@@ -139,7 +139,7 @@ def integer_out_of_range(rng: random.Random, text: str) -> tuple[str, str]:
     signed, width = match.group(1) != "ui", int(match.group(2))
     width = min(max(width, 1), 1024)  # an earlier mutation may have made `i64` into `i6400000`
     value = rng.choice([2 ** (width - 1) if signed else 2**width, -(2 ** (width - 1)) - 1, 2**200])
-    literal = f"{value} : {match.group(1)}{width}"
+    literal = f"{value} : {match.group(1)}{match.group(2)}"
     return text[: match.start()] + literal + text[match.end() :], f"'{match.group()}' -> '{literal}'"
 
 
