@@ -49,10 +49,14 @@ class OutputFile:
     special: bool
 
 
-def check_outputs(outputs: Iterable[PathLike | None], inputs: Iterable[PathLike | None] = ()) -> None:
-    """Raises one AitcError listing every output path that the rules refuse (see the module
-    docstring), including two outputs that are the same file. `None` entries are skipped."""
+def check_outputs(
+    outputs: Iterable[PathLike | None], inputs: Iterable[PathLike | None] = ()
+) -> list[OutputFile]:
+    """Where each output goes, in order (`None` entries skipped); raises one AitcError listing
+    every output path that the rules refuse (see the module docstring), including two outputs
+    that are the same file."""
     problems = []
+    resolved = []
     seen: dict[Path, str] = {}
     sources = [str(p) for p in inputs if p is not None]
     for path in (str(p) for p in outputs if p is not None):
@@ -61,11 +65,13 @@ def check_outputs(outputs: Iterable[PathLike | None], inputs: Iterable[PathLike 
         except AitcError as error:
             problems += error.problems
             continue
+        resolved.append(output)
         if output.real in seen and not output.special:
             problems.append(f"cannot write {path}: it is the same file as the output {seen[output.real]}")
         seen.setdefault(output.real, path)
     if problems:
         raise AitcError(problems)
+    return resolved
 
 
 def resolve_output(path: PathLike, inputs: Iterable[PathLike] = ()) -> OutputFile:
@@ -158,8 +164,8 @@ def write_outputs(contents: Mapping[PathLike, str | bytes], inputs: Iterable[Pat
     """Writes every `path -> data` of a command, all or none: the paths are checked again
     (see `check_outputs`), regular files are staged as temporary files, special files written
     through, and only then are the staged files renamed into place."""
-    check_outputs(contents, inputs)
-    outputs = [(resolve_output(path), _as_bytes(data)) for path, data in contents.items()]
+    resolved = check_outputs(contents, inputs)
+    outputs = [(output, _as_bytes(data)) for output, data in zip(resolved, contents.values(), strict=True)]
     staged: list[tuple[str, OutputFile]] = []
     current = outputs[0][0] if outputs else None
     try:

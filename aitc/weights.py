@@ -45,6 +45,8 @@ class ContentAddressedResources(OpAsmDialectInterface):
         super().__init__()
         self._blob_storage = blobs
         self.arrays: dict[str, np.ndarray] = {}
+        self.decoded: dict[str, bytes] = {}
+        """Blob bytes decoded at parse, until `_resource_array` turns them into an array."""
 
     def declare_resource(self, key: str) -> str:
         self._blob_storage.setdefault(key, "")
@@ -54,10 +56,17 @@ class ContentAddressedResources(OpAsmDialectInterface):
         if not val.startswith("0x"):
             raise ValueError(f"blob must be a hex string starting with 0x, got {val[:16]!r}")
         val = "0x" + val[2:].lower()  # upstream mlir-opt prints upper-case hex for the same bytes
-        problem = _digest_problem(key, val)
-        if problem:
-            raise ValueError(f"resource '{key}': {problem} (the file is damaged)")
+        try:
+            data = bytes.fromhex(val[2:])
+        except ValueError:
+            raise ValueError(f"resource '{key}': its blob is not hex digits (the file is damaged)") from None
+        if not _digest_matches(key, data):
+            raise ValueError(
+                f"resource '{key}': its bytes do not match the digest in its name (the file is damaged)"
+            )
         self._keep(key, val)
+        if key not in self.arrays:  # a file parsed again: its array is already made
+            self.decoded[key] = data
 
     def store(self, key: str, data: bytes) -> None:
         self._keep(key, "0x" + (_ALIGNMENT_HEADER + data).hex())
@@ -73,17 +82,12 @@ _DIGEST_SUFFIX = re.compile(r"_([0-9a-f]{12})")
 """The end of a key aitc made (`_resource_key`): the blake2b digest of the blob's data."""
 
 
-def _digest_problem(key: str, blob: str) -> str | None:
-    """Whether the blob of a key aitc made is not its data: not hex, or bytes whose digest is not
-    the one in the key (a flipped or lost byte). Keys of other tools are not checked."""
-    try:
-        data = bytes.fromhex(blob[2:])
-    except ValueError:
-        return "its blob is not hex digits"
+def _digest_matches(key: str, blob: bytes) -> bool:
+    """Whether the decoded blob of a key aitc made is its data: the digest in the key is that of
+    the bytes after the alignment header (a flipped or lost byte changes it). Keys of other tools
+    are not checked."""
     digest = _DIGEST_SUFFIX.fullmatch(key[-13:])
-    if digest and len(data) >= 4 and _digest(data[4:]) != digest.group(1):
-        return "its bytes do not match the digest in its name"
-    return None
+    return not digest or len(blob) < 4 or _digest(blob[4:]) == digest.group(1)
 
 
 def _digest(data: bytes) -> str:
@@ -145,13 +149,7 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
     cached = RESOURCES.arrays.get(key)
     if cached is not None:
         return cached
-    blob = RESOURCES.lookup(key)
-    if not blob:
-        raise MissingBlob(f"dense_resource<{key}> has no bytes: the file lacks its blob")
-    try:
-        raw = bytes.fromhex(blob[2:])[4:]
-    except ValueError:
-        raise ValueError(f"dense_resource<{key}>: its blob is not hex digits (the file is damaged)") from None
+    raw = _blob_bytes(key)[4:]
     dtype = numpy_dtype(type_.get_element_type())
     count = int(np.prod(type_.get_shape(), dtype=np.int64))
     if len(raw) != count * dtype.itemsize:
@@ -160,7 +158,23 @@ def _resource_array(attr: DenseResourceAttr) -> np.ndarray:
         )
     array = np.frombuffer(raw, dtype=dtype).reshape(type_.get_shape())
     RESOURCES.arrays[key] = array
+    RESOURCES.decoded.pop(key, None)  # the array holds the bytes now
     return array
+
+
+def _blob_bytes(key: str) -> bytes:
+    """The bytes of resource `key` with their alignment header: decoded at parse, or from the
+    hex of a blob stored otherwise."""
+    decoded = RESOURCES.decoded.get(key)
+    if decoded is not None:
+        return decoded
+    blob = RESOURCES.lookup(key)
+    if not blob:
+        raise MissingBlob(f"dense_resource<{key}> has no bytes: the file lacks its blob")
+    try:
+        return bytes.fromhex(blob[2:])
+    except ValueError:
+        raise ValueError(f"dense_resource<{key}>: its blob is not hex digits (the file is damaged)") from None
 
 
 class MissingBlob(ValueError):

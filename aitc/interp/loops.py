@@ -36,6 +36,14 @@ class LoopBudget:
         self.limit = limit
         self.spent = 0
 
+    def iterations(self, op: Operation, lb: int, ub: int, step: int) -> range:
+        """The induction values of `scf.for` op (step checked), booked before they run."""
+        if step <= 0:
+            raise AitcError(f"{_describe(op)}: scf.for step must be positive, got {step}")
+        values = range(lb, ub, step)
+        self.spend(op, len(values))
+        return values
+
     def spend(self, op: Operation, iterations: int) -> None:
         """Books `iterations` more iterations of loop `op` (before running them)."""
         self.spent += max(iterations, 0)
@@ -69,12 +77,8 @@ class BoundedScfFunctions(InterpreterFunctions):
     @impl(scf.ForOp)
     def run_for(self, interpreter: Interpreter, op: scf.ForOp, args: PythonValues) -> PythonValues:
         lb, ub, step, *loop_args = args
-        if step <= 0:
-            raise AitcError(f"{_describe(op)}: scf.for step must be positive, got {step}")
-        iterations = range(lb, ub, step)
-        self.budget.spend(op, len(iterations))
         values = tuple(loop_args)
-        for i in iterations:
+        for i in self.budget.iterations(op, lb, ub, step):
             values = interpreter.run_ssacfg_region(op.body, (i, *values), "for_loop")
         return values
 

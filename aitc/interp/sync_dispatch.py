@@ -85,10 +85,7 @@ class Dispatcher:
         first, stop, step = (int(self.env[v]) for v in (op.lb, op.ub, op.step))  # pyright: ignore
         induction = op.body.block.args[0]
         name = f"%{induction.name_hint or 'i'}"
-        if step <= 0:
-            raise AitcError(f"{describe(op)}: scf.for step must be positive, got {step}")
-        self.budget.spend(op, len(range(first, stop, step)))
-        for value in range(first, stop, step):
+        for value in self.budget.iterations(op, first, stop, step):
             self.env[induction] = value
             self.block(op.body.block, (*loops, (name, value)))
 
