@@ -178,7 +178,7 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     from aitc.dialects.exec import REASON_ATTR, is_host_function, kept_functions, symbol_name
     from aitc.dialects.graph import ConstantOp
     from aitc.dialects.tile import KernelOp
-    from aitc.passes.graph_to_tile_lowering import node_name
+    from aitc.passes.graph_to_tile.lowering import node_name
 
     split = bool(kept_functions(module))
     rows = []
@@ -224,8 +224,8 @@ def segment_report(module: ModuleOp) -> list[dict[str, object]]:
 
 def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> None:
     """Adds `instructions` (static hw instruction count) to each kernel row, by ONNX location."""
+    from aitc.analysis.graph_matching import location_name
     from aitc.dialects.hw import InstructionOp
-    from aitc.passes.graph_matching import location_name
 
     counts: dict[str, int] = {}
     for op in module.walk():

@@ -12,37 +12,37 @@ from xdsl.passes import ModulePass
 
 
 def _graph_canonicalize() -> type[ModulePass]:
-    from aitc.passes.graph_canonicalize import GraphCanonicalizePass
+    from aitc.passes.graph.graph_canonicalize import GraphCanonicalizePass
 
     return GraphCanonicalizePass
 
 
 def _graph_fold_constants() -> type[ModulePass]:
-    from aitc.passes.graph_fold_constants import GraphFoldConstantsPass
+    from aitc.passes.graph.graph_fold_constants import GraphFoldConstantsPass
 
     return GraphFoldConstantsPass
 
 
 def _graph_fold_batch_norm() -> type[ModulePass]:
-    from aitc.passes.graph_fold_batch_norm import GraphFoldBatchNormPass
+    from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
 
     return GraphFoldBatchNormPass
 
 
 def _graph_fuse_bias_activation() -> type[ModulePass]:
-    from aitc.passes.graph_fuse_bias_activation import GraphFuseBiasActivationPass
+    from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
 
     return GraphFuseBiasActivationPass
 
 
 def _graph_recognize_patterns() -> type[ModulePass]:
-    from aitc.passes.graph_recognize_patterns import GraphRecognizePatternsPass
+    from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 
     return GraphRecognizePatternsPass
 
 
 def _graph_optimize() -> type[ModulePass]:
-    from aitc.passes.graph_optimize import GraphOptimizePass
+    from aitc.passes.graph.graph_optimize import GraphOptimizePass
 
     return GraphOptimizePass
 
@@ -54,13 +54,13 @@ def _convert_graph_to_tile() -> type[ModulePass]:
 
 
 def _plan_memory() -> type[ModulePass]:
-    from aitc.passes.tile_plan_memory import PlanMemoryPass
+    from aitc.passes.tile.plan_memory import PlanMemoryPass
 
     return PlanMemoryPass
 
 
 def _multi_buffer() -> type[ModulePass]:
-    from aitc.passes.tile_multi_buffer import MultiBufferPass
+    from aitc.passes.tile.multi_buffer import MultiBufferPass
 
     return MultiBufferPass
 
@@ -78,25 +78,25 @@ def _convert_tile_to_sync() -> type[ModulePass]:
 
 
 def _insert_semaphores() -> type[ModulePass]:
-    from aitc.passes.sync_insert_semaphores import InsertSemaphoresPass
+    from aitc.passes.sync.insert_semaphores import InsertSemaphoresPass
 
     return InsertSemaphoresPass
 
 
 def _optimize_sync() -> type[ModulePass]:
-    from aitc.passes.sync_optimize import OptimizeSyncPass
+    from aitc.passes.sync.optimize_sync import OptimizeSyncPass
 
     return OptimizeSyncPass
 
 
 def _graph_legalize_axes() -> type[ModulePass]:
-    from aitc.passes.graph_legalize_axes import GraphLegalizeAxesPass
+    from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 
     return GraphLegalizeAxesPass
 
 
 def _place_on_host() -> type[ModulePass]:
-    from aitc.passes.place_on_host import PlaceOnHostPass
+    from aitc.passes.graph.place_on_host import PlaceOnHostPass
 
     return PlaceOnHostPass
 

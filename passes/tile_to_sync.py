@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import sync, tile
 from aitc.passes.legality import check_all_bound
-from aitc.passes.tile_plan_memory import resolve_target
+from aitc.passes.tile.plan_memory import resolve_target
 from aitc.target import Target
 
 LOAD_QUEUE, STORE_QUEUE, LOCAL_QUEUE = "dma0", "dma1", "dma2"

@@ -14,7 +14,7 @@ model (`aitc/sim/engine.py`, `aitc/sim/checks.py`) one level up, without timing:
    numpy semantics (`aitc.interp.tile.TileFunctions`, through `Interpreter.run_op`) when they run.
 3. Checks. Semaphores are counters with a FIFO of signal units carrying the signaller's vector
    clock; a wait takes `count` units and joins their clocks (as `RaceDetector`). Every window
-   is a set of byte intervals of its storage (`aitc.passes.sync_footprint`: views and
+   is a set of byte intervals of its storage (`aitc.analysis.tile_footprint`: views and
    plan-memory's shared bytes alias); two engines touching a common byte, one writing, without
    a happens-before path is a race. A race, or a deadlock (engines left, all blocked on waits),
    is an AitcError naming the ops, their kernels, locations and loop indices. So is a program
@@ -34,11 +34,11 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 
+from aitc.analysis.tile_footprint import Access, window_bytes
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
 from aitc.interp.run import check_inputs, entry_function, is_output_arg, output_names
 from aitc.interp.sync_dispatch import SYNC_OPS, Dispatcher, Task
-from aitc.passes.sync_footprint import Access, window_bytes
 from aitc.sim.checks import PRUNE_MIN, AccessLog
 from aitc.types import numpy_dtype
 

@@ -18,11 +18,11 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from aitc.analysis.tile_footprint import Access, accesses, evaluate_index_op
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
 from aitc.interp.loops import LoopBudget
 from aitc.interp.tile import describe, tile_interpreter
-from aitc.passes.sync_footprint import Access, accesses, evaluate_index_op
 
 SYNC_OPS = (sync.SignalOp, sync.WaitOp, sync.BarrierOp)
 

@@ -16,8 +16,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from aitc.analysis.graph_matching import is_splat, producer, replace_with_value, shape_of
 from aitc.dialects import graph
-from aitc.passes.graph_matching import is_splat, producer, replace_with_value, shape_of
 from aitc.types import is_bool, is_float, numpy_dtype
 
 

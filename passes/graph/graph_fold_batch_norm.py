@@ -16,8 +16,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from aitc.analysis.graph_matching import constant_array, name_hint, new_constant, single_use
 from aitc.dialects import graph
-from aitc.passes.graph_matching import constant_array, name_hint, new_constant, single_use
 
 DEFAULT_EPSILON = 1e-5
 """ONNX's BatchNormalization default, also the reference kernel's."""

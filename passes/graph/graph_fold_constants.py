@@ -17,9 +17,9 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from aitc.analysis.graph_matching import constant_array, name_hint, new_constant
 from aitc.dialects import graph
 from aitc.interp.graph import KERNELS, evaluate
-from aitc.passes.graph_matching import constant_array, name_hint, new_constant
 from aitc.types import numpy_dtype
 
 DEFAULT_MAX_BYTES = 1 << 26

@@ -17,8 +17,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from aitc.dialects import graph
-from aitc.passes.graph_matching import (
+from aitc.analysis.graph_matching import (
     constant_array,
     name_hint,
     new_constant,
@@ -26,6 +25,7 @@ from aitc.passes.graph_matching import (
     shape_of,
     single_use,
 )
+from aitc.dialects import graph
 
 Producer = graph.MatMulOp | graph.ConvOp
 

@@ -26,8 +26,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from aitc.analysis.graph_matching import close, is_splat, other_operand, shape_of, single_use, splat_value
 from aitc.dialects import graph
-from aitc.passes.graph_matching import close, is_splat, other_operand, shape_of, single_use, splat_value
 from aitc.types import broadcast_shapes, is_float
 
 INV_SQRT2 = 1.0 / math.sqrt(2.0)

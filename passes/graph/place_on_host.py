@@ -43,7 +43,7 @@ from xdsl.utils.exceptions import PassFailedException
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile import is_graph_level, missing_reason
-from aitc.passes.graph_to_tile_lowering import node_name
+from aitc.passes.graph_to_tile.lowering import node_name
 from aitc.types import is_bool, is_float
 
 HOST_INDEX_ELEMENTS = 4096

@@ -38,15 +38,15 @@ from xdsl.utils.exceptions import PassFailedException
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, tile
-from aitc.passes import (  # noqa: F401  (importing a family registers its lowerings)
-    graph_to_tile_conv,
-    graph_to_tile_linear,
-    graph_to_tile_rows,
+from aitc.passes.graph_to_tile import (  # noqa: F401  (importing a family registers its lowerings)
+    conv,
+    linear,
+    rows,
 )
-from aitc.passes.graph_to_tile_costs import Budget
-from aitc.passes.graph_to_tile_lowering import LOWERINGS, CannotFit, LoweringContext, node_name
-from aitc.passes.graph_to_tile_movement import copy_value
-from aitc.passes.graph_to_tile_vector import fuse_elementwise
+from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.lowering import LOWERINGS, CannotFit, LoweringContext, node_name
+from aitc.passes.graph_to_tile.movement import copy_value
+from aitc.passes.graph_to_tile.vector import fuse_elementwise
 from aitc.passes.legality import check_no_ops_left
 from aitc.target import Target, load_target
 

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import tile
-from aitc.passes.graph_to_tile_costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
+from aitc.passes.graph_to_tile.costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
 from aitc.types import numpy_dtype
 
 Index = int | SSAValue

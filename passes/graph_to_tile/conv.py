@@ -40,18 +40,18 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes import graph_to_tile_pool  # noqa: F401  (registers pooling and batch_norm)
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile_costs import Budget
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile import pool  # noqa: F401  (registers pooling and batch_norm)
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     register,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile_movement import kernel_view
-from aitc.passes.graph_to_tile_window import (
+from aitc.passes.graph_to_tile.movement import kernel_view
+from aitc.passes.graph_to_tile.window import (
     Block,
     Geometry,
     Im2col,
@@ -60,7 +60,7 @@ from aitc.passes.graph_to_tile_window import (
     window_dims,
     window_problem,
 )
-from aitc.passes.graph_to_tile_window_costs import (
+from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
     WindowPlan,
     WindowProblem,

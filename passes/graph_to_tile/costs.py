@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from aitc.passes.sync_to_hw_select import Dim, merge_dims
+from aitc.passes.sync_to_hw.select import Dim, merge_dims
 from aitc.target import Target
 
 F32 = 4

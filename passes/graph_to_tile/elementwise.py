@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
+from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
-from aitc.passes.graph_matching import splat_value
-from aitc.passes.graph_to_tile_builder import KernelBuilder, Win
+from aitc.passes.graph_to_tile.builder import KernelBuilder, Win
 
 Sizes = list[int]
 

@@ -49,17 +49,17 @@ from xdsl.dialects.builtin import DenseArrayBase, i64
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, buffer_element
-from aitc.passes.graph_to_tile_costs import F32, dma_instruction_cycles
-from aitc.passes.graph_to_tile_elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
+from aitc.passes.graph_to_tile.costs import F32, dma_instruction_cycles
+from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     register,
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile_matmul_costs import (
+from aitc.passes.graph_to_tile.matmul_costs import (
     MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from aitc.analysis.graph_matching import location_name
 from aitc.dialects import graph, tile
-from aitc.passes.graph_matching import location_name
-from aitc.passes.graph_to_tile_builder import KernelBuilder, buffer_shape, element_bytes
-from aitc.passes.graph_to_tile_costs import Budget
+from aitc.passes.graph_to_tile.builder import KernelBuilder, buffer_shape, element_bytes
+from aitc.passes.graph_to_tile.costs import Budget
 
 # --------------------------------------------------------------------------- failures
 

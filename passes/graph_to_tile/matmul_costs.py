@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 
-from aitc.passes.graph_to_tile_costs import (
+from aitc.passes.graph_to_tile.costs import (
     F32,
     Budget,
     Cost,
@@ -49,7 +49,7 @@ class MatmulProblem:
 
 def activation_ops_of(name: str) -> tuple[str, ...]:
     """The vector ops of an activation applied in place (graph_to_tile_elementwise)."""
-    from aitc.passes.graph_to_tile_elementwise import activation_ops
+    from aitc.passes.graph_to_tile.elementwise import activation_ops
 
     return activation_ops(name)
 

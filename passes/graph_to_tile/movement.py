@@ -27,9 +27,9 @@ import numpy as np
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, SSAValue
 
+from aitc.analysis.graph_matching import constant_array
 from aitc.dialects import graph, tile
-from aitc.passes.graph_matching import constant_array
-from aitc.passes.graph_to_tile_builder import (
+from aitc.passes.graph_to_tile.builder import (
     Index,
     KernelBuilder,
     Win,
@@ -37,9 +37,9 @@ from aitc.passes.graph_to_tile_builder import (
     buffer_shape,
     element_bytes,
 )
-from aitc.passes.graph_to_tile_costs import RowFootprint, plan_box, plan_rows
-from aitc.passes.graph_to_tile_elementwise import fill
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile.costs import RowFootprint, plan_box, plan_rows
+from aitc.passes.graph_to_tile.elementwise import fill
+from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     flat2d,

@@ -27,16 +27,16 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from aitc.dialects import graph, tile
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile_costs import F32, RowFootprint, plan_rows
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.costs import F32, RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     register,
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile_window import (
+from aitc.passes.graph_to_tile.window import (
     Block,
     Geometry,
     Im2col,
@@ -45,8 +45,8 @@ from aitc.passes.graph_to_tile_window import (
     WindowDim,
     window_dims,
 )
-from aitc.passes.graph_to_tile_window import window_problem as pool_problem
-from aitc.passes.graph_to_tile_window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
+from aitc.passes.graph_to_tile.window import window_problem as pool_problem
+from aitc.passes.graph_to_tile.window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
 from aitc.weights import array_to_attr
 
 # --------------------------------------------------------------------------- pooling

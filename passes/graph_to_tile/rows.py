@@ -20,9 +20,9 @@ import math
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile_costs import RowFootprint, plan_rows
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     register,

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
+from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
-from aitc.passes.graph_matching import splat_value
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win, element_bytes
-from aitc.passes.graph_to_tile_costs import RowFootprint, plan_rows
-from aitc.passes.graph_to_tile_elementwise import EMITTERS, Operand, pow_exponent, temps_needed
-from aitc.passes.graph_to_tile_lowering import (
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, element_bytes
+from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand, pow_exponent, temps_needed
+from aitc.passes.graph_to_tile.lowering import (
     LOWERINGS,
     CannotFit,
     LoweringContext,
@@ -113,7 +113,7 @@ def _type_problem(op: Operation) -> str | None:
 
 
 def _integer_ok(op: Operation) -> bool:
-    from aitc.passes.graph_to_tile_elementwise import BINARY_NAMES, UNARY_NAMES
+    from aitc.passes.graph_to_tile.elementwise import BINARY_NAMES, UNARY_NAMES
 
     if isinstance(op, graph.BroadcastOp):
         return True

@@ -36,11 +36,11 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile_builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile_costs import vector_cycles
-from aitc.passes.graph_to_tile_elementwise import fill
-from aitc.passes.graph_to_tile_lowering import tensor_element, tensor_shape
-from aitc.passes.graph_to_tile_movement import kernel_view
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.costs import vector_cycles
+from aitc.passes.graph_to_tile.elementwise import fill
+from aitc.passes.graph_to_tile.lowering import tensor_element, tensor_shape
+from aitc.passes.graph_to_tile.movement import kernel_view
 from aitc.target import Target
 
 

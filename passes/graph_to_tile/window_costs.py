@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import product
 
-from aitc.passes.graph_to_tile_costs import (
+from aitc.passes.graph_to_tile.costs import (
     F32,
     Budget,
     Cost,
@@ -25,7 +25,7 @@ from aitc.passes.graph_to_tile_costs import (
     split,
     vector_cycles,
 )
-from aitc.passes.graph_to_tile_window import (
+from aitc.passes.graph_to_tile.window import (
     BlockRun,
     Geometry,
     PatchLayout,

@@ -52,8 +52,8 @@ from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
 from aitc.passes.legality import check_no_ops_left
-from aitc.passes.sync_to_hw_address import Addressing, Buffer, NotAffineError, fail
-from aitc.passes.sync_to_hw_select import SELECTORS
+from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError, fail
+from aitc.passes.sync_to_hw.select import SELECTORS
 from aitc.target import Target, load_target, preset_names
 
 LOWERED_DIALECTS = ("tile", "sync", "func", "scf", "arith")

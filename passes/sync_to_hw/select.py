@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 
 from aitc.dialects import hw, tile
 from aitc.dialects.sync import engine_of
-from aitc.passes.sync_to_hw_address import Address, Addressing, Window, fail
+from aitc.passes.sync_to_hw.address import Address, Addressing, Window, fail
 from aitc.sim.program import DEFAULT_DMA_QUEUE
 
 

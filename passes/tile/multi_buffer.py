@@ -48,9 +48,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.liveness import align_up, byte_size, users
 from aitc.dialects import tile
-from aitc.passes.tile_liveness import align_up, byte_size, users
-from aitc.passes.tile_plan_memory import resolve_target
+from aitc.passes.tile.plan_memory import resolve_target
 from aitc.target import Target
 
 DEPTH_ATTR = "buffer_depth"

@@ -7,7 +7,7 @@
     | %b      |  disjoint                 | intermediates   |  liveness reuse among these only
     +---------+ sram_peak                 +-----------------+ dram_bytes
 
-Lifetimes and packing: `aitc.passes.tile_liveness`. `check_plan` re-checks a planned module
+Lifetimes and packing: `aitc.analysis.liveness`. `check_plan` re-checks a planned module
 independently of how it was planned (tests use it; so can later passes).
 """
 
@@ -33,9 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc.diagnostics import AitcError
-from aitc.dialects import tile
-from aitc.passes.tile_liveness import (
+from aitc.analysis.liveness import (
     ALIGNMENT,
     Lifetime,
     Span,
@@ -47,6 +45,8 @@ from aitc.passes.tile_liveness import (
     program_spans,
     users,
 )
+from aitc.diagnostics import AitcError
+from aitc.dialects import tile
 from aitc.target import Target, load_target
 
 OFFSET_ARG_ATTR = "tile.offset"

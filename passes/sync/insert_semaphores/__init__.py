@@ -50,8 +50,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import sync, tile
 from aitc.passes.legality import check_all_bound
-from aitc.passes.sync_dependences import Dependences, Edge, Level, Program
-from aitc.passes.tile_plan_memory import resolve_target
+from aitc.passes.sync.insert_semaphores.dependences import Dependences, Edge, Level, Program
+from aitc.passes.tile.plan_memory import resolve_target
 
 # --------------------------------------------------------------------------- pruning
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aitc.passes.sync_footprint import Intervals, overlap
+from aitc.analysis.tile_footprint import Intervals, overlap
 
 if TYPE_CHECKING:
-    from aitc.passes.sync_dependences import Node
+    from aitc.passes.sync.insert_semaphores.dependences import Node
 
 
 @dataclass(frozen=True, eq=False)

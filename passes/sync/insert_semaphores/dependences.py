@@ -34,9 +34,7 @@ from xdsl.dialects import func, scf
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc.dialects import sync, tile
-from aitc.passes.sync_candidates import Candidates
-from aitc.passes.sync_footprint import (
+from aitc.analysis.tile_footprint import (
     Access,
     IndexRanges,
     Intervals,
@@ -46,6 +44,8 @@ from aitc.passes.sync_footprint import (
     depends_on,
     overlap,
 )
+from aitc.dialects import sync, tile
+from aitc.passes.sync.insert_semaphores.candidates import Candidates
 
 MAX_TRIPS = 512
 """Loops longer than this are analysed as if every iteration could conflict with the next."""

@@ -22,7 +22,7 @@ from aitc.target import load_target
 from aitc.tools.aitc_main import main
 from aitc.weights import array_to_attr, attr_to_array
 
-ROUNDTRIP_MLIR = Path(__file__).resolve().parents[1] / "dialects" / "hw" / "asm-roundtrip.mlir"
+ROUNDTRIP_MLIR = Path(__file__).resolve().parents[2] / "dialects" / "hw" / "asm-roundtrip.mlir"
 """Every instruction, loops with negative steps, locations, inline and resource weights."""
 
 TINY = load_target("tiny")

@@ -14,7 +14,7 @@ from aitc import files
 from aitc.diagnostics import AitcError
 from aitc.tools.aitc_main import main
 
-EXAMPLE_HW = Path(__file__).parents[2] / "examples" / "hw" / "tiled_matmul.mlir"
+EXAMPLE_HW = Path(__file__).parents[3] / "examples" / "hw" / "tiled_matmul.mlir"
 
 
 def _npy(array: np.ndarray) -> bytes:

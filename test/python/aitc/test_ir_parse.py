@@ -21,7 +21,7 @@ from aitc import xdsl_fixes
 from aitc.diagnostics import AitcError
 from aitc.ir import make_context, parse_mlir, parse_unverified
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((REPO / "examples" / "hw").glob("*.mlir"))
 
 

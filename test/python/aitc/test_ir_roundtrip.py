@@ -307,7 +307,7 @@ def test_zoo_model_at_graph_level(name: str):
     assert_same_outputs(run_module(module, inputs), run_module(round_trip(module), inputs))
 
 
-EXAMPLE_MODELS = sorted((Path(__file__).parents[2] / "examples" / "models").glob("*.onnx"))
+EXAMPLE_MODELS = sorted((Path(__file__).parents[3] / "examples" / "models").glob("*.onnx"))
 
 
 @pytest.mark.parametrize("path", EXAMPLE_MODELS, ids=lambda p: p.stem)

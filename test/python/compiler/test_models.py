@@ -271,7 +271,7 @@ def test_names_are_the_models(name: str):
 
 # --------------------------------------------------------------------------- bundled examples
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_bundled_examples_are_fresh_small_and_static():

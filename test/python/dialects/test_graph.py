@@ -511,7 +511,7 @@ def _upstream_mlir_opt() -> str | None:
 def test_generic_form_is_accepted_by_upstream_mlir_opt():
     """The generic form (ops, attributes, dense_resource blobs) parses in upstream MLIR, and its
     output parses back in aitc to the same module (blobs come back in upper-case hex)."""
-    ops_mlir = Path(__file__).resolve().parents[1] / "dialects" / "graph" / "ops.mlir"
+    ops_mlir = Path(__file__).resolve().parents[2] / "dialects" / "graph" / "ops.mlir"
     module = parse_mlir(ops_mlir.read_text(), str(ops_mlir))
     generic = print_mlir(module, generic=True)
     upstream = subprocess.run(

@@ -16,7 +16,7 @@ from aitc.dialects.hw import BarrierOp, SemSignalOp, SemWaitOp
 from aitc.ir import parse_mlir
 from aitc.sim import Session, SimOptions, SimulationError, Simulator, write_trace
 
-EXAMPLES = sorted((Path(__file__).parents[2] / "examples" / "hw").glob("*.mlir"))
+EXAMPLES = sorted((Path(__file__).parents[3] / "examples" / "hw").glob("*.mlir"))
 SYNC_OPS = (SemSignalOp, SemWaitOp, BarrierOp)
 NO_HANG = SimOptions(max_cycles=10**6)  # a mutant that ran away would fail with kind "cap"
 

@@ -13,7 +13,7 @@ from aitc.ir import parse_mlir
 from aitc.sim import Session
 from aitc.target import load_target
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "hw" / "tiled_matmul.mlir"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "hw" / "tiled_matmul.mlir"
 RNG = np.random.default_rng(7)
 INPUTS = {name: RNG.standard_normal((16, 16)).astype(np.float32) for name in ("a", "b")}
 

@@ -11,7 +11,7 @@ import pytest
 import aitc
 from aitc.tools.aitc_main import main
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "hw" / "tiled_matmul.mlir"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "hw" / "tiled_matmul.mlir"
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

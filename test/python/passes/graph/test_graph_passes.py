@@ -24,12 +24,12 @@ from aitc.dialects import graph
 from aitc.interp.run import run_module
 from aitc.ir import make_context, parse_mlir, print_mlir
 from aitc.passes import pipelines
-from aitc.passes.graph_canonicalize import GraphCanonicalizePass, holds_every_value
-from aitc.passes.graph_fold_batch_norm import GraphFoldBatchNormPass
-from aitc.passes.graph_fold_constants import GraphFoldConstantsPass
-from aitc.passes.graph_fuse_bias_activation import GraphFuseBiasActivationPass
-from aitc.passes.graph_optimize import GraphOptimizePass
-from aitc.passes.graph_recognize_patterns import GraphRecognizePatternsPass
+from aitc.passes.graph.graph_canonicalize import GraphCanonicalizePass, holds_every_value
+from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
+from aitc.passes.graph.graph_fold_constants import GraphFoldConstantsPass
+from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
+from aitc.passes.graph.graph_optimize import GraphOptimizePass
+from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 from aitc.passes.registry import ALL_PASSES
 from aitc.types import element_type_of
 from aitc.weights import array_to_attr

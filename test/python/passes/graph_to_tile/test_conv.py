@@ -1,4 +1,4 @@
-"""convert-graph-to-tile on conv, pooling and batch_norm (passes/graph_to_tile_conv.py,
+"""convert-graph-to-tile on conv, pooling and batch_norm (passes/graph_to_tile/conv.py,
 graph_to_tile_pool.py, graph_to_tile_window.py): the tile program computes what the graph
 computes (aitc/interp/graph.py is the reference), on targets tiny (forces tiling) and edge,
 for hand-picked cases, the CNN zoo models after graph-optimize, and random conv shapes; every
@@ -36,11 +36,12 @@ from aitc.dialects import graph, tile
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import random_inputs, run_module
 from aitc.ir import make_context
-from aitc.passes import graph_to_tile_conv, graph_to_tile_pool
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
-from aitc.passes.graph_to_tile_costs import Budget
-from aitc.passes.graph_to_tile_window import WindowDim
-from aitc.passes.graph_to_tile_window_costs import plan_window
+from aitc.passes.graph_to_tile import conv as graph_to_tile_conv
+from aitc.passes.graph_to_tile import pool as graph_to_tile_pool
+from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.window import WindowDim
+from aitc.passes.graph_to_tile.window_costs import plan_window
 from aitc.passes.pipelines import apply_pipeline
 from aitc.sim import Simulator
 from aitc.target import load_target

@@ -27,15 +27,15 @@ from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import make_context, parse_mlir
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
-from aitc.passes.graph_to_tile_builder import element_bytes
-from aitc.passes.graph_to_tile_costs import Budget, RowFootprint, balanced, plan_box, plan_rows, split
-from aitc.passes.graph_to_tile_lowering import LOWERINGS, Lowering, LoweringContext
-from aitc.passes.graph_to_tile_matmul_costs import MAX_UNROLL, MatmulProblem, matmul_candidates, plan_matmul
-from aitc.passes.graph_to_tile_movement import copy_value
-from aitc.passes.graph_to_tile_vector import fuse_elementwise
+from aitc.passes.graph_to_tile.builder import element_bytes
+from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, balanced, plan_box, plan_rows, split
+from aitc.passes.graph_to_tile.lowering import LOWERINGS, Lowering, LoweringContext
+from aitc.passes.graph_to_tile.matmul_costs import MAX_UNROLL, MatmulProblem, matmul_candidates, plan_matmul
+from aitc.passes.graph_to_tile.movement import copy_value
+from aitc.passes.graph_to_tile.vector import fuse_elementwise
 from aitc.passes.legality import ops_of_dialect
 from aitc.passes.pipelines import apply_pipeline, available_passes
-from aitc.passes.tile_multi_buffer import MultiBufferPass
+from aitc.passes.tile.multi_buffer import MultiBufferPass
 from aitc.target import Target, load_target
 
 TARGETS = ["tiny", "edge"]
@@ -384,8 +384,8 @@ def _forced_plans(draw):
 def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     """Whatever the planner picks, the emitted nest is right, and the kernel records exactly the
     closed-form estimate of the plan (est_cycles, dma_bytes, sram_bytes, acc_bytes)."""
-    from aitc.passes import graph_to_tile_linear
-    from aitc.passes.graph_to_tile_matmul_costs import estimate_matmul
+    from aitc.passes.graph_to_tile import linear as graph_to_tile_linear
+    from aitc.passes.graph_to_tile.matmul_costs import estimate_matmul
 
     target, budget, (m, k, n, batch, bias, activation), plan_args = case
     chosen = []
@@ -429,7 +429,7 @@ def test_the_estimate_follows_the_depth():
     problem = MatmulProblem(1, 256, 256, 256)
     edge = load_target("edge")
     for args in [(128, 32, 32, "m", 128, "sram", "none"), (64, 256, 32, "m", 32, "acc", "lhs")]:
-        from aitc.passes.graph_to_tile_matmul_costs import estimate_matmul
+        from aitc.passes.graph_to_tile.matmul_costs import estimate_matmul
 
         serial = estimate_matmul(problem, Budget.of(edge, 1), *args)
         pipelined = estimate_matmul(problem, Budget.of(edge, 2), *args)
@@ -610,8 +610,8 @@ def test_tilings_survive_the_pipeline_and_simulate_right(case, depth: int):
     """Forced tilings (remainders in every loop, each accumulation mode and kept panel) through
     multi-buffer, plan-memory, sync and hw: the simulator computes the product."""
     from aitc.compiler import CompileOptions, compile_module
-    from aitc.passes import graph_to_tile_linear
-    from aitc.passes.graph_to_tile_matmul_costs import estimate_matmul
+    from aitc.passes.graph_to_tile import linear as graph_to_tile_linear
+    from aitc.passes.graph_to_tile.matmul_costs import estimate_matmul
     from aitc.sim import Simulator
 
     target, m, k, n, bias, activation, plan_args = case

@@ -24,7 +24,7 @@ from aitc.interp.sync import run_sync
 from aitc.ir import make_context, parse_mlir, print_mlir
 from aitc.passes.legality import check_all_bound
 from aitc.passes.pipelines import available_passes
-from aitc.passes.sync_dependences import first_distance
+from aitc.passes.sync.insert_semaphores.dependences import first_distance
 from aitc.target import load_target
 
 HEADER = (
@@ -311,7 +311,7 @@ def test_semaphores_are_shared_per_engine_pair_not_per_kernel():
 
 
 def test_too_many_semaphores_names_the_kernel(tmp_path: Path):
-    tiny = (Path(__file__).resolve().parents[2] / "aitc" / "targets" / "tiny.toml").read_text()
+    tiny = (Path(__file__).resolve().parents[4] / "aitc" / "targets" / "tiny.toml").read_text()
     target = tmp_path / "one_semaphore.toml"
     target.write_text(
         tiny.replace("semaphores = 16", "semaphores = 1").replace('name = "tiny"', 'name = "one"')

@@ -29,8 +29,8 @@ from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.interp.sync import run_sync
 from aitc.ir import make_context, parse_mlir, print_mlir
 from aitc.passes.pipelines import available_passes
-from aitc.passes.sync_dependences import Dependences, Program
-from aitc.passes.sync_insert_semaphores import Inserter
+from aitc.passes.sync.insert_semaphores import Inserter
+from aitc.passes.sync.insert_semaphores.dependences import Dependences, Program
 
 ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
 """Engine visiting orders: producers first (a missing WAR wait shows), consumers first (RAW)."""

@@ -21,7 +21,7 @@ from aitc.interp.sync import run_sync_module
 from aitc.interp.tile import SyncInProgramOrder, run_tile_module
 from aitc.ir import make_context, parse_mlir
 from aitc.passes.sync_to_hw import ConvertSyncToHwPass
-from aitc.passes.tile_plan_memory import PlanMemoryPass
+from aitc.passes.tile.plan_memory import PlanMemoryPass
 from aitc.sim import SimulationError, Simulator
 
 

@@ -15,8 +15,8 @@ from xdsl.utils.exceptions import PassFailedException
 from aitc.dialects import tile
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import make_context, parse_mlir, print_mlir
-from aitc.passes.tile_multi_buffer import DEPTH_ATTR, REASON_ATTR, MultiBufferPass
-from aitc.passes.tile_plan_memory import PlanMemoryPass, check_plan
+from aitc.passes.tile.multi_buffer import DEPTH_ATTR, REASON_ATTR, MultiBufferPass
+from aitc.passes.tile.plan_memory import PlanMemoryPass, check_plan
 
 CTX = make_context()
 R = 4

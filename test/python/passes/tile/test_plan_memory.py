@@ -24,12 +24,12 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.liveness import align_up, byte_size, live_span, program_spans
 from aitc.dialects import tile
 from aitc.interp.run import entry_function, is_output_arg, random_inputs, run_module
 from aitc.interp.tile import TileFunctions
 from aitc.ir import make_context, parse_mlir, print_mlir
-from aitc.passes.tile_liveness import align_up, byte_size, live_span, program_spans
-from aitc.passes.tile_plan_memory import PEAK_ATTRS, PlanMemoryPass, check_plan, planned_offset
+from aitc.passes.tile.plan_memory import PEAK_ATTRS, PlanMemoryPass, check_plan, planned_offset
 from aitc.types import numpy_dtype
 
 CTX = make_context()

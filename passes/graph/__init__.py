@@ -1,0 +1,2 @@
+"""Graph-level passes: rewrites within the `graph` dialect (tensor ops), one pass per module,
+each module named after its CLI name (`graph-canonicalize` -> `graph_canonicalize.py`)."""
