@@ -197,41 +197,239 @@ class ElementwiseUnaryOp(IRDLOperation):
             _check(is_float(_elem(self.input)), f"{self.name} needs a float tensor")
 
 
-def _unary(op_name: str, doc: str, float_only: bool = True) -> type[ElementwiseUnaryOp]:
-    short = op_name.split(".")[1]
-    cls = type(
-        "".join(p.capitalize() for p in short.split("_")) + "Op",
-        (ElementwiseUnaryOp,),
-        {
-            "name": op_name,
-            "FLOAT_ONLY": float_only,
-            "__annotations__": {"FLOAT_ONLY": ClassVar[bool]},
-            "__doc__": f"{doc}\n\n```mlir\n%y = {op_name} %x : tensor<4x8xf32>\n```\n",
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+# Unary math ops: float tensors only (FLOAT_ONLY) unless they set FLOAT_ONLY = False.
 
 
-NegOp = _unary("graph.neg", "Elementwise negation, -x.", float_only=False)
-AbsOp = _unary("graph.abs", "Elementwise absolute value |x|.", float_only=False)
-SignOp = _unary("graph.sign", "Elementwise sign: -1, 0 or 1.", float_only=False)
-ExpOp = _unary("graph.exp", "Elementwise e**x.")
-LogOp = _unary("graph.log", "Elementwise natural logarithm.")
-SqrtOp = _unary("graph.sqrt", "Elementwise square root.")
-ReciprocalOp = _unary("graph.reciprocal", "Elementwise 1/x.")
-TanhOp = _unary("graph.tanh", "Elementwise hyperbolic tangent.")
-SigmoidOp = _unary("graph.sigmoid", "Elementwise logistic function 1/(1+exp(-x)).")
-ReluOp = _unary("graph.relu", "Elementwise max(x, 0).", float_only=False)
-ErfOp = _unary("graph.erf", "Elementwise Gauss error function.")
-SinOp = _unary("graph.sin", "Elementwise sine.")
-CosOp = _unary("graph.cos", "Elementwise cosine.")
-FloorOp = _unary("graph.floor", "Elementwise round towards -inf.")
-CeilOp = _unary("graph.ceil", "Elementwise round towards +inf.")
-RoundOp = _unary("graph.round", "Elementwise round half to even.")
-SoftplusOp = _unary("graph.softplus", "Elementwise log(1 + exp(x)).")
-SoftsignOp = _unary("graph.softsign", "Elementwise x / (1 + |x|).")
-HardSwishOp = _unary("graph.hard_swish", "Elementwise x * max(0, min(1, x/6 + 1/2)).")
+@irdl_op_definition
+class NegOp(ElementwiseUnaryOp):
+    """Elementwise negation, -x.
+
+    ```mlir
+    %y = graph.neg %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(ElementwiseUnaryOp):
+    """Elementwise absolute value |x|.
+
+    ```mlir
+    %y = graph.abs %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class SignOp(ElementwiseUnaryOp):
+    """Elementwise sign: -1, 0 or 1.
+
+    ```mlir
+    %y = graph.sign %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.sign"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ExpOp(ElementwiseUnaryOp):
+    """Elementwise e**x.
+
+    ```mlir
+    %y = graph.exp %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(ElementwiseUnaryOp):
+    """Elementwise natural logarithm.
+
+    ```mlir
+    %y = graph.log %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SqrtOp(ElementwiseUnaryOp):
+    """Elementwise square root.
+
+    ```mlir
+    %y = graph.sqrt %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(ElementwiseUnaryOp):
+    """Elementwise 1/x.
+
+    ```mlir
+    %y = graph.reciprocal %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class TanhOp(ElementwiseUnaryOp):
+    """Elementwise hyperbolic tangent.
+
+    ```mlir
+    %y = graph.tanh %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(ElementwiseUnaryOp):
+    """Elementwise logistic function 1/(1+exp(-x)).
+
+    ```mlir
+    %y = graph.sigmoid %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class ReluOp(ElementwiseUnaryOp):
+    """Elementwise max(x, 0).
+
+    ```mlir
+    %y = graph.relu %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.relu"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ErfOp(ElementwiseUnaryOp):
+    """Elementwise Gauss error function.
+
+    ```mlir
+    %y = graph.erf %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class SinOp(ElementwiseUnaryOp):
+    """Elementwise sine.
+
+    ```mlir
+    %y = graph.sin %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(ElementwiseUnaryOp):
+    """Elementwise cosine.
+
+    ```mlir
+    %y = graph.cos %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class FloorOp(ElementwiseUnaryOp):
+    """Elementwise round towards -inf.
+
+    ```mlir
+    %y = graph.floor %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(ElementwiseUnaryOp):
+    """Elementwise round towards +inf.
+
+    ```mlir
+    %y = graph.ceil %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(ElementwiseUnaryOp):
+    """Elementwise round half to even.
+
+    ```mlir
+    %y = graph.round %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SoftplusOp(ElementwiseUnaryOp):
+    """Elementwise log(1 + exp(x)).
+
+    ```mlir
+    %y = graph.softplus %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(ElementwiseUnaryOp):
+    """Elementwise x / (1 + |x|).
+
+    ```mlir
+    %y = graph.softsign %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.softsign"
+
+
+@irdl_op_definition
+class HardSwishOp(ElementwiseUnaryOp):
+    """Elementwise x * max(0, min(1, x/6 + 1/2)).
+
+    ```mlir
+    %y = graph.hard_swish %x : tensor<4x8xf32>
+    ```
+    """
+
+    name = "graph.hard_swish"
 
 
 @irdl_op_definition
@@ -249,6 +447,9 @@ class NotOp(ElementwiseUnaryOp):
     def verify_(self) -> None:
         super().verify_()
         _check(is_bool(_elem(self.input)), "graph.not needs an i1 tensor")
+
+
+# Unary activations with attributes.
 
 
 class ParametricUnaryOp(ElementwiseUnaryOp):
@@ -395,33 +596,92 @@ class ElementwiseBinaryOp(IRDLOperation):
         )
 
 
-def _binary(op_name: str, doc: str, bool_result: bool = False, kind: str = "any"):
-    short = op_name.split(".")[1]
-    elem = "i1" if kind == "bool" else "f32"
-    result = "i1" if bool_result else elem
-    example = f"%z = {op_name} %x, %y : tensor<2x3x{elem}>, tensor<3x{elem}> -> tensor<2x3x{result}>"
-    cls = type(
-        "".join(p.capitalize() for p in short.split("_")) + "Op",
-        (ElementwiseBinaryOp,),
-        {
-            "name": op_name,
-            "RESULT_IS_BOOL": bool_result,
-            "OPERAND_KIND": kind,
-            "__annotations__": {"RESULT_IS_BOOL": ClassVar[bool], "OPERAND_KIND": ClassVar[str]},
-            "__doc__": f"{doc}\n\n```mlir\n{example}\n```\n",
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+# Binary arithmetic ops: the result has the operands' element type.
 
 
-AddOp = _binary("graph.add", "Elementwise x + y.")
-SubOp = _binary("graph.sub", "Elementwise x - y.")
-MulOp = _binary("graph.mul", "Elementwise x * y.")
-DivOp = _binary("graph.div", "Elementwise x / y (integer division truncates, as in ONNX).")
-PowOp = _binary("graph.pow", "Elementwise x ** y.", kind="float")
-MaxOp = _binary("graph.max", "Elementwise maximum (NaN propagates).")
-MinOp = _binary("graph.min", "Elementwise minimum (NaN propagates).")
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """Elementwise x + y.
+
+    ```mlir
+    %z = graph.add %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(ElementwiseBinaryOp):
+    """Elementwise x - y.
+
+    ```mlir
+    %z = graph.sub %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinaryOp):
+    """Elementwise x * y.
+
+    ```mlir
+    %z = graph.mul %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(ElementwiseBinaryOp):
+    """Elementwise x / y (integer division truncates, as in ONNX).
+
+    ```mlir
+    %z = graph.div %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.div"
+
+
+@irdl_op_definition
+class PowOp(ElementwiseBinaryOp):
+    """Elementwise x ** y.
+
+    ```mlir
+    %z = graph.pow %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.pow"
+    OPERAND_KIND: ClassVar[str] = "float"
+
+
+@irdl_op_definition
+class MaxOp(ElementwiseBinaryOp):
+    """Elementwise maximum (NaN propagates).
+
+    ```mlir
+    %z = graph.max %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(ElementwiseBinaryOp):
+    """Elementwise minimum (NaN propagates).
+
+    ```mlir
+    %z = graph.min %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.min"
 
 
 @irdl_op_definition
@@ -450,15 +710,130 @@ class ModOp(ElementwiseBinaryOp):
         _check(mode in ("fmod", "floor"), f"mode must be 'fmod' or 'floor', got '{mode}'")
 
 
-PReluOp = _binary("graph.prelu", "x if x >= 0 else slope * x, slope broadcast to x.", kind="float")
-AndOp = _binary("graph.and", "Elementwise logical and.", kind="bool")
-OrOp = _binary("graph.or", "Elementwise logical or.", kind="bool")
-XorOp = _binary("graph.xor", "Elementwise logical xor.", kind="bool")
-EqualOp = _binary("graph.equal", "Elementwise x == y.", bool_result=True)
-LessOp = _binary("graph.less", "Elementwise x < y.", bool_result=True)
-LessEqualOp = _binary("graph.less_equal", "Elementwise x <= y.", bool_result=True)
-GreaterOp = _binary("graph.greater", "Elementwise x > y.", bool_result=True)
-GreaterEqualOp = _binary("graph.greater_equal", "Elementwise x >= y.", bool_result=True)
+@irdl_op_definition
+class PReluOp(ElementwiseBinaryOp):
+    """x if x >= 0 else slope * x, slope broadcast to x.
+
+    ```mlir
+    %z = graph.prelu %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.prelu"
+    OPERAND_KIND: ClassVar[str] = "float"
+
+
+# Binary logical ops: i1 operands and result.
+
+
+@irdl_op_definition
+class AndOp(ElementwiseBinaryOp):
+    """Elementwise logical and.
+
+    ```mlir
+    %z = graph.and %x, %y : tensor<2x3xi1>, tensor<3xi1> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.and"
+    OPERAND_KIND: ClassVar[str] = "bool"
+
+
+@irdl_op_definition
+class OrOp(ElementwiseBinaryOp):
+    """Elementwise logical or.
+
+    ```mlir
+    %z = graph.or %x, %y : tensor<2x3xi1>, tensor<3xi1> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.or"
+    OPERAND_KIND: ClassVar[str] = "bool"
+
+
+@irdl_op_definition
+class XorOp(ElementwiseBinaryOp):
+    """Elementwise logical xor.
+
+    ```mlir
+    %z = graph.xor %x, %y : tensor<2x3xi1>, tensor<3xi1> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.xor"
+    OPERAND_KIND: ClassVar[str] = "bool"
+
+
+# Comparisons: an i1 result.
+
+
+@irdl_op_definition
+class EqualOp(ElementwiseBinaryOp):
+    """Elementwise x == y.
+
+    ```mlir
+    %z = graph.equal %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.equal"
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class LessOp(ElementwiseBinaryOp):
+    """Elementwise x < y.
+
+    ```mlir
+    %z = graph.less %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.less"
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class LessEqualOp(ElementwiseBinaryOp):
+    """Elementwise x <= y.
+
+    ```mlir
+    %z = graph.less_equal %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.less_equal"
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class GreaterOp(ElementwiseBinaryOp):
+    """Elementwise x > y.
+
+    ```mlir
+    %z = graph.greater %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.greater"
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class GreaterEqualOp(ElementwiseBinaryOp):
+    """Elementwise x >= y.
+
+    ```mlir
+    %z = graph.greater_equal %x, %y : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xi1>
+    ```
+    """
+
+    name = "graph.greater_equal"
+    RESULT_IS_BOOL: ClassVar[bool] = True
+
+
+# Select and cast.
 
 
 @irdl_op_definition
@@ -899,22 +1274,67 @@ class ReduceOp(IRDLOperation):
         return _elem(self.input)
 
 
-def _reduce(op_name: str, doc: str) -> type[ReduceOp]:
-    short = op_name.split(".")[1]
-    example = f"%s = {op_name} %x {{axes = array<i64: 1>, keepdims}} : tensor<4x8xf32> -> tensor<4x1xf32>"
-    cls = type(
-        "".join(p.capitalize() for p in short.split("_")) + "Op",
-        (ReduceOp,),
-        {"name": op_name, "__doc__": f"{doc}\n\n```mlir\n{example}\n```\n", "__module__": __name__},
-    )
-    return irdl_op_definition(cls)
+# Plain reductions; see ReduceOp.
 
 
-ReduceSumOp = _reduce("graph.reduce_sum", "Sum over `axes`.")
-ReduceMeanOp = _reduce("graph.reduce_mean", "Arithmetic mean over `axes`.")
-ReduceMaxOp = _reduce("graph.reduce_max", "Maximum over `axes`.")
-ReduceMinOp = _reduce("graph.reduce_min", "Minimum over `axes`.")
-ReduceProdOp = _reduce("graph.reduce_prod", "Product over `axes`.")
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    """Sum over `axes`.
+
+    ```mlir
+    %s = graph.reduce_sum %x {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    """Arithmetic mean over `axes`.
+
+    ```mlir
+    %s = graph.reduce_mean %x {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """Maximum over `axes`.
+
+    ```mlir
+    %s = graph.reduce_max %x {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """Minimum over `axes`.
+
+    ```mlir
+    %s = graph.reduce_min %x {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_min"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over `axes`.
+
+    ```mlir
+    %s = graph.reduce_prod %x {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_prod"
 
 
 class ArgReduceOp(ReduceOp):
