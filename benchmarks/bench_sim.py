@@ -168,7 +168,12 @@ def core_ops(t: Tiling, core_id: int) -> list[Operation]:
             ops += store(t, *pending)
         pending = (row0, col0, acc0)
     assert pending is not None
-    return ops + store(t, *pending)
+    drain = [  # every buffer is free again at the end: consume the free counts (the sim checks balance)
+        SemWaitOp(sem=A_FREE, engine="dma0", count=2),
+        SemWaitOp(sem=B_FREE, engine="dma1", count=2),
+        SemWaitOp(sem=ACC_FREE, engine="matrix", count=2),
+    ]
+    return ops + store(t, *pending) + drain
 
 
 def matmul_program(t: Tiling) -> ModuleOp:
