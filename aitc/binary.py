@@ -3,7 +3,7 @@ of NPU and host segments (a model split by `place-on-host`).
 
 `assemble` turns a verified hw program into bytes, `disassemble` turns bytes back into the same IR
 (printing it gives byte-identical text, locations and weights included). Instructions are encoded
-generically from each op's `FIELDS` (`aitc/dialects/hw.py`), so a new instruction or field needs no
+generically from each op's `FIELDS` (`dialects/hw/instructions.py`), so a new instruction or field needs no
 code here. Every read of a length or offset is bounds-checked: a damaged file is refused with one
 `BinaryError` line, never a traceback, crash or hang.
 
@@ -107,8 +107,9 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from aitc.diagnostics import AitcError
 from aitc.dialects import hw
 from aitc.dialects.exec import is_host_function, is_schedule
+from aitc.dialects.hw.program import check_program
 from aitc.files import read_bytes, write_atomic
-from aitc.hw_checks import check_program
+from aitc.ir import make_context, print_mlir
 from aitc.target import Target, load_target
 from aitc.weights import RESOURCES
 
@@ -527,8 +528,6 @@ class _Context:
     """Parses the MLIR text pieces a binary holds (types, locations, attributes)."""
 
     def __init__(self) -> None:
-        from aitc.ir import make_context
-
         self.ctx = make_context()
 
     def parse(self, text: str, what: str, method: Callable[[Parser], Attribute | None]) -> Attribute:
@@ -832,8 +831,6 @@ def _assemble_bundle(module: ModuleOp, target: Target) -> bytes:
     """HOST (body order, then the schedule and host segments as MLIR text, the module's
     attributes on its module) and one SEGMENT
     (a complete version-1 binary) per hw.program, in module order."""
-    from aitc.ir import print_mlir
-
     _verify(module)
     order, programs, kept = [], [], []
     for op in module.ops:
@@ -862,8 +859,6 @@ def _assemble_bundle(module: ModuleOp, target: Target) -> bytes:
 
 
 def _decode_bundle(header: Header, data: bytes) -> ModuleOp:
-    from aitc.ir import make_context
-
     kinds = [s.kind for s in header.sections]
     if kinds.count(HOST) != 1 or any(kind not in (HOST, SEGMENT) for kind in kinds):
         raise _corrupt("a bundle holds one HOST section and SEGMENT sections only")

@@ -3,9 +3,11 @@
     graph ──graph-optimize──▶ graph ──convert-graph-to-tile──▶ tile ──multi-buffer, plan-memory──▶
     tile ──convert-tile-to-sync, insert-semaphores, optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
 
-The stages are the pipelines of `aitc.passes.pipelines` (the one place that orders passes);
-this module only picks where to start (the level the input is at) and where to stop (`emit`),
-times every pass, verifies between passes and builds the compile report.
+The stages are those of `aitc.passes.pipelines.lowering_stages` (the one place that orders
+passes), run by its `run_pipeline` (which verifies between passes and times every pass); this
+module picks where to start (the level the input is at) and where to stop (`emit`), records the
+target on the module once (`aitc.target`, which every target-dependent pass reads) and builds the
+compile report.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,17 +22,35 @@ from pathlib import Path
 import onnx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.passes import ModulePass
 
+from aitc.analysis.graph_matching import location_name, node_name
 from aitc.diagnostics import AitcError
+from aitc.dialects.exec import REASON_ATTR, CallOp, is_host_function, is_schedule, kept_functions, symbol_name
+from aitc.dialects.graph import ConstantOp
+from aitc.dialects.hw import InstructionOp
+from aitc.dialects.tile import KernelOp
+from aitc.files import read_text
+from aitc.frontend.onnx_import import import_onnx
+from aitc.ir import parse_mlir, require_weights
+from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
+from aitc.passes.pipelines import lowering_stages, pipeline_spec, run_pipeline, with_target
+from aitc.report import format_table
+from aitc.types import numpy_dtype
 
 LEVELS = ("graph", "tile", "sync", "hw")
+
+DEFAULT_TARGET = "edge"
+"""What `aitc compile` compiles for when neither `--target` nor the input names a target."""
 
 
 @dataclass(frozen=True)
 class CompileOptions:
     """What to compile for and where to stop."""
 
-    target: str = "edge"
+    target: str | None = None
+    """A preset name or FILE.toml; None: the input's `aitc.target` (or `tile.target`), else
+    DEFAULT_TARGET. A target that contradicts the input's is an error."""
     depth: int = 2
     emit: str = "hw"
     optimize: bool = True
@@ -50,6 +69,9 @@ class CompileResult:
     pass_seconds: list[tuple[str, float]]
     segments: list[dict[str, object]] = field(default_factory=list)
     """One row per segment of a split model (`segment_report`), empty otherwise."""
+    target: str | None = None
+    """The target compiled for (a preset name or FILE.toml); None when no pass ran and no
+    target was given."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -73,9 +95,6 @@ def _takes_buffers(module: ModuleOp) -> bool:
 
 def load_input(source: str | Path | onnx.ModelProto | ModuleOp, options: CompileOptions) -> ModuleOp:
     """An ONNX model (path or proto), a .mlir path, or a module (copied, never changed)."""
-    from aitc.files import read_text
-    from aitc.frontend.onnx_import import import_onnx
-    from aitc.ir import parse_mlir, require_weights
 
     if isinstance(source, ModuleOp):
         return source.clone()
@@ -86,41 +105,66 @@ def load_input(source: str | Path | onnx.ModelProto | ModuleOp, options: Compile
     return module
 
 
-def stage_specs(start: str, stop: str, options: CompileOptions) -> list[tuple[str, list[str]]]:
-    """(level produced, pass specs) of every stage that consumes a level at or below `start`
-    and produces one at or above `stop`, in pipeline order."""
-    from aitc.passes.pipelines import lowering_stages
+def stage_passes(start: str, options: CompileOptions) -> list[tuple[str, list[ModulePass]]]:
+    """(level produced, passes) of every stage that consumes a level at or below `start` and
+    produces one at or above `options.emit`, in pipeline order."""
 
-    first, last = LEVELS.index(start), LEVELS.index(stop)
+    first, last = LEVELS.index(start), LEVELS.index(options.emit)
     return [
-        (produces, list(specs))
-        for consumes, produces, specs in lowering_stages(
-            options.target, options.depth, options.optimize, options.host_fallback
+        (produces, passes)
+        for consumes, produces, passes in lowering_stages(
+            options.depth, options.optimize, options.host_fallback
         )
         if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
     ]
 
 
-def compile_module(source, options: CompileOptions) -> CompileResult:
-    """Lowers `source` to `options.emit`; see the module docstring."""
+def record_compile_target(module: ModuleOp, options: CompileOptions) -> str:
+    """Records the target on `module` as `aitc.target` (once, before the pipeline): `--target`,
+    else the module's own, else DEFAULT_TARGET. Returns it; a contradiction is an AitcError."""
+    names_one = TARGET_ATTR in module.attributes or LEGACY_TARGET_ATTR in module.attributes
+    given = options.target if options.target is not None or names_one else DEFAULT_TARGET
+    return record_target(module, given, given_by="--target")[0]
+
+
+def _start(module: ModuleOp, options: CompileOptions) -> str:
     if options.emit not in LEVELS:
         raise AitcError(f"--emit must be one of {', '.join(LEVELS)}, got '{options.emit}'")
-    module = load_input(source, options)
     start = level_of(module)
     if LEVELS.index(start) > LEVELS.index(options.emit):
         raise AitcError(f"the input is already at level '{start}', below --emit {options.emit}")
+    return start
+
+
+def compile_pipeline_spec(source, options: CompileOptions) -> str:
+    """The `-p` string of the passes `compile_module` would run on `source`, the target given
+    on the first pass that takes one: `aitc-opt -p` on the input gives the same IR."""
+
+    module = load_input(source, options)
+    stages = stage_passes(_start(module, options), options)
+    if not stages:
+        return ""
+    target = record_compile_target(module, options)
+    return pipeline_spec(with_target([p for _, passes in stages for p in passes], target))
+
+
+def compile_module(source, options: CompileOptions) -> CompileResult:
+    """Lowers `source` to `options.emit`; see the module docstring."""
+    module = load_input(source, options)
+    stages = stage_passes(_start(module, options), options)
+    target = record_compile_target(module, options) if stages else options.target
     kernels: list[dict[str, object]] = []
     timings: list[tuple[str, float]] = []
     with _fewer_collections():
-        for level, specs in stage_specs(start, options.emit, options):
-            _run_passes(module, specs, timings)
+        for level, passes in stages:
+            timings += _run_passes(module, passes)
             if level == "sync":
                 kernels = kernel_report(module)
     if not kernels and LEVELS.index(options.emit) >= 1:
         kernels = kernel_report(module)
     if options.emit == "hw":
         _count_instructions(module, kernels)
-    return CompileResult(module, options.emit, kernels, timings, segment_report(module))
+    return CompileResult(module, options.emit, kernels, timings, segment_report(module), target)
 
 
 @contextlib.contextmanager
@@ -136,29 +180,15 @@ def _fewer_collections():
         gc.set_threshold(*old)
 
 
-def _run_passes(module: ModuleOp, specs: list[str], timings: list[tuple[str, float]]) -> None:
-    from xdsl.passes import PassPipeline
+def _run_passes(module: ModuleOp, passes: list[ModulePass]) -> list[tuple[str, float]]:
+    """`run_pipeline`, its failure (which names the pass) as one diagnostic: the message up to
+    the IR dump xDSL appends after a blank line."""
     from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
-    from aitc.ir import make_context
-    from aitc.passes.pipelines import available_passes
-
-    ctx = make_context()
-    for pass_ in PassPipeline.parse_spec(available_passes(), ",".join(specs)).passes:
-        start = time.perf_counter()
-        try:
-            pass_.apply(ctx, module)
-            module.verify()
-        except (PassFailedException, DiagnosticException) as error:
-            raise AitcError(_pass_message(pass_.name, str(error))) from None
-        timings.append((pass_.name, time.perf_counter() - start))
-
-
-def _pass_message(pass_name: str, message: str) -> str:
-    """A pass failure as one diagnostic: the message up to the IR dump xDSL appends after a
-    blank line, prefixed by the pass name unless it already starts with it."""
-    text = message.split("\n\n")[0].strip()
-    return text if text.startswith(f"{pass_name}:") else f"{pass_name}: {text}"
+    try:
+        return run_pipeline(module, passes)
+    except (PassFailedException, DiagnosticException) as error:
+        raise AitcError(str(error).split("\n\n")[0].strip()) from None
 
 
 def _attr_value(value) -> object:
@@ -175,10 +205,6 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     """One row per tile.kernel (its name and every recorded decision attribute) and, for a
     model split by place-on-host, one per host node (`on` = "host", its `reason`), in
     schedule order. Rows of a split model name their `segment`."""
-    from aitc.dialects.exec import REASON_ATTR, is_host_function, kept_functions, symbol_name
-    from aitc.dialects.graph import ConstantOp
-    from aitc.dialects.tile import KernelOp
-    from aitc.passes.graph_to_tile.lowering import node_name
 
     split = bool(kept_functions(module))
     rows = []
@@ -204,8 +230,6 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
 def segment_report(module: ModuleOp) -> list[dict[str, object]]:
     """Per segment of a split model, in schedule order: where it runs and the tensors handed
     over to it and from it (count and bytes: what the runtime moves through DRAM)."""
-    from aitc.dialects.exec import CallOp, is_schedule
-    from aitc.types import numpy_dtype
 
     def size(values) -> str:
         total = sum(
@@ -224,8 +248,6 @@ def segment_report(module: ModuleOp) -> list[dict[str, object]]:
 
 def _count_instructions(module: ModuleOp, kernels: list[dict[str, object]]) -> None:
     """Adds `instructions` (static hw instruction count) to each kernel row, by ONNX location."""
-    from aitc.analysis.graph_matching import location_name
-    from aitc.dialects.hw import InstructionOp
 
     counts: dict[str, int] = {}
     for op in module.walk():
@@ -253,7 +275,6 @@ REPORT_COLUMNS = (
 
 def format_report(result: CompileResult) -> str:
     """The compile report: per kernel the tile choice, buffer depth, SRAM peak, instructions."""
-    from aitc.report import format_table
 
     columns = [c for c in REPORT_COLUMNS if any(c in row for row in result.kernels)]
     rows = [[row.get(c, "") for c in columns] for row in result.kernels]

@@ -29,6 +29,9 @@ from aitc.weights import resource_problem  # also installs the content-addressed
 
 xdsl_fixes.apply()
 
+# Deliberately lazy (startup cost, as xDSL's own registry): a context calls a factory, which
+# imports its dialect, only when it first meets one of that dialect's ops or attributes.
+
 
 def _graph() -> Dialect:
     from aitc.dialects.graph import Graph

@@ -35,14 +35,14 @@ SLOWEST = 8
 """How many passes the per-pass table lists."""
 
 
-def stage_rows(result: CompileResult, target: str, depth: int) -> list[list[object]]:
+def stage_rows(result: CompileResult, depth: int) -> list[list[object]]:
     """(stage, its passes, seconds) per lowering stage, from the flat per-pass timings."""
-    stages = lowering_stages(target, depth)
-    if sum(len(specs) for *_, specs in stages) != len(result.pass_seconds):
+    stages = lowering_stages(depth)
+    if sum(len(passes) for *_, passes in stages) != len(result.pass_seconds):
         return [["all", len(result.pass_seconds), f"{sum(s for _, s in result.pass_seconds):.2f}"]]
     rows, timings = [], iter(result.pass_seconds)
-    for consumes, produces, specs in stages:
-        mine = [next(timings) for _ in specs]
+    for consumes, produces, passes in stages:
+        mine = [next(timings) for _ in passes]
         names = [name for name, _ in mine]
         listed = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]} ({len(names)} passes)"
         rows.append([f"{consumes} -> {produces}", listed, f"{sum(s for _, s in mine):.2f}"])
@@ -106,7 +106,7 @@ def main() -> None:
         f"seq {args.seq}; {model_zoo.weight_bytes(model) / 2**20:.1f} MiB of weights; "
         f"target '{args.target}', depth {args.depth}\n"
     )
-    print(format_table(["stage", "passes", "s"], stage_rows(result, args.target, args.depth)))
+    print(format_table(["stage", "passes", "s"], stage_rows(result, args.depth)))
     print()
     print(format_table(["pass", "s", "share"], pass_rows(result)))
     print()

@@ -23,7 +23,7 @@ from aitc.files import write_atomic
 from aitc.frontend.onnx_import import import_onnx, node_support
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
-from aitc.passes.pipelines import apply_pipeline
+from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.reference import onnxruntime_outputs, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator, write_trace
@@ -41,7 +41,7 @@ def graph_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
     module = import_onnx(model)
     before = sum(1 for op in module.walk() if op.name.startswith("graph."))
     start = time.perf_counter()
-    apply_pipeline(module, "graph-optimize")
+    run_pipeline(module, graph_optimize_pipeline())
     optimise_ms = (time.perf_counter() - start) * 1e3
     after = sum(1 for op in module.walk() if op.name.startswith("graph."))
     write_atomic(OUT / f"{path.stem}.mlir", print_mlir(module))

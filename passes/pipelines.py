@@ -1,111 +1,103 @@
 """The pipelines of aitc: the one place that says which passes run, in which order.
 
-Each pipeline is a list of pass specs (`name` or `name{option=value ...}`), resolved through
-xDSL's and aitc's pass registries. `apply_pipeline` verifies the module after every pass, so
-a pass that breaks the IR is named in the error.
+A pipeline is a list of pass instances. `run_pipeline` (passes/runner.py) is the one runner
+(xDSL's `PassPipeline` with a callback that verifies the module after every pass, naming the
+pass that broke it, and times every pass); `pipeline_spec` prints a pipeline as the `-p` string
+`aitc-opt` runs. The graph-level list lives with its pass (`graph_optimize_pipeline`, in
+passes/graph/graph_optimize.py); every other list is here.
+
+    graph ──graph-optimize──▶ graph ──graph-legalize-axes, place-on-host, convert-graph-to-tile──▶
+    tile ──multi-buffer, plan-memory──▶ tile ──convert-tile-to-sync, insert-semaphores,
+    optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
+
+The target is not part of any pipeline: it is the module's `aitc.target` attribute
+(`aitc.module_target`), recorded by `aitc compile --target` or given once to the first
+target-dependent pass of a hand-written pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import fields, replace
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+from xdsl.transforms import get_all_passes as xdsl_passes
 
-GRAPH_OPTIMIZE: tuple[str, ...] = (
-    "graph-recognize-patterns",  # decomposed GELU / LayerNorm -> one op (before anything reorders)
-    "graph-canonicalize",  # drop no-op reshapes/transposes/casts, merge chains
-    "graph-fold-constants",  # shape arithmetic and weight preprocessing become constants
-    "graph-fold-batch-norm",  # conv + batch_norm -> conv, while the conv has no activation
-    "graph-fuse-bias-activation",  # matmul/conv + bias add + activation -> one op
-    "graph-canonicalize",  # clean up what fusion exposed
-    "cse",  # xDSL's: graph ops are Pure, equal constants merge too
-    "dce",  # xDSL's: erase what nothing uses any more
-)
-"""Graph-level optimisation, as run by `aitc-opt -p graph-optimize`."""
+from aitc.passes import get_all_passes
+from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
+from aitc.passes.graph.graph_optimize import graph_optimize_pipeline
+from aitc.passes.graph.place_on_host import PlaceOnHostPass
+from aitc.passes.graph_to_tile import ConvertGraphToTilePass
+from aitc.passes.runner import run_pipeline
+from aitc.passes.sync.insert_semaphores import InsertSemaphoresPass
+from aitc.passes.sync.optimize_sync import OptimizeSyncPass
+from aitc.passes.sync_to_hw import ConvertSyncToHwPass
+from aitc.passes.tile.multi_buffer import MultiBufferPass
+from aitc.passes.tile.plan_memory import PlanMemoryPass
+from aitc.passes.tile_to_sync import ConvertTileToSyncPass
+
+__all__ = [
+    "available_passes",
+    "graph_optimize_pipeline",
+    "lowering_pipeline",
+    "lowering_stages",
+    "parse_pipeline",
+    "pipeline_spec",
+    "run_pipeline",
+    "with_target",
+]
+
+Stage = tuple[str, str, list[ModulePass]]
+"""(level consumed, level produced, passes): one step of the end-to-end pipeline."""
 
 
-def lowering_stages(
-    target: str, depth: int = 2, optimize: bool = True, host_fallback: bool = True
-) -> list[tuple[str, str, tuple[str, ...]]]:
-    """The end-to-end pipeline graph -> hw for `target`, as (level consumed, level produced, pass
-    specs) stages in order. `aitc compile` runs a slice of it; `aitc-opt -p` can run any prefix
-    of the flattened list (`lowering_specs`)."""
-    quoted = f'"{target}"'
-    stages: list[tuple[str, str, tuple[str, ...]]] = []
-    if optimize:
-        stages.append(("graph", "graph", GRAPH_OPTIMIZE))
-    stages += [
+def lowering_stages(depth: int = 2, optimize: bool = True, host_fallback: bool = True) -> list[Stage]:
+    """The end-to-end pipeline graph -> hw, in stages. `aitc compile` runs the stages between
+    the input's level and `--emit`; `aitc-opt -p` can run any prefix of `lowering_pipeline`."""
+    stages: list[Stage] = [("graph", "graph", graph_optimize_pipeline())] if optimize else []
+    return [
+        *stages,
         (
             "graph",
             "tile",
-            (
-                "graph-legalize-axes",  # non-trailing reductions/softmax: transposes, then the NPU's form
-                f"place-on-host{{target={quoted} fallback={str(host_fallback).lower()}}}",
-                f"convert-graph-to-tile{{target={quoted} depth={depth}}}",
-            ),
+            [
+                GraphLegalizeAxesPass(),  # non-trailing reductions/softmax: transposes, then the NPU's form
+                PlaceOnHostPass(fallback=host_fallback),
+                ConvertGraphToTilePass(depth=depth),
+            ],
         ),
-        (
-            "tile",
-            "tile",
-            (f"multi-buffer{{depth={depth} target={quoted}}}", f"plan-memory{{target={quoted}}}"),
-        ),
-        (
-            "tile",
-            "sync",
-            (
-                f"convert-tile-to-sync{{target={quoted}}}",
-                f"insert-semaphores{{target={quoted}}}",
-                "optimize-sync",
-            ),
-        ),
-        ("sync", "hw", (f"convert-sync-to-hw{{target={quoted}}}",)),
+        ("tile", "tile", [MultiBufferPass(depth=depth), PlanMemoryPass()]),
+        ("tile", "sync", [ConvertTileToSyncPass(), InsertSemaphoresPass(), OptimizeSyncPass()]),
+        ("sync", "hw", [ConvertSyncToHwPass()]),
     ]
-    return stages
 
 
-def lowering_specs(
-    target: str, depth: int = 2, optimize: bool = True, host_fallback: bool = True
-) -> list[str]:
-    """The end-to-end pipeline as one flat list of pass specs."""
-    return [spec for _, _, specs in lowering_stages(target, depth, optimize, host_fallback) for spec in specs]
+def lowering_pipeline(depth: int = 2, optimize: bool = True, host_fallback: bool = True) -> list[ModulePass]:
+    """The end-to-end pipeline as one flat list of passes."""
+    return [p for _, _, passes in lowering_stages(depth, optimize, host_fallback) for p in passes]
 
 
-PIPELINES: dict[str, tuple[str, ...]] = {
-    "graph-optimize": GRAPH_OPTIMIZE,
-}
+def with_target(passes: Sequence[ModulePass], target: str) -> list[ModulePass]:
+    """`passes` with `target` given to the first pass that takes a target option: a
+    hand-written pipeline for a module without `aitc.target` needs it once."""
+    result = list(passes)
+    for index, pass_ in enumerate(result):
+        if "target" in {f.name for f in fields(pass_)}:
+            result[index] = replace(pass_, target=target)  # pyright: ignore[reportCallIssue]
+            break
+    return result
+
+
+def pipeline_spec(passes: Sequence[ModulePass]) -> str:
+    """The `-p` string of `passes` (options at their defaults left out): `aitc-opt -p` runs it."""
+    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """xDSL's passes and aitc's (aitc's win on a name clash), name -> factory."""
-    from xdsl.transforms import get_all_passes as xdsl_passes
-
-    from aitc.passes import get_all_passes
-
+    """xDSL's passes and aitc's (aitc's win on a name clash), name -> factory: what `-p` names."""
     return {**xdsl_passes(), **get_all_passes()}
 
 
-def build_pipeline(name: str) -> list[ModulePass]:
-    """The pass instances of pipeline `name`, in order."""
-    if name not in PIPELINES:
-        raise ValueError(f"unknown pipeline '{name}' (known: {', '.join(sorted(PIPELINES))})")
-    pipeline = PassPipeline.parse_spec(available_passes(), ",".join(PIPELINES[name]))
-    return list(pipeline.passes)
-
-
-def apply_pipeline(module: ModuleOp, name: str, ctx: Context | None = None) -> None:
-    """Runs pipeline `name` on `module`, verifying it after every pass."""
-    if ctx is None:
-        from aitc.ir import make_context
-
-        ctx = make_context()
-    for pass_ in build_pipeline(name):
-        pass_.apply(ctx, module)
-        try:
-            module.verify()
-        except DiagnosticException as error:
-            raise PassFailedException(
-                f"pipeline '{name}': the IR is invalid after pass '{pass_.name}': {error}"
-            ) from error
+def parse_pipeline(spec: str) -> list[ModulePass]:
+    """The passes of a `-p` string (the inverse of `pipeline_spec`)."""
+    return list(PassPipeline.parse_spec(available_passes(), spec).passes)

@@ -24,28 +24,20 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.dma import dma_queue
 from aitc.dialects import sync, tile
+from aitc.module_target import module_target
 from aitc.passes.legality import check_all_bound
-from aitc.passes.tile.plan_memory import resolve_target
 from aitc.target import Target
 
-LOAD_QUEUE, STORE_QUEUE, LOCAL_QUEUE = "dma0", "dma1", "dma2"
-
-
-def dma_queue(op: tile.WindowOp, queues: int) -> str:
-    """The DMA queue of a copy/transpose/gather: loads dma0, stores dma1, on-chip dma2 or dma0."""
-    source, destination = op.accesses()[0][0], op.accesses()[-1][0]
-    if tile.space_of(destination) == "dram":
-        return STORE_QUEUE
-    if tile.space_of(source) == "dram":
-        return LOAD_QUEUE
-    return LOCAL_QUEUE if queues > 2 else LOAD_QUEUE
-
-
 def engine_for(op: tile.WindowOp, target: Target) -> str:
-    """The engine `op` runs on for `target` (its class: `tile.engine_class`)."""
+    """The engine `op` runs on for `target` (its class: `tile.engine_class`; a copy, transpose or
+    gather goes to the queue `aitc.analysis.dma.dma_queue` picks for its memory spaces)."""
     kind = tile.engine_class(op)
-    return dma_queue(op, target.dma.queues) if kind == "dma" else kind
+    if kind != "dma":
+        return kind
+    source, destination = op.accesses()[0][0], op.accesses()[-1][0]
+    return dma_queue(tile.space_of(source), tile.space_of(destination), target.dma.queues)
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:
@@ -68,6 +60,7 @@ class ConvertTileToSyncPass(ModulePass):
 
     Input:
       Tile-level functions (any stage after convert-graph-to-tile).
+      The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
       The same IR with `sync.engine` on every compute op: DMA loads on dma0, stores on dma1,
       on-chip copies on dma2 (dma0 if the target has two queues), matmul on matrix, the other
@@ -78,10 +71,11 @@ class ConvertTileToSyncPass(ModulePass):
     """
 
     name = "convert-tile-to-sync"
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(self.target)
+        target = module_target(op, self.target, self.name)
         for nested in op.walk():
             if not isinstance(nested, tile.COMPUTE_OPS):
                 continue

@@ -1,8 +1,9 @@
 """aitc: the model deployer's command line.
 
-    aitc import MODEL.onnx -o OUT.mlir [--input-shape NAME=1x3x224x224]
+    aitc import MODEL.onnx -o OUT.mlir [--input-shape NAME=1x3x224x224] [--target NAME|FILE.toml]
     aitc check MODEL.onnx [--input-shape NAME=1x3x224x224] | aitc check --ops
     aitc compile MODEL.onnx|FILE.mlir -o OUT.aitb [--target NAME|FILE.toml] [--emit LEVEL]
+    aitc compile MODEL.onnx|FILE.mlir --print-pipeline [--target ...] [--emit LEVEL]
     aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
@@ -52,9 +53,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     from aitc.files import check_outputs
     from aitc.frontend.onnx_import import import_onnx
     from aitc.ir import print_mlir
+    from aitc.module_target import record_target
 
-    check_outputs([args.output], [args.model])
+    check_outputs([args.output], [args.model, args.target])
     module = import_onnx(args.model, dict(args.input_shape or []))
+    if args.target is not None:
+        record_target(module, args.target, given_by="--target")
     _emit_text(print_mlir(module, generic=args.generic), args.output)
     return 0
 
@@ -70,24 +74,30 @@ def _emit_text(text: str, output: str | None) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    """ONNX or .mlir -> a binary (default) or, with --emit LEVEL, .mlir at that level."""
-    from aitc.binary import save_program
-    from aitc.compiler import CompileOptions, compile_module, format_report
+    """ONNX or .mlir -> a binary (default) or, with --emit LEVEL, .mlir at that level; with
+    --print-pipeline, the `aitc-opt -p` string of the passes it would run."""
+    from aitc.binary import declared_target, save_program
+    from aitc.compiler import CompileOptions, compile_module, compile_pipeline_spec, format_report
     from aitc.files import check_outputs
     from aitc.ir import print_mlir
     from aitc.target import load_target
 
     emit = args.emit or "hw"
-    if args.emit is None and args.output is None:
-        raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
-    check_outputs([args.output], [args.model, args.target])
-    target = load_target(args.target)
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
         host_fallback=not args.no_host_fallback, input_shapes=dict(args.input_shape or []),
     )  # fmt: skip
+    if args.print_pipeline:
+        print(compile_pipeline_spec(args.model, options))
+        return 0
+    if args.emit is None and args.output is None:
+        raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
+    check_outputs([args.output], [args.model, args.target])
+    if args.target is not None:
+        load_target(args.target)  # a bad --target fails before the compile
     result = compile_module(args.model, options)
     if args.emit is None:
+        target = load_target(result.target) if result.target else declared_target(result.module)
         size = save_program(args.output, result.module, target)
         print(format_report(result))
         print(f"wrote {args.output}: {size} bytes for target '{target.name}'")
@@ -301,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="pin the shape of a dynamic input (repeatable)",
     )
     p.add_argument("--generic", action="store_true", help="print ops in MLIR generic form")
+    p.add_argument(
+        "--target", help="record the target on the module (aitc.target): a preset NAME or FILE.toml"
+    )
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser(
@@ -308,7 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="MODEL.onnx or FILE.mlir (graph, tile or sync level)")
     p.add_argument("-o", "--output", help="OUT.aitb (or OUT.mlir with --emit)")
-    p.add_argument("--target", default="edge", help="preset NAME or FILE.toml (default: edge)")
+    p.add_argument("--target", help="preset NAME or FILE.toml (default: the input's aitc.target, else edge)")
+    p.add_argument(
+        "--print-pipeline",
+        action="store_true",
+        help="print the passes as an `aitc-opt -p` string (target included) instead of compiling",
+    )
     p.add_argument(
         "--emit", choices=("graph", "tile", "sync", "hw"), help="stop at this level and print .mlir"
     )

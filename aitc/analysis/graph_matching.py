@@ -14,6 +14,7 @@ from collections.abc import Collection
 from typing import TypeVar
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import FusedLoc, NameLoc, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
@@ -93,6 +94,19 @@ def location_name(location: Attribute) -> str | None:
         names = [location_name(loc) for loc in location.locations.data]
         return next((n for n in reversed(names) if n), None)
     return None
+
+
+def is_graph_level(f: func.FuncOp) -> bool:
+    """A function on tensors (or holding graph ops): the conversion's input."""
+    types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
+    return any(isinstance(t, TensorType) for t in types) or any(
+        o.name.startswith("graph.") for o in f.body.block.ops
+    )
+
+
+def node_name(op: Operation) -> str:
+    """The ONNX node name that the op's location carries, else the op name."""
+    return location_name(op.location) or op.name
 
 
 def name_hint(op: Operation) -> str:

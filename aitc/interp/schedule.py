@@ -4,8 +4,9 @@ NPU segments by whatever runs their level.
     outputs = run_schedule(module, schedule, [x, mask], run_npu)
 
 `run_npu(call, callee, args)` runs one NPU segment (a function at graph, tile or sync level,
-or a hw.program) on the positional hand-over tensors and returns its outputs in order; the
-reference interpreters use `run_npu_reference`, the simulator its own. Host segments always
+or a hw.program) on the positional hand-over tensors and returns its outputs in order;
+`aitc.interp.run` passes `run_npu_reference` (the interpreters, and the simulator for
+hw.programs), the simulator its own (`aitc.sim.segments`). Host segments always
 run here, on `HostRunner` (the graph interpreter), exactly as the runtime runs them.
 """
 
@@ -22,6 +23,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
+from aitc.interp.graph import GraphFunctions
 
 RunNpu = Callable[[exec_dialect.CallOp, Operation, list[np.ndarray]], list[np.ndarray]]
 
@@ -51,8 +53,6 @@ class HostRunner:
     """Runs host segment functions with the graph interpreter (one per module)."""
 
     def __init__(self, module: ModuleOp):
-        from aitc.interp.graph import GraphFunctions
-
         self.interpreter = Interpreter(module)
         self.interpreter.register_implementations(FuncFunctions())
         self.interpreter.register_implementations(GraphFunctions())
@@ -84,21 +84,3 @@ def run_schedule(
     ret = schedule.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     return [values[v] for v in ret.arguments]
-
-
-def run_npu_reference(module: ModuleOp) -> RunNpu:
-    """Runs NPU segments at graph, tile or sync level with aitc's interpreters, and hw.programs
-    on the simulator."""
-    from aitc.interp.run import input_names, run_module
-
-    def run(call: exec_dialect.CallOp, callee: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-        if isinstance(callee, func.FuncOp):
-            named = dict(zip(input_names(callee), args, strict=True))
-            return list(run_module(module, named, callee.sym_name.data).values())
-        from aitc.sim import Simulator
-
-        simulator = Simulator(callee)  # pyright: ignore[reportArgumentType]
-        named = dict(zip((spec.name for spec in simulator.inputs), args, strict=True))
-        return list(simulator.run(named).outputs.values())
-
-    return run

@@ -34,12 +34,12 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 
+from aitc.analysis.access_log import PRUNE_MIN, AccessLog
+from aitc.analysis.signature import check_inputs, entry_function, is_output_arg, output_names
 from aitc.analysis.tile_footprint import Access, window_bytes
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
-from aitc.interp.run import check_inputs, entry_function, is_output_arg, output_names
 from aitc.interp.sync_dispatch import SYNC_OPS, Dispatcher, Task
-from aitc.sim.checks import PRUNE_MIN, AccessLog
 from aitc.types import numpy_dtype
 
 RACE_HINT = "order the two ops: sync.signal after the first on its engine, sync.wait before the second on its"

@@ -6,9 +6,10 @@ writable copy of the constant from `tile.const`, a view from `tile.reshape`. A w
 it into its buffer; compute ops see their window as the rows x cols tile an engine sees (the
 leading sizes are 1). Index values are Python ints (xDSL's arith and scf functions).
 
-The arithmetic is the simulator's (`aitc/sim/execute.py`: binary ops, unary functions and
-activations, casts), so a tile program and the hw program lowered from it compute the same
-bits. Each op is a handful of vectorised numpy calls, never a loop over elements.
+The arithmetic is `aitc.semantics` (binary ops, unary functions and activations, select,
+reductions, casts, matmul accumulation), which the simulator shares, so a tile program and the
+hw program lowered from it compute the same bits. Each op is a handful of vectorised numpy
+calls, never a loop over elements.
 
 Checked at run time, as AitcErrors that name the op, its location and its kernel: a window
 whose (dynamic) indices leave its buffer, a gather index outside its table.
@@ -37,13 +38,11 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from aitc import semantics
+from aitc.analysis.signature import check_inputs, entry_function, is_output_arg, output_names
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
 from aitc.interp.loops import BoundedScfFunctions, LoopBudget
-from aitc.interp.run import check_inputs, entry_function, is_output_arg, output_names
-from aitc.sim.execute import _BINARY as BINARY  # pyright: ignore[reportPrivateUsage]
-from aitc.sim.execute import _apply_unary as apply_unary  # pyright: ignore[reportPrivateUsage]
-from aitc.sim.execute import convert
 from aitc.types import numpy_dtype
 from aitc.weights import attr_to_array
 
@@ -171,13 +170,7 @@ class TileFunctions(InterpreterFunctions):
         lhs, rhs, acc = view["lhs"], view["rhs"], view["acc"]
         if op.transpose_rhs is not None:
             rhs = rhs.T
-        if lhs.dtype != acc.dtype:  # i8 x i8 accumulates in int32, wrapping
-            lhs, rhs = lhs.astype(acc.dtype), rhs.astype(acc.dtype)
-        product = np.matmul(lhs, rhs)
-        if op.accumulate is not None:
-            acc += product
-        else:
-            acc[...] = product
+        semantics.matmul_into(acc, lhs, rhs, op.accumulate is not None)
         return ()
 
     # -- vector engine
@@ -185,8 +178,7 @@ class TileFunctions(InterpreterFunctions):
     def run_binary(self, interpreter: Interpreter, op: tile.BinaryOp, args: PythonValues) -> PythonValues:
         assert op.op is not None
         tile_ = tiles(op, args)
-        with np.errstate(all="ignore"):
-            tile_["dst"][...] = BINARY[op.op.data](tile_["a"], tile_["b"])
+        tile_["dst"][...] = semantics.binary(op.op.data, tile_["a"], tile_["b"])
         return ()
 
     @impl(tile.BinaryImmOp)
@@ -197,43 +189,41 @@ class TileFunctions(InterpreterFunctions):
         assert op.imm is not None
         tile_ = tiles(op, args)
         imm = np.asarray(op.imm.value.data).astype(tile_["a"].dtype)
-        with np.errstate(all="ignore"):
-            tile_["dst"][...] = BINARY[op.op.data](tile_["a"], imm)
+        tile_["dst"][...] = semantics.binary(op.op.data, tile_["a"], imm)
         return ()
 
     @impl(tile.UnaryOp)
     def run_unary(self, interpreter: Interpreter, op: tile.UnaryOp, args: PythonValues) -> PythonValues:
         assert op.op is not None
         tile_ = tiles(op, args)
-        tile_["dst"][...] = apply_unary(op.op.data, tile_["a"], tile_["a"].dtype)
+        tile_["dst"][...] = semantics.unary(op.op.data, tile_["a"], tile_["a"].dtype)
         return ()
 
     @impl(tile.SelectOp)
     def run_select(self, interpreter: Interpreter, op: tile.SelectOp, args: PythonValues) -> PythonValues:
         tile_ = tiles(op, args)
-        tile_["dst"][...] = np.where(tile_["cond"] != 0, tile_["a"], tile_["b"])
+        tile_["dst"][...] = semantics.select(tile_["cond"], tile_["a"], tile_["b"])
         return ()
 
     @impl(tile.ReduceOp)
     def run_reduce(self, interpreter: Interpreter, op: tile.ReduceOp, args: PythonValues) -> PythonValues:
         assert op.op is not None
         tile_ = tiles(op, args)
-        a = tile_["a"]
-        tile_["dst"][:, 0] = a.sum(axis=1, dtype=a.dtype) if op.op.data == "sum" else a.max(axis=1)
+        tile_["dst"][:, 0] = semantics.reduce_rows(op.op.data, tile_["a"])
         return ()
 
     @impl(tile.CastOp)
     def run_cast(self, interpreter: Interpreter, op: tile.CastOp, args: PythonValues) -> PythonValues:
         tile_ = tiles(op, args)
         scale = op.scale.value.data if op.scale is not None else 1.0
-        tile_["dst"][...] = convert(tile_["a"], tile_["dst"].dtype, scale)
+        tile_["dst"][...] = semantics.convert(tile_["a"], tile_["dst"].dtype, scale)
         return ()
 
     @impl(tile.AccReadOp)
     def run_acc_read(self, interpreter: Interpreter, op: tile.AccReadOp, args: PythonValues) -> PythonValues:
         tile_ = tiles(op, args)
         activation = op.activation.data if op.activation is not None else "none"
-        tile_["dst"][...] = apply_unary(activation, tile_["a"], tile_["a"].dtype)
+        tile_["dst"][...] = semantics.unary(activation, tile_["a"], tile_["a"].dtype)
         return ()
 
 

@@ -14,12 +14,15 @@ Modules, in the order a run uses them:
     engine.py     event-driven scheduling of engines, semaphores, barriers
     stats.py      cycles, busy/stall/idle, bytes, MAC utilisation; `format_stats`
     trace.py      Chrome/Perfetto trace JSON
-    simulator.py  `Simulator`, `SimResult`;  session.py  `Session` (onnxruntime style)
+    run_program.py one run of one program on fresh memories: `run_program`, `SimResult`
+    segments.py   a schedule of NPU and host segments, run as the runtime runs it
+    simulator.py  `Simulator`;  session.py  `Session` (onnxruntime style)
     build.py      helpers to build hw programs in Python (tests, benchmarks)
 
 Static target limits (bounds over whole loop nests, alignment, engines, ...) come from
-`aitc.hw_checks` and are checked when a program is decoded; the checks here run per executed
-instruction and add what only execution can know: races, deadlocks, data-dependent gather rows.
+`aitc.dialects.hw.program` and are checked when a program is decoded; the checks here run per
+executed instruction and add what only execution can know: races, deadlocks, data-dependent
+gather rows.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from __future__ import annotations
 from aitc.sim.engine import SimOptions
 from aitc.sim.errors import SimulationError
 from aitc.sim.program import Program, decode_program
+from aitc.sim.run_program import SimResult
 from aitc.sim.session import Session
-from aitc.sim.simulator import SimResult, Simulator
+from aitc.sim.simulator import Simulator
 from aitc.sim.stats import SimStats, format_stats
 from aitc.sim.trace import trace_json, write_trace
 

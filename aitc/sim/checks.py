@@ -3,8 +3,8 @@
 Bounds and alignment: every region an instruction touches (`footprint.py`) must lie inside its
 memory (DRAM `dram.bytes`, SRAM `sram_bytes` and ACC `acc_bytes` per core) and start at a
 multiple of its element size. Decoding already proves this statically for affine addresses
-(`aitc.hw_checks`, over the whole loop nest), so the per-instance check is a backstop that names
-the exact loop iteration and cycle; a gather's indices are checked here, at run time.
+(`aitc.dialects.hw.program`, over the whole loop nest), so the per-instance check is a backstop
+that names the exact loop iteration and cycle; a gather's indices are checked here, at run time.
 
 Races, with vector clocks (as in ThreadSanitizer/FastTrack, per engine instead of per thread):
 
@@ -14,8 +14,9 @@ Races, with vector clocks (as in ThreadSanitizer/FastTrack, per engine instead o
   takes `count` of them and joins (element-wise max) them into the waiter's clock. A barrier joins
   the clocks of all its participants. These are the only happens-before edges besides the
   program order of each (in-order) engine.
-- Each access is recorded as (engine, epoch, byte intervals, read/write, instruction): intervals
-  are numpy arrays, one per row of a strided region, and every search is vectorised. A new
+- Each access is recorded as (engine, epoch, byte intervals, read/write, instruction) in an
+  `AccessLog` (`aitc.analysis.access_log`, shared with the sync interpreter): intervals are
+  numpy arrays, one per row of a strided region, and every search is vectorised. A new
   access conflicts with a record of another engine that does not happen before it
   (`record.epoch > clock[record.engine]`) when their intervals overlap and at least one of them
   writes. Reads and writes are kept in separate logs, so a read is only compared with writes.
@@ -33,13 +34,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from aitc.analysis.access_log import PRUNE_MIN, AccessLog
 from aitc.sim.errors import SimulationError
 from aitc.sim.execute import Memories
 from aitc.sim.footprint import Region
 from aitc.sim.program import Instr
-
-PRUNE_MIN = 4096
-"""Intervals a log may hold before the first pruning pass (the limit then adapts)."""
 
 RACE_HINT = (
     "make the later engine wait for the earlier one: hw.sem_signal on the first engine after its "
@@ -67,67 +66,6 @@ def check_region(
             f"[0x{base:x}, 0x{base + region.extent:x}), outside its {size} bytes",
             hint="addresses are base + step*index: check the loop steps, sizes and the target's memory sizes",
         )
-
-
-class AccessLog:
-    """Accesses to one memory: growable parallel arrays of intervals [lo, hi), engine, epoch, ref.
-
-    `latest[e]` is the newest epoch of engine e among the records (epochs only grow), so a search
-    can return at once when every record happens before the accessing engine's clock, which is
-    the common case in a synchronised program.
-    """
-
-    def __init__(self, n_engines: int) -> None:
-        self.size = 0
-        self._columns = np.empty((5, 64), np.int64)  # lo, hi, engine, epoch, ref
-        self.latest = np.zeros(n_engines, np.int64)
-
-    def add(self, lo: np.ndarray, hi: np.ndarray, engine: int, epoch: int, ref: int) -> None:
-        """Records an access (its intervals must be sorted and disjoint)."""
-        start, end = self.size, self.size + len(lo)
-        if end > self._columns.shape[1]:
-            grown = np.empty((5, 2 * end), np.int64)
-            grown[:, :start] = self._columns[:, :start]
-            self._columns = grown
-        block = self._columns[:, start:end]
-        block[0], block[1], block[2], block[3], block[4] = lo, hi, engine, epoch, ref
-        self.size = end
-        self.latest[engine] = epoch
-
-    def conflict(self, clock: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[int, int, int] | None:
-        """(ref, first, last byte + 1) of a record that does not happen before `clock` and overlaps
-        the sorted, disjoint intervals [lo, hi); None if there is none."""
-        if not self.size or not (self.latest > clock).any():
-            return None
-        rlo, rhi, engine, epoch, ref = self._columns[:, : self.size]
-        near = epoch > clock[engine]  # concurrent records, then those inside the bounding box
-        near &= rlo < hi[-1]
-        near &= rhi > lo[0]
-        candidates = near.nonzero()[0]
-        if not len(candidates):
-            return None
-        rlo, rhi = rlo[candidates], rhi[candidates]
-        j = np.searchsorted(lo, rhi, "left") - 1
-        jj = np.maximum(j, 0)
-        hit = (j >= 0) & (hi[jj] > rlo)
-        if not hit.any():
-            return None
-        first = int(np.argmax(hit))
-        k = jj[first]
-        return int(ref[candidates[first]]), int(max(rlo[first], lo[k])), int(min(rhi[first], hi[k]))
-
-    def prune(self, frontier: np.ndarray) -> None:
-        """Drops records every remaining accessor has seen (`epoch <= frontier[engine]`)."""
-        columns = self._columns[:, : self.size]
-        kept = columns[:, columns[3] > frontier[columns[2]]]
-        self.size = kept.shape[1]
-        self._columns[:, : self.size] = kept
-        self.latest[:] = 0
-        np.maximum.at(self.latest, kept[2], kept[3])
-
-    def refs(self) -> np.ndarray:
-        """The instruction ref of every record."""
-        return self._columns[4, : self.size]
 
 
 class RaceDetector:

@@ -7,17 +7,10 @@ so every instruction is a handful of vectorised numpy calls and never loops over
 Callers check bounds, alignment and races first (`checks.py`); these functions assume a legal
 instruction and apply its whole effect at once.
 
-Numerics (the reference the compiler and the binary must match):
-
-- f32 arithmetic (add, sub, mul, div, max, min, matmul, sum) is IEEE float32 as numpy does it;
-  matmul accumulates into the f32 ACC tile; i8 x i8 matmul accumulates in int32 with wraparound.
-- Integer vector arithmetic wraps around in its dtype (i8 or i32); comparisons write 1 or 0.
-- Transcendental functions (exp, log, tanh, erf, sqrt, rsqrt, recip, sigmoid, gelu, and the
-  activations of acc_read) are evaluated in float64 and rounded once to float32.
-  gelu is exact: x/2 * (1 + erf(x / sqrt 2)); gelu_tanh is the tanh approximation.
-- vcast multiplies by `scale` in float64, then converts once: to an integer type by rounding half
-  to even and saturating (NaN -> 0); to f32 by rounding to nearest.
-- Overlapping source and destination of a copy behave as if copied through a buffer (memmove).
+The arithmetic is `aitc.semantics` (rounding, wraparound, saturation, transcendental functions),
+which the tile interpreter shares, so a tile program and the hw program lowered from it compute
+the same bits. A copy whose source and destination overlap behaves as if copied through a
+buffer (memmove).
 """
 
 from __future__ import annotations
@@ -25,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special
 
+from aitc import semantics
 from aitc.dialects.hw import DTYPES
 from aitc.sim.errors import SimulationError
 from aitc.sim.program import Instr
@@ -136,52 +129,10 @@ def matmul(mem: Memories, ins: Instr) -> None:
     else:
         rhs = _operand(mem, ins, "rhs", k, n, in_type, f["rhs_stride"])
     acc = _operand(mem, ins, "acc", m, n, acc_type, f["acc_stride"])
-    if in_type != acc_type:
-        lhs, rhs = lhs.astype(acc_type), rhs.astype(acc_type)
-    product = np.matmul(lhs, rhs)
-    if f["accumulate"]:
-        acc += product
-    else:
-        acc[...] = product
+    semantics.matmul_into(acc, lhs, rhs, bool(f["accumulate"]))
 
 
 # --------------------------------------------------------------------------- vector engine
-
-_BINARY: dict[str, Callable[..., np.ndarray]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
-    "min": np.minimum, "cmp_eq": np.equal, "cmp_lt": np.less, "cmp_le": np.less_equal,
-    "cmp_gt": np.greater, "cmp_ge": np.greater_equal,
-}  # fmt: skip
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """Exact GELU: x/2 * (1 + erf(x / sqrt 2))."""
-    return 0.5 * x * (1.0 + special.erf(x / np.sqrt(2.0)))
-
-
-def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """GELU's tanh approximation."""
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
-
-
-_FLOAT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "copy": np.positive, "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-    "erf": special.erf, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "recip": lambda x: 1.0 / x,
-    "relu": lambda x: np.maximum(x, 0.0), "sigmoid": special.expit, "gelu": _gelu, "gelu_tanh": _gelu_tanh,
-    "relu6": lambda x: np.clip(x, 0.0, 6.0), "none": np.positive,
-}  # fmt: skip
-_INT_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "copy": np.positive, "neg": np.negative, "abs": np.abs, "relu": lambda x: np.maximum(x, 0),
-    "relu6": lambda x: np.clip(x, 0, 6), "none": np.positive,
-}  # fmt: skip
-
-
-def _apply_unary(op: str, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Float ops in float64 then rounded to f32; integer ops in their dtype (wrapping)."""
-    with np.errstate(all="ignore"):
-        if dtype.kind == "f":
-            return _FLOAT_UNARY[op](x.astype(np.float64)).astype(dtype)
-        return _INT_UNARY[op](x).astype(dtype)
 
 
 def _operand_b(mem: Memories, ins: Instr, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
@@ -207,9 +158,7 @@ def vbinary(mem: Memories, ins: Instr) -> None:
         b = np.asarray(f["imm"]).astype(dtype)
     else:
         b = _operand_b(mem, ins, rows, cols, dtype)
-    with np.errstate(all="ignore"):
-        result = _BINARY[f["op"]](a, b)
-    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = result
+    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = semantics.binary(f["op"], a, b)
 
 
 def vunary(mem: Memories, ins: Instr) -> None:
@@ -217,7 +166,7 @@ def vunary(mem: Memories, ins: Instr) -> None:
     f = ins.static.fields
     rows, cols, dtype = f["rows"], f["cols"], NP_DTYPES[f["dtype"]]
     a = _operand(mem, ins, "a", rows, cols, dtype, f["src_stride"])
-    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = _apply_unary(f["op"], a, dtype)
+    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = semantics.unary(f["op"], a, dtype)
 
 
 def vselect(mem: Memories, ins: Instr) -> None:
@@ -225,7 +174,7 @@ def vselect(mem: Memories, ins: Instr) -> None:
     f = ins.static.fields
     rows, cols, dtype, stride = f["rows"], f["cols"], NP_DTYPES[f["dtype"]], f["src_stride"]
     cond, a, b = (_operand(mem, ins, name, rows, cols, dtype, stride) for name in ("cond", "a", "b"))
-    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = np.where(cond != 0, a, b)
+    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = semantics.select(cond, a, b)
 
 
 def vreduce(mem: Memories, ins: Instr) -> None:
@@ -234,18 +183,7 @@ def vreduce(mem: Memories, ins: Instr) -> None:
     f = ins.static.fields
     rows, cols, dtype = f["rows"], f["cols"], NP_DTYPES[f["dtype"]]
     a = _operand(mem, ins, "a", rows, cols, dtype, f["src_stride"])
-    result = a.sum(axis=1, dtype=dtype) if f["op"] == "sum" else a.max(axis=1)
-    _operand(mem, ins, "dst", rows, 1, dtype, 1)[:, 0] = result
-
-
-def convert(x: np.ndarray, to: np.dtype, scale: float) -> np.ndarray:
-    """x * scale (in float64) converted to `to`: integers round half to even and saturate."""
-    scaled = x.astype(np.float64) * scale
-    if to.kind == "f":
-        return scaled.astype(to)
-    info = np.iinfo(to)
-    rounded = np.clip(np.nan_to_num(np.rint(scaled), nan=0.0), info.min, info.max)
-    return rounded.astype(to)
+    _operand(mem, ins, "dst", rows, 1, dtype, 1)[:, 0] = semantics.reduce_rows(f["op"], a)
 
 
 def vcast(mem: Memories, ins: Instr) -> None:
@@ -255,7 +193,7 @@ def vcast(mem: Memories, ins: Instr) -> None:
     rows, cols = f["rows"], f["cols"]
     a = _operand(mem, ins, "a", rows, cols, NP_DTYPES[f["from"]], f["src_stride"])
     to = NP_DTYPES[f["to"]]
-    _operand(mem, ins, "dst", rows, cols, to, f["dst_stride"])[...] = convert(a, to, f["scale"])
+    _operand(mem, ins, "dst", rows, cols, to, f["dst_stride"])[...] = semantics.convert(a, to, f["scale"])
 
 
 def acc_read(mem: Memories, ins: Instr) -> None:
@@ -264,7 +202,7 @@ def acc_read(mem: Memories, ins: Instr) -> None:
     f = ins.static.fields
     rows, cols, dtype = f["rows"], f["cols"], NP_DTYPES[f["dtype"]]
     a = _operand(mem, ins, "a", rows, cols, dtype, f["src_stride"])
-    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = _apply_unary(
+    _operand(mem, ins, "dst", rows, cols, dtype, f["dst_stride"])[...] = semantics.unary(
         f["activation"], a, dtype
     )
 

@@ -11,13 +11,13 @@ concrete byte addresses `base + sum(step[d] * index[d])` for the enclosing loop 
 
 Engines of a core are `engine_names(target)`: dma0 .. dma{q-1}, matrix, vector. A DMA op runs on
 `dma{queue}` when `queue` >= 0, else on dma0 (dma_in, dma_local, dma_gather) or dma1 (dma_out,
-dma_peer); matmul on `matrix`; vector ops on `vector`; control ops on the engine they name
-(aliases dma_in = dma0, dma_out = dma1).
+dma_peer), as `hw.DEFAULT_DMA_QUEUE` says; matmul on `matrix`; vector ops on `vector`; control
+ops on the engine they name (aliases dma_in = dma0, dma_out = dma1).
 
 Decoding first validates the program (`SimulationError` kind "program", every problem at once):
-the op verifiers, then the target limits of `aitc.hw_checks` (core ids, engines and queues,
-semaphores, matrix shape and dtypes, peers, alignment, bounds over whole loop nests, data layout),
-then what only the simulator needs: written rows that overlap, 8-bit views of the 32-bit ACC,
+the op verifiers, then the target limits of `aitc.dialects.hw.program` (core ids, engines and
+queues, semaphores, matrix shape and dtypes, peers, alignment, bounds over whole loop nests,
+data layout), then what only the simulator needs: written rows that overlap, 8-bit views of the 32-bit ACC,
 a strided vreduce result, immediates an integer dtype cannot hold, zero semaphore counts.
 """
 
@@ -32,8 +32,17 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, NameLoc, TensorType
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
-from aitc import hw_checks
-from aitc.dialects.hw import ConstOp, CoreOp, EndOp, InstructionOp, LoopOp, ProgramOp, TensorOp
+from aitc.dialects.hw import (
+    DEFAULT_DMA_QUEUE,
+    ConstOp,
+    CoreOp,
+    EndOp,
+    InstructionOp,
+    LoopOp,
+    ProgramOp,
+    TensorOp,
+)
+from aitc.dialects.hw.program import preset, program_problems
 from aitc.sim.errors import SimulationError
 from aitc.sim.footprint import Region, footprint
 from aitc.sim.timing import Cost, static_cost
@@ -42,7 +51,6 @@ from aitc.types import numpy_dtype, shape_str
 from aitc.weights import attr_to_array
 
 ENGINE_ALIASES = {"dma_in": "dma0", "dma_out": "dma1"}
-DEFAULT_DMA_QUEUE = {"dma_in": 0, "dma_local": 0, "dma_gather": 0, "dma_out": 1, "dma_peer": 1}
 CONTROL_KINDS = {"sem_signal": "signal", "sem_wait": "wait", "barrier": "barrier"}
 
 
@@ -260,16 +268,16 @@ def decode_program(source: ModuleOp | ProgramOp, target: Target) -> Program:
 
 
 def check_limits(program: ProgramOp, target: Target) -> None:
-    """The ISA verifiers, then the target limits of `aitc.hw_checks` (bounds over whole loop
-    nests, alignment, engines, semaphores, matrix shape, data layout): one source of truth for
-    what fits a target. The verifier already checks a program against the preset it names."""
+    """The ISA verifiers, then the target limits of `aitc.dialects.hw.program` (bounds over whole
+    loop nests, alignment, engines, semaphores, matrix shape, data layout): one source of truth
+    for what fits a target. The verifier already checks a program against the preset it names."""
     try:
         program.verify()
     except DiagnosticException as error:
         raise SimulationError("program", f"invalid hw program: {error}") from None
-    if program.target is not None and hw_checks.preset(program.target.data) == target:
+    if program.target is not None and preset(program.target.data) == target:
         return
-    problems = hw_checks.program_problems(program, target)
+    problems = program_problems(program, target)
     if problems:
         raise SimulationError(
             "program",
@@ -343,8 +351,9 @@ class _Decoder:
 
 
 def instruction_problems(s: StaticInstr) -> list[str]:
-    """Rules the simulator needs beyond the op verifiers and the target limits of `aitc.hw_checks`
-    (which `check_limits` has already applied): a write whose rows overlap has no defined result."""
+    """Rules the simulator needs beyond the op verifiers and the target limits of
+    `aitc.dialects.hw.program` (which `check_limits` has already applied): a write whose rows
+    overlap has no defined result."""
     return [
         f"rows of '{r.field}' overlap (stride {r.stride} < {r.row_bytes} bytes)"
         for r in s.regions

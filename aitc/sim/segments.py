@@ -22,10 +22,14 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, ShapedType
 
+from aitc.analysis.signature import input_names, output_names
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects.hw import ProgramOp
 from aitc.interp.schedule import HostRunner, callee_of, calls, run_schedule
-from aitc.sim.program import TensorSpec, decode_program
+from aitc.sim.engine import SimOptions
+from aitc.sim.errors import SimulationError
+from aitc.sim.program import Program, TensorSpec, decode_program
+from aitc.sim.run_program import SimResult, check_inputs, run_program
 from aitc.sim.stats import EngineStats, SimStats
 from aitc.target import Target, load_target
 from aitc.types import numpy_dtype
@@ -43,8 +47,6 @@ class SegmentRun:
 
 
 def _specs(function: func.FuncOp, kind: str) -> tuple[TensorSpec, ...]:
-    from aitc.interp.run import input_names, output_names
-
     types = function.function_type.inputs.data if kind == "input" else function.function_type.outputs.data
     names = input_names(function) if kind == "input" else output_names(function)
     specs = []
@@ -70,38 +72,36 @@ def _target_of(module: ModuleOp, target: Target | str | None) -> Target:
 class SegmentedProgram:
     """A schedule ready to simulate: its hw.programs decoded, its host segments interpretable."""
 
-    def __init__(self, module: ModuleOp, schedule: func.FuncOp, target: Target | str | None, options):
-        from aitc.sim.simulator import Simulator
-
+    def __init__(
+        self, module: ModuleOp, schedule: func.FuncOp, target: Target | str | None, options: SimOptions
+    ):
         self.module = module
         self.schedule = schedule
         self.target = _target_of(module, target)
+        self.options = options
         self.calls = calls(schedule)
-        self.simulators: dict[str, Simulator] = {}
+        self.programs: dict[str, Program] = {}
         for call in self.calls:
             callee = callee_of(module, call)
             if call.placement.data == "npu":
                 if not isinstance(callee, ProgramOp):
                     raise exec_error(call, f"is a {callee.name}; the simulator runs hw programs")
-                program = decode_program(callee, self.target)
-                self.simulators[call.callee_name] = Simulator(program, options=options)
+                self.programs[call.callee_name] = decode_program(callee, self.target)
         self.host = HostRunner(module)
         self.inputs = _specs(schedule, "input")
         self.outputs = _specs(schedule, "output")
         self.name = schedule.sym_name.data
 
-    def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False):
+    def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False) -> SimResult:
         """Runs every segment; returns a SimResult whose stats and trace cover them all."""
-        from aitc.sim.simulator import SimResult, check_inputs
-
         arrays = check_inputs(self.inputs, inputs)
         results = []
         runs: list[SegmentRun] = []
 
         def run_npu(call, callee, args):
-            simulator = self.simulators[call.callee_name]
-            named = dict(zip((s.name for s in simulator.inputs), args, strict=True))
-            result = simulator.run(named, trace=trace)
+            program = self.programs[call.callee_name]
+            named = dict(zip((s.name for s in program.inputs), args, strict=True))
+            result = run_program(program, named, self.options, trace)
             results.append(result)
             runs.append(SegmentRun("npu", call.callee_name, cycles=result.stats.cycles))
             return list(result.outputs.values())
@@ -122,9 +122,7 @@ class SegmentedProgram:
         return SimResult(outputs, stats, trace_json)
 
 
-def exec_error(call: exec_dialect.CallOp, detail: str):
-    from aitc.sim.errors import SimulationError
-
+def exec_error(call: exec_dialect.CallOp, detail: str) -> SimulationError:
     return SimulationError("program", f"segment @{call.callee_name} {detail}")
 
 

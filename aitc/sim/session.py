@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from aitc.binary import load_program
 from aitc.diagnostics import AitcError
 from aitc.dialects.hw import ProgramOp
 from aitc.files import read_text
 from aitc.ir import parse_mlir, require_weights
 from aitc.sim.engine import SimOptions
 from aitc.sim.program import TensorSpec
-from aitc.sim.simulator import SimResult, Simulator
+from aitc.sim.run_program import SimResult
+from aitc.sim.simulator import Simulator
 from aitc.target import Target, load_target
 
 
@@ -36,8 +38,6 @@ def _load_mlir(path: Path, target: Target | None) -> ModuleOp:
 
 def _load_binary(path: Path, target: Target | None) -> ModuleOp:
     """Disassembles a .aitb file (`aitc.binary`)."""
-    from aitc.binary import load_program
-
     return load_program(path, target)  # refuses a binary assembled for another target
 
 

@@ -40,10 +40,11 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.graph_matching import is_graph_level, node_name
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile import is_graph_level, missing_reason
-from aitc.passes.graph_to_tile.lowering import node_name
+from aitc.module_target import module_target
+from aitc.passes.graph_to_tile.table import missing_reason
 from aitc.types import is_bool, is_float
 
 HOST_INDEX_ELEMENTS = 4096
@@ -366,8 +367,9 @@ class PlaceOnHostPass(ModulePass):
     each such function into a schedule of NPU and host segments.
 
     Input:
-      Graph-level functions (after graph-optimize; `target` is accepted for symmetry with the
-      lowering passes and names the target in diagnostics).
+      Graph-level functions (after graph-optimize). Placement does not depend on the target;
+      a `target` option is checked against the module's and recorded as `aitc.target`
+      (`aitc.module_target`), so a pipeline starting here can name the target once.
     Output:
       Unchanged functions where every op runs on the NPU. Otherwise: the function becomes a
       schedule (`exec.schedule`, only exec.call and func.return) with the same signature and
@@ -383,10 +385,12 @@ class PlaceOnHostPass(ModulePass):
     """
 
     name = "place-on-host"
-    target: str = "tiny"
+    target: str | None = None
     fallback: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target is not None:
+            module_target(op, self.target, self.name)
         functions = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
         for function in functions:
             if is_graph_level(function) and exec_dialect.lowered_here(function):

@@ -7,8 +7,8 @@ The conversion of one function:
     3. DRAM: inputs are the arguments, constants tile.const, results that are returned are
        computed straight into their output buffer, other intermediates get a dram tile.alloc
        and reshapes are tile.reshape views
-    4. group elementwise chains (graph_to_tile_vector.fuse_elementwise), lower each unit with
-       its `Lowering` (graph_to_tile_lowering.LOWERINGS) into one tile.kernel
+    4. group elementwise chains (vector.fuse_elementwise), lower each unit with its `Lowering`
+       (table.LOWERINGS) into one tile.kernel
     5. outputs that are inputs, constants or views are copied through SRAM
 """
 
@@ -35,43 +35,17 @@ from xdsl.passes import ModulePass
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc.diagnostics import AitcError
+from aitc.analysis.graph_matching import is_graph_level, node_name
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, tile
-from aitc.passes.graph_to_tile import (  # noqa: F401  (importing a family registers its lowerings)
-    conv,
-    linear,
-    rows,
-)
+from aitc.module_target import module_target
 from aitc.passes.graph_to_tile.costs import Budget
-from aitc.passes.graph_to_tile.lowering import LOWERINGS, CannotFit, LoweringContext, node_name
+from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
+from aitc.passes.graph_to_tile.table import LOWERINGS, has_no_elements, is_fusable, missing_reason
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
 from aitc.passes.legality import check_no_ops_left
-from aitc.target import Target, load_target
-
-MISSING: dict[type[Operation], str] = {
-    graph.ReduceProdOp: "the vector engine has no product reduction",
-    graph.ArgMaxOp: "the vector engine has no arg-reduction",
-    graph.ArgMinOp: "the vector engine has no arg-reduction",
-    graph.ModOp: "the vector engine has no remainder",
-}
-"""Why an op without a lowering has none (others: the vector engine lacks the function)."""
-
-
-def missing_reason(op: Operation) -> str | None:
-    """Why the NPU cannot run `op` (no lowering, or its lowering refuses this variant), or None."""
-    if any(_has_no_elements(v) for v in (*op.operands, *op.results)):
-        return "a zero-element tensor: no kernel to run (the host passes it through)"
-    lowering = LOWERINGS.get(type(op))
-    if lowering is None:
-        generic = f"no tile lowering for {op.name}: the vector engine has no such function"
-        return MISSING.get(type(op), generic)
-    return lowering.unsupported(op)
-
-
-def _has_no_elements(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and 0 in value.type.get_shape()
+from aitc.target import Target
 
 
 def check_lowerable(module: ModuleOp, ops: list[Operation], target: Target) -> None:
@@ -141,7 +115,7 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
             copies.append((value, out))
     _lower_units(module, ctx, ops)
     for value, out in copies:
-        if _has_no_elements(value):
+        if has_no_elements(value):
             continue  # a zero-element output: nothing to copy
         copy_value(ctx, ret, ctx.buffer(value), out, f"copy to output {out.name_hint or ''}".strip())
     block.add_ops([*ctx.decls, *ctx.kernels, func.ReturnOp()])
@@ -154,28 +128,13 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
 
 
 def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -> None:
-    for unit in fuse_elementwise(ops):
+    for unit in fuse_elementwise(ops, is_fusable):
         try:
             LOWERINGS[type(unit[-1])].lower(ctx, unit)
         except CannotFit as error:
             diagnostic = Diagnostic()
             diagnostic.add_message(error.op, error.message)
             diagnostic.raise_exception(module, PassFailedException(f"convert-graph-to-tile: {error.message}"))
-
-
-def is_graph_level(f: func.FuncOp) -> bool:
-    """A function on tensors (or holding graph ops): the conversion's input."""
-    types = [*f.function_type.inputs.data, *f.function_type.outputs.data]
-    return any(isinstance(t, TensorType) for t in types) or any(
-        o.name.startswith("graph.") for o in f.body.block.ops
-    )
-
-
-def _load(name: str) -> Target:
-    try:
-        return load_target(name)
-    except AitcError as error:
-        raise PassFailedException(f"convert-graph-to-tile: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -192,7 +151,8 @@ class ConvertGraphToTilePass(ModulePass):
       elementwise chain, named and located after its ONNX node, recording `op`, `tiles`,
       `dma_bytes`, `est_cycles`, `sram_bytes` (and `acc_bytes`) and a `reason`; its SRAM/ACC
       tile.allocs, structured scf.for loops over `index` and compute ops inside. The module
-      records `tile.target`, `tile.sram_budget` and `tile.acc_budget`.
+      records `aitc.target` (`aitc.module_target`: the module's, else the `target` option),
+      `tile.target` (the target's name), `tile.sram_budget` and `tile.acc_budget`.
     Invariants:
       No graph op is left. Every kernel's SRAM allocs fit half the target's SRAM (the other
       half is for multi-buffering), ACC allocs half of ACC; every tile.matmul has k <= matrix
@@ -204,12 +164,13 @@ class ConvertGraphToTilePass(ModulePass):
     """
 
     name = "convert-graph-to-tile"
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
     depth: int = 2
     """The buffer depth multi-buffer will use: estimates that model pipelining assume it."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = _load(self.target)
+        target = module_target(op, self.target, self.name)
         budget = Budget.of(target, max(1, self.depth))
         for f in [f for f in op.walk() if exec_dialect.lowered_here(f)]:
             if is_graph_level(f):

@@ -1,6 +1,5 @@
 """Lowering of graph.conv for convert-graph-to-tile: 1-D and 2-D, grouped and depthwise, with
-strides, pads, dilations, an optional bias and a fused activation. (Importing this module also
-registers pooling and batch_norm, from graph_to_tile_pool.)
+strides, pads, dilations, an optional bias and a fused activation.
 
 Implicit GEMM on the matrix engine, per group and image, with the im2col patch built by DMA
 (graph_to_tile_window: stage = receptive field, one copy per tap; padding is the stage's zero
@@ -40,14 +39,12 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile import pool  # noqa: F401  (registers pooling and batch_norm)
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
-    register,
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.movement import kernel_view
@@ -58,7 +55,6 @@ from aitc.passes.graph_to_tile.window import (
     VectorWindow,
     for_blocks,
     window_dims,
-    window_problem,
 )
 from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
@@ -282,7 +278,6 @@ def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> Can
     return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
 
 
-@register(graph.ConvOp, unsupported=window_problem)
 def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.ConvOp)

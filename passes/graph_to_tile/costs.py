@@ -1,20 +1,20 @@
 """The cost model of `convert-graph-to-tile`: pure functions of a Target and static sizes.
 
-Two users: the planners (below, graph_to_tile_matmul_costs and graph_to_tile_window_costs)
-choose tile sizes by estimating every candidate in closed form, and
-`graph_to_tile_builder.KernelBuilder` charges each op it emits (times the trip count of its
-loops), so the `dma_bytes` / `est_cycles` recorded on a kernel are the model applied to the IR
-that was actually produced.
+Two users: the planners (below, `matmul_costs.py` and `window_costs.py`) choose tile sizes by
+estimating every candidate in closed form, and `builder.KernelBuilder` charges each op it emits
+(times the trip count of its loops), so the `dma_bytes` / `est_cycles` recorded on a kernel are
+the model applied to the IR that was actually produced.
 
 Per instruction the costs are the simulator's (`aitc/sim/timing.py`): a DMA instruction takes
 latency + bytes / min(DMA, DRAM) bandwidth on its queue (a tile.copy becomes one instruction
 per point of the loops `convert-sync-to-hw` puts around it: `dma_transfers`), a matmul
 latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads run on
 DMA queue dma0, stores on dma1, on-chip copies on dma2 when the target has a third queue and
-on dma0 otherwise (`convert-tile-to-sync`). `Cost` adds them up per engine and follows the
-program to find the fill (`lead`: one instance of each load before the first compute op) and
-the drain (`tail`: one instance of each op after the last load). With `multi-buffer`
-pipelining the loops (buffer depth >= 2) the engines overlap and the busiest one sets the pace:
+on dma0 otherwise (`aitc.analysis.dma.dma_queue`, the policy of `convert-tile-to-sync`).
+`Cost` adds them up per engine and follows the program to find the fill (`lead`: one instance
+of each load before the first compute op) and the drain (`tail`: one instance of each op after
+the last load). With `multi-buffer` pipelining the loops (buffer depth >= 2) the engines
+overlap and the busiest one sets the pace:
 
     cycles = max(loads + drain, lead + matrix + drain after it, lead + vector + stores after it,
                  lead + stores, DRAM channel) + waits
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from aitc.passes.sync_to_hw.select import Dim, merge_dims
+from aitc.analysis.dma import dma_queue, merge_dims, transfer_dims
 from aitc.target import Target
 
 F32 = 4
@@ -114,8 +114,8 @@ def dma_transfers(
     of shape `src` to one of shape `dst`, as convert-sync-to-hw selects it: inner dims that are
     contiguous on both sides fold into the row, outer dims that nest exactly merge, the
     innermost remaining dim is the instruction's rows and every other one a loop around it
-    (`sync_to_hw_select.merge_dims`; a transpose swaps the last two dst strides and loops over
-    the shorter side)."""
+    (`aitc.analysis.dma`, which convert-sync-to-hw shares; a transpose swaps the last two dst
+    strides and loops over the shorter side)."""
     return _transfers(tuple(box), tuple(src), tuple(dst), element, transpose)
 
 
@@ -123,26 +123,11 @@ def dma_transfers(
 def _transfers(
     box: tuple[int, ...], src: tuple[int, ...], dst: tuple[int, ...], element: int, transpose: bool
 ) -> tuple[int, int]:
-    src_strides, dst_strides = contiguous_strides(src), contiguous_strides(dst)
-    if transpose:
-        dst_strides[-2:] = dst_strides[-1], dst_strides[-2]
-    dims = [Dim(n, s * element, d * element) for n, s, d in zip(box, src_strides, dst_strides, strict=True)]
-    if transpose and dims[-1].count < dims[-2].count:
-        dims[-2:] = dims[-1], dims[-2]
+    dims = transfer_dims(box, contiguous_strides(src), contiguous_strides(dst), element, transpose)
     row_bytes, remaining = merge_dims(dims, element)
     if not remaining:
         return 1, row_bytes
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
-
-
-def dma_queue(target: Target, src: str, dst: str) -> str:
-    """The queue convert-tile-to-sync binds a DMA to: stores dma1, loads dma0, on-chip copies
-    dma2 (dma0 when the target has two queues)."""
-    if dst == "dram":
-        return "dma1"
-    if src == "dram" or target.dma.queues < 3:
-        return "dma0"
-    return "dma2"
 
 
 @dataclass
@@ -179,7 +164,7 @@ class Cost:
         buffer depth 1 (they run ahead of it)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
-        queue = dma_queue(target, src, dst)
+        queue = dma_queue(src, dst, target.dma.queues)
         self.queues[queue] = self.queues.get(queue, 0) + times * once
         self.ahead += times * once if ahead else 0
         self.transfers += times

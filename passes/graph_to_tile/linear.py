@@ -55,7 +55,6 @@ from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_o
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
-    register,
     tensor_element,
     tensor_shape,
 )
@@ -113,7 +112,7 @@ class MatmulGeometry:
         return terms
 
 
-def _matmul_unsupported(op: Operation) -> str | None:
+def matmul_unsupported(op: Operation) -> str | None:
     assert isinstance(op, graph.MatMulOp)
     if str(tensor_element(op.lhs)) != "f32":
         return f"only f32 matmuls are lowered (got {tensor_element(op.lhs)}; i8 comes with quantization)"
@@ -327,7 +326,6 @@ def _reason(plan: MatmulPlan) -> str:
     )
 
 
-@register(graph.MatMulOp, unsupported=_matmul_unsupported)
 def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.MatMulOp)

@@ -1,14 +1,10 @@
-"""What the lowerings of convert-graph-to-tile share: the dispatch table, the context a
-lowering works in, and the two ways a lowering refuses an op.
+"""What the lowerings of convert-graph-to-tile share: the shape of a dispatch-table entry, the
+context a lowering works in, and the two ways a lowering refuses an op.
 
-Dispatch table: `LOWERINGS` maps a graph op class to a `Lowering` (its `lower` function, a
-static `unsupported` check run on every op before anything is lowered, and whether the op
-joins elementwise chains). A family module registers its ops with `@register(...)`; a new
-family (e.g. conv/pooling in `graph_to_tile_conv.py`) only has to be imported by
-`graph_to_tile.py`:
-
-    @register(graph.ConvOp, unsupported=conv_unsupported)
-    def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None: ...
+A `Lowering` is one entry of the dispatch table (`table.LOWERINGS`, written out in one place):
+its `lower` function, a static `unsupported` check run on every op before anything is lowered,
+and whether the op joins elementwise chains. A family module (e.g. `conv.py`) defines
+`lower_conv(ctx, ops)` and `conv_unsupported(op)`; `table.py` pairs them with the op class.
 
 A lowering reads its operands' DRAM buffers with `ctx.buffer(value)` (views with
 `ctx.view(buffer, shape)`), builds one kernel with `ctx.kernel(ops)` and hands it back with
@@ -24,7 +20,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from aitc.analysis.graph_matching import location_name
+from aitc.analysis.graph_matching import node_name
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import KernelBuilder, buffer_shape, element_bytes
 from aitc.passes.graph_to_tile.costs import Budget
@@ -77,27 +73,7 @@ class Lowering:
     fusable: bool = False
 
 
-LOWERINGS: dict[type[Operation], Lowering] = {}
-"""Graph op class -> its lowering. Extended by each family module at import."""
-
-
-def register(*op_types: type[Operation], unsupported: CheckFn = _always_supported, fusable: bool = False):
-    """Decorator: registers `fn` as the lowering of `op_types`."""
-
-    def decorate(fn: LowerFn) -> LowerFn:
-        for op_type in op_types:
-            LOWERINGS[op_type] = Lowering(fn, unsupported, fusable)
-        return fn
-
-    return decorate
-
-
 # --------------------------------------------------------------------------- helpers
-
-
-def node_name(op: Operation) -> str:
-    """The ONNX node name that the op's location carries, else the op name."""
-    return location_name(op.location) or op.name
 
 
 def tensor_shape(value: SSAValue) -> tuple[int, ...]:

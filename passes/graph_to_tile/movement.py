@@ -43,7 +43,6 @@ from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     flat2d,
-    register,
     tensor_element,
     tensor_shape,
 )
@@ -126,7 +125,6 @@ def copy_value(
 # --------------------------------------------------------------------------- views
 
 
-@register(graph.ReshapeOp)
 def lower_reshape(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.ReshapeOp)
@@ -140,7 +138,6 @@ def _three_d(shape: Sequence[int], axis: int) -> list[int]:
     return [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])]
 
 
-@register(graph.ConcatOp)
 def lower_concat(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.ConcatOp)
@@ -156,7 +153,6 @@ def lower_concat(ctx: LoweringContext, ops: list[Operation]) -> None:
     _box_kernel(ctx, op, copies, f"{len(copies)} inputs copied into their slices along axis {axis}")
 
 
-@register(graph.SplitOp)
 def lower_split(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.SplitOp)
@@ -171,7 +167,6 @@ def lower_split(ctx: LoweringContext, ops: list[Operation]) -> None:
     _box_kernel(ctx, op, copies, f"{len(copies)} slices along axis {axis} copied out")
 
 
-@register(graph.SliceOp)
 def lower_slice(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.SliceOp)
@@ -184,7 +179,6 @@ def lower_slice(ctx: LoweringContext, ops: list[Operation]) -> None:
     _box_kernel(ctx, op, [(src, dst, axes or [Axis(1)])], "strided dims are looped, unit-step dims tiled")
 
 
-@register(graph.TileOp)
 def lower_tile(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.TileOp)
@@ -203,7 +197,7 @@ def lower_tile(ctx: LoweringContext, ops: list[Operation]) -> None:
     ctx.add(kb, box, "the input box copied once per repetition")
 
 
-def _pad_unsupported(op: Operation) -> str | None:
+def pad_unsupported(op: Operation) -> str | None:
     assert isinstance(op, graph.PadOp)
     if op.pad_mode() != "constant":
         return f"pad mode '{op.pad_mode()}' is not lowered yet (only constant)"
@@ -212,7 +206,6 @@ def _pad_unsupported(op: Operation) -> str | None:
     return None
 
 
-@register(graph.PadOp, unsupported=_pad_unsupported)
 def lower_pad(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.PadOp)
@@ -334,7 +327,6 @@ def _transpose_plan(
     return _TransposeBlocks(tuple(perm), tuple(out_shape), dims, tiles)
 
 
-@register(graph.TransposeOp)
 def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.TransposeOp)
@@ -383,7 +375,7 @@ def kernel_view(kb: KernelBuilder, buffer: SSAValue, shape: Sequence[int]) -> SS
 # --------------------------------------------------------------------------- gather
 
 
-def _gather_unsupported(op: Operation) -> str | None:
+def gather_unsupported(op: Operation) -> str | None:
     assert isinstance(op, graph.GatherOp)
     if (op.axis.value.data if op.axis else 0) != 0:
         return "only gather on axis 0 (embedding lookup) is lowered"
@@ -423,7 +415,6 @@ def _load_indices(
         kb.binary("add", idx, mask, idx, [rs, 1])
 
 
-@register(graph.GatherOp, unsupported=_gather_unsupported)
 def lower_gather(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.GatherOp)

@@ -32,7 +32,6 @@ from aitc.passes.graph_to_tile.costs import F32, RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
-    register,
     tensor_element,
     tensor_shape,
 )
@@ -45,7 +44,6 @@ from aitc.passes.graph_to_tile.window import (
     WindowDim,
     window_dims,
 )
-from aitc.passes.graph_to_tile.window import window_problem as pool_problem
 from aitc.passes.graph_to_tile.window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
 from aitc.weights import array_to_attr
 
@@ -128,7 +126,6 @@ def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None) -> Window
     )
 
 
-@register(graph.MaxPoolOp, graph.AvgPoolOp, unsupported=pool_problem)
 def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.PoolOp)
@@ -175,7 +172,7 @@ def _pool_reason(op: graph.PoolOp, plan, counted: bool) -> str:
 # --------------------------------------------------------------------------- batch norm
 
 
-def _batch_norm_problem(op: Operation) -> str | None:
+def batch_norm_problem(op: Operation) -> str | None:
     assert isinstance(op, graph.BatchNormOp)
     if str(tensor_element(op.input)) != "f32":
         return f"batch_norm is lowered for f32 only, got {tensor_element(op.input)}"
@@ -196,7 +193,6 @@ def _channel_params(kb: KernelBuilder, op: graph.BatchNormOp, params: list, c0: 
     kb.binary("div", Win.at(scale_s), Win.at(inv), Win.at(inv), column)
 
 
-@register(graph.BatchNormOp, unsupported=_batch_norm_problem)
 def lower_batch_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.BatchNormOp)

@@ -25,7 +25,6 @@ from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
-    register,
     tensor_element,
     tensor_shape,
 )
@@ -72,14 +71,13 @@ def _row_kernel(ctx: LoweringContext, op: Operation, first_axis: int, tiles_of, 
 # --------------------------------------------------------------------------- softmax
 
 
-def _axis_problem(op: Operation) -> str | None:
+def softmax_axis_problem(op: Operation) -> str | None:
     assert isinstance(op, graph.AxisOp)
     if any(d != 1 for d in tensor_shape(op.input)[op.norm_axis() + 1 :]):
         return f"{op.name} over axis {op.norm_axis()}, not the last one: transpose it to the last axis first"
     return _float_problem(op)
 
 
-@register(graph.SoftmaxOp, graph.LogSoftmaxOp, unsupported=_axis_problem)
 def lower_softmax(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.AxisOp)
@@ -113,7 +111,7 @@ def lower_softmax(ctx: LoweringContext, ops: list[Operation]) -> None:
 # --------------------------------------------------------------------------- layer norm
 
 
-def _layer_norm_problem(op: Operation) -> str | None:
+def layer_norm_problem(op: Operation) -> str | None:
     assert isinstance(op, graph.LayerNormOp)
     cols = _rows_cols(op.input, op.norm_axis())[1]
     for operand in (op.scale, op.bias):
@@ -122,7 +120,6 @@ def _layer_norm_problem(op: Operation) -> str | None:
     return _float_problem(op)
 
 
-@register(graph.LayerNormOp, unsupported=_layer_norm_problem)
 def lower_layer_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.LayerNormOp)
@@ -166,7 +163,7 @@ def lower_layer_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
 REDUCERS = (graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp, graph.ReduceMinOp)
 
 
-def _reduce_problem(op: Operation) -> str | None:
+def reduce_problem(op: Operation) -> str | None:
     assert isinstance(op, graph.ReduceOp)
     axes, rank = op.reduced_axes(), len(tensor_shape(op.input))
     if not axes:
@@ -176,7 +173,6 @@ def _reduce_problem(op: Operation) -> str | None:
     return _float_problem(op)
 
 
-@register(*REDUCERS, unsupported=_reduce_problem)
 def lower_reduce(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.ReduceOp)

@@ -19,7 +19,7 @@ immediates. Working tiles are reused once their value is dead (`plan_slots`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
@@ -31,10 +31,8 @@ from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, element
 from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand, pow_exponent, temps_needed
 from aitc.passes.graph_to_tile.lowering import (
-    LOWERINGS,
     CannotFit,
     LoweringContext,
-    register,
     tensor_element,
     tensor_shape,
 )
@@ -61,16 +59,17 @@ def fuses_into(value: SSAValue, consumer: Operation) -> bool:
     )
 
 
-def fuse_elementwise(ops: Sequence[Operation]) -> list[list[Operation]]:
-    """`ops` grouped into lowering units in order: each elementwise chain is one unit (placed
-    at its last op), every other op a unit of its own."""
+def fuse_elementwise(
+    ops: Sequence[Operation], is_fusable: Callable[[Operation], bool]
+) -> list[list[Operation]]:
+    """`ops` grouped into lowering units in order: each elementwise chain of `is_fusable` ops is
+    one unit (placed at its last op), every other op a unit of its own."""
     units: list[list[Operation] | None] = []
     unit_of: dict[Operation, int] = {}
     order = {op: i for i, op in enumerate(ops)}
     for op in ops:
-        lowering = LOWERINGS.get(type(op))
         members = [op]
-        if lowering is not None and lowering.fusable:
+        if is_fusable(op):
             for operand in dict.fromkeys(op.operands):
                 if fuses_into(operand, op) and operand.owner in unit_of:
                     index = unit_of[operand.owner]  # pyright: ignore
@@ -107,7 +106,7 @@ def _type_problem(op: Operation) -> str | None:
         return f"cast {pair[0]} -> {pair[1]} is not expressible (tile.cast rounds, ONNX truncates)"
     if not types <= {"f32", "i32", "i8"}:
         return f"element type {', '.join(sorted(types))} is not handled by the vector engine (f32, i32, i8)"
-    if types != {"f32"} and not _integer_ok(op):
+    if types and types != {"f32"} and not _integer_ok(op):  # only-i1 ops compute on f32 masks
         return "this op needs f32 operands on the vector engine"
     return None
 
@@ -347,7 +346,6 @@ def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
     return terms
 
 
-@register(*EMITTERS, unsupported=elementwise_unsupported, fusable=True)
 def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
     chain = _Chain.of(ops)
     layout, result = chain.layout, ops[-1].results[0]

@@ -47,14 +47,15 @@ from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
-from aitc import hw_checks
 from aitc.diagnostics import AitcError
+from aitc.dialects.hw import program as hw_program
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
+from aitc.module_target import TARGET_ATTR, module_target_spec
 from aitc.passes.legality import check_no_ops_left
 from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError, fail
 from aitc.passes.sync_to_hw.select import SELECTORS
-from aitc.target import Target, load_target, preset_names
+from aitc.target import Target, preset_names
 
 LOWERED_DIALECTS = ("tile", "sync", "func", "scf", "arith")
 """Dialects of the input that no op may remain of."""
@@ -242,8 +243,8 @@ def check_fits(program: hw.ProgramOp, target: Target) -> None:
     """The program verifies (ISA rules and, for a preset, its limits) and fits `target`."""
     try:
         program.verify()
-        if target.name not in preset_names() or hw_checks.preset(target.name) != target:
-            hw_checks.check_program(program, target)
+        if target.name not in preset_names() or hw_program.preset(target.name) != target:
+            hw_program.check_program(program, target)
     except (DiagnosticException, AitcError) as error:
         raise PassFailedException(
             f"convert-sync-to-hw produced a program that does not fit: {error}"
@@ -260,31 +261,32 @@ class ConvertSyncToHwPass(ModulePass):
       `tile.offset` (absolute DRAM address) and `tile.output` on outputs; every tile.alloc and
       tile.const has an `offset` (plan-memory); every tile compute op has `sync.engine`; scf.for
       loops have constant bounds and window indices are affine in the loop indices.
+      The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
       One `hw.program @<function> target "<target>"` per function (schedules and host
       segments, `aitc.dialects.exec`, are left as they are): an hw.tensor per argument,
       an hw.const per tile.const, one hw.core 0 whose body is the instruction stream (hw.loop for
-      scf.for, the DMA queue from `sync.engine`, ONNX locations on instructions).
+      scf.for, the DMA queue from `sync.engine`, ONNX locations on instructions). The module's
+      `aitc.target` moves onto the programs (`target "<target>"`): the hw level says it once.
     Invariants:
       No tile, sync, func, scf or arith op is left; every program verifies and fits the target
-      (`aitc.hw_checks`); the program computes what the sync-level function did, with the same
+      (`aitc.dialects.hw.program`); the program computes what the sync-level function did, with the same
       semaphore protocol, so it is race-free and deadlock-free exactly when the input was.
     """
 
     name = "convert-sync-to-hw"
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            target = load_target(self.target)
-        except AitcError as error:
-            raise PassFailedException(f"{self.name}: {error}") from None
+        spec, target = module_target_spec(op, self.target, self.name)
         block = op.body.block
         for function in [f for f in block.ops if exec_dialect.lowered_here(f)]:
-            program = lower_function(function, self.target)
+            program = lower_function(function, spec)
             block.insert_op_before(program, function)
             function.detach()
             function.erase()
+        del op.attributes[TARGET_ATTR]  # each hw.program records it
         kept = exec_dialect.kept_functions(op)
         for dialect in LOWERED_DIALECTS:
             check_no_ops_left(op, dialect, self.name, skip=kept)

@@ -4,9 +4,10 @@ Every selector takes the op and the `Addressing` of the enclosing loops and retu
 instructions in program order (`grep -n "op: tile.MatmulOp" passes/` finds the matmul one).
 
 DMA (tile.copy, tile.transpose): a window is a list of dims (count, src stride, dst stride) in
-bytes. Inner dims contiguous on both sides merge into `row_bytes`; the innermost remaining dim
-becomes `rows` with its strides; dims outside it become hw.loops around the DMA, which advance
-both addresses (`+ stride*iD`). A transpose is a copy whose dst strides are swapped:
+bytes (`aitc.analysis.dma`, which the cost model of convert-graph-to-tile shares). Inner dims
+contiguous on both sides merge into `row_bytes`; the innermost remaining dim becomes `rows`
+with its strides; dims outside it become hw.loops around the DMA, which advance both addresses
+(`+ stride*iD`). A transpose is a copy whose dst strides are swapped:
 
     src 8 x 2 (pitch 64 B) -> dst 2 x 8:   hw.loop 2 {                      (the shorter side)
                                              hw.dma_local sram[d + 32*i0] <- sram[s + 4*i0],
@@ -25,10 +26,10 @@ from typing import Any
 
 from xdsl.ir import Operation
 
+from aitc.analysis.dma import Dim, merge_dims, transfer_dims
 from aitc.dialects import hw, tile
 from aitc.dialects.sync import engine_of
 from aitc.passes.sync_to_hw.address import Address, Addressing, Window, fail
-from aitc.sim.program import DEFAULT_DMA_QUEUE
 
 
 def nest(counts: Sequence[int], op: Operation) -> Operation:
@@ -39,32 +40,6 @@ def nest(counts: Sequence[int], op: Operation) -> Operation:
 
 
 # --------------------------------------------------------------------------- DMA
-
-
-@dataclass(frozen=True)
-class Dim:
-    """One dim of a DMA transfer: `count` steps of `src` / `dst` bytes."""
-
-    count: int
-    src: int
-    dst: int
-
-
-def merge_dims(dims: Sequence[Dim], element: int) -> tuple[int, list[Dim]]:
-    """(row_bytes, remaining dims outermost first): drops single-element dims, folds inner dims
-    that are contiguous on both sides into the row, merges outer dims that nest exactly."""
-    remaining = [d for d in dims if d.count > 1]
-    row = element
-    while remaining and remaining[-1].src == row and remaining[-1].dst == row:
-        row *= remaining.pop().count
-    merged: list[Dim] = []
-    for dim in remaining:
-        outer = merged[-1] if merged else None
-        if outer and outer.src == dim.count * dim.src and outer.dst == dim.count * dim.dst:
-            merged[-1] = Dim(outer.count * dim.count, dim.src, dim.dst)
-        else:
-            merged.append(dim)
-    return row, merged
 
 
 def _dense(stride: int, row_bytes: int, rows: int) -> int:
@@ -108,20 +83,15 @@ def dma_queue(op: Operation, kind: type[hw.DmaOp]) -> int | None:
     """`queue` of the engine `op` is bound to ("dmaN" -> N), None when it is the default."""
     engine = engine_of(op) or ""
     queue = int(engine[3:])
-    return None if queue == DEFAULT_DMA_QUEUE[kind.name.removeprefix("hw.")] else queue
-
-
-def _copy_dims(box: Sequence[int], src: Window, dst: Window, dst_strides: Sequence[int]) -> list[Dim]:
-    size = src.buffer.elem_bytes
-    return [Dim(n, s * size, d * size) for n, s, d in zip(box, src.buffer.strides, dst_strides, strict=True)]
+    return None if queue == hw.DEFAULT_DMA_QUEUE[kind.name.removeprefix("hw.")] else queue
 
 
 def select_copy(op: tile.CopyOp, at: Addressing) -> list[Operation]:
     """tile.copy -> hw.dma_in / dma_out / dma_local, looped over non-contiguous outer dims."""
     src, dst = at.access(op, "src"), at.access(op, "dst")
     kind = dma_kind(op, src, dst)
-    dims = _copy_dims(op.box(), src, dst, dst.buffer.strides)
     element = src.buffer.elem_bytes
+    dims = transfer_dims(op.box(), src.buffer.strides, dst.buffer.strides, element)
     return [strided_dma(kind, src.address, dst.address, dims, element, at.depth, dma_queue(op, kind))]
 
 
@@ -130,12 +100,8 @@ def select_transpose(op: tile.TransposeOp, at: Addressing) -> list[Operation]:
     side is shorter), each moving single elements with the other side's pitch as stride."""
     src, dst = at.access(op, "src"), at.access(op, "dst")
     kind = dma_kind(op, src, dst)
-    strides = list(dst.buffer.strides)
-    strides[-2:] = strides[-1], strides[-2]  # src (r, c) lands at dst (c, r)
-    dims = _copy_dims(op.box(), src, dst, strides)
-    if dims[-1].count < dims[-2].count:  # loop over the shorter side
-        dims[-2:] = dims[-1], dims[-2]
     element = src.buffer.elem_bytes
+    dims = transfer_dims(op.box(), src.buffer.strides, dst.buffer.strides, element, transpose=True)
     return [strided_dma(kind, src.address, dst.address, dims, element, at.depth, dma_queue(op, kind))]
 
 

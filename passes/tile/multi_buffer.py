@@ -50,7 +50,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from aitc.analysis.liveness import align_up, byte_size, users
 from aitc.dialects import tile
-from aitc.passes.tile.plan_memory import resolve_target
+from aitc.module_target import module_target
 from aitc.target import Target
 
 DEPTH_ATTR = "buffer_depth"
@@ -816,6 +816,7 @@ class MultiBufferPass(ModulePass):
 
     Input:
       Tile-level functions with scf.for loops, before plan-memory (new buffers get no offset).
+      The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
       For each scf.for, innermost first, whose body rewrites a buffer (or a tile.reshape view of
       it) allocated outside the loop before any other access in each iteration, and whose value
@@ -841,14 +842,17 @@ class MultiBufferPass(ModulePass):
 
     name = "multi-buffer"
     depth: int = 2
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.depth < 1:
             raise PassFailedException(f"multi-buffer: depth must be >= 1, got {self.depth}")
-        if self.depth == 1:
+        if self.depth == 1:  # changes nothing, needs no target; a target option is still recorded
+            if self.target is not None:
+                module_target(op, self.target, self.name)
             return
-        target = resolve_target(self.target)
+        target = module_target(op, self.target, self.name)
         families = Families()
         loops = [
             loop for loop in op.walk() if isinstance(loop, scf.ForOp) and DEPTH_ATTR not in loop.attributes

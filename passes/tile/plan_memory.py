@@ -47,6 +47,7 @@ from aitc.analysis.liveness import (
 )
 from aitc.diagnostics import AitcError
 from aitc.dialects import tile
+from aitc.module_target import TARGET_ATTR, module_target, recorded_target
 from aitc.target import Target, load_target
 
 OFFSET_ARG_ATTR = "tile.offset"
@@ -58,13 +59,6 @@ FIXES = {
 }
 WHOLE_PROGRAM: Span = (0, 1 << 62)
 """The span of buffers that are never reused: inputs, outputs and constants."""
-
-
-def resolve_target(name: str) -> Target:
-    try:
-        return load_target(name)
-    except AitcError as error:
-        raise PassFailedException(f"bad target '{name}': {error}") from None
 
 
 def _i64(value: int) -> IntegerAttr:
@@ -281,11 +275,15 @@ def _check_peaks(function: func.FuncOp, placed: list[tuple[str, Lifetime]]) -> l
     return problems
 
 
-def check_plan(module: ModuleOp, target: str = "tiny") -> list[str]:
+def check_plan(module: ModuleOp, target: str | None = None) -> list[str]:
     """Problems with a planned module (empty when the plan is sound): every buffer has an
     aligned offset inside its memory, no two buffers live at the same time share bytes,
-    inputs/outputs/constants share bytes with nothing, and the recorded peaks cover them."""
-    resolved = resolve_target(target)
+    inputs/outputs/constants share bytes with nothing, and the recorded peaks cover them.
+    The memories are `target`'s (a preset name or FILE.toml), by default the module's."""
+    spec = target if target is not None else recorded_target(module)
+    if spec is None:
+        raise AitcError(f"check_plan: the module has no {TARGET_ATTR}; pass the target")
+    resolved = load_target(spec)
     problems: list[str] = []
     for function in module.walk():
         if isinstance(function, func.FuncOp) and function.body.blocks and _planned_buffers(function):
@@ -302,6 +300,7 @@ class PlanMemoryPass(ModulePass):
       Tile-level functions (memref arguments in "dram", destination-passing style), after
       multi-buffer. Offsets already present are recomputed; functions without buffers (e.g.
       graph level) are left alone.
+      The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
       `offset` on every tile.alloc (SRAM/ACC: bytes from the start of the core's memory; DRAM:
       absolute) and every tile.const; the arg attribute `tile.offset` on every memref argument.
@@ -318,10 +317,11 @@ class PlanMemoryPass(ModulePass):
     """
 
     name = "plan-memory"
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(self.target)
+        target = module_target(op, self.target, self.name)
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks and _planned_buffers(function):
                 plan_function(function, target)

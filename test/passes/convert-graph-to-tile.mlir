@@ -1,6 +1,6 @@
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p convert-graph-to-tile | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p 'convert-graph-to-tile{target=tiny}' | filecheck %s
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p 'convert-graph-to-tile{target=edge}' | filecheck %s --check-prefix=EDGE
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics --print-debuginfo -p convert-graph-to-tile | filecheck %s --check-prefix=LOC
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics --print-debuginfo -p 'convert-graph-to-tile{target=tiny}' | filecheck %s --check-prefix=LOC
 
 // A 32x48 @ 48x20 matmul on tiny (4x4 engine): blocks of 32 x 16 summed in SRAM over K steps
 // of 4. The first step writes the block (acc_read of each column group), the steps between are

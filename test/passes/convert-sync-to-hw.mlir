@@ -1,5 +1,5 @@
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p convert-sync-to-hw | filecheck %s
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics --print-debuginfo -p convert-sync-to-hw \
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p 'convert-sync-to-hw{target=tiny}' | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics --print-debuginfo -p 'convert-sync-to-hw{target=tiny}' \
 // RUN:   | filecheck %s --check-prefix=LOC
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p 'convert-sync-to-hw{target="edge"}' \
 // RUN:   | filecheck %s --check-prefix=EDGE

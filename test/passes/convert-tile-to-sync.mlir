@@ -1,4 +1,4 @@
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p convert-tile-to-sync | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "convert-tile-to-sync{target=tiny}" | filecheck %s
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "convert-tile-to-sync{target=server}" | filecheck %s --check-prefix=SERVER
 
 // The four engine classes of a matmul kernel: the loads go to dma0, the matmul to the matrix

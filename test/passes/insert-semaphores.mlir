@@ -1,4 +1,4 @@
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p insert-semaphores | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "insert-semaphores{target=tiny}" | filecheck %s
 
 // A load, a vector op and a store in straight-line code: each consumer waits for its producer
 // on another engine (RAW), the signal right after the producer, the wait right before the

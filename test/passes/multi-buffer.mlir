@@ -1,7 +1,7 @@
-// RUN: aitc-opt %s --split-input-file -p multi-buffer | filecheck %s
-// RUN: aitc-opt %s --split-input-file -p "multi-buffer{depth=3}" | filecheck %s --check-prefix=D3
+// RUN: aitc-opt %s --split-input-file -p "multi-buffer{target=tiny}" | filecheck %s
+// RUN: aitc-opt %s --split-input-file -p "multi-buffer{depth=3 target=tiny}" | filecheck %s --check-prefix=D3
 // RUN: aitc-opt %s --split-input-file -p "multi-buffer{depth=1}" | filecheck %s --check-prefix=D1
-// RUN: aitc-opt %s --split-input-file -p multi-buffer,multi-buffer | filecheck %s --check-prefix=TWICE
+// RUN: aitc-opt %s --split-input-file -p "multi-buffer{target=tiny},multi-buffer" | filecheck %s --check-prefix=TWICE
 
 // Trip count 7, depth 2: one extra copy of the loaded tile %a and of the output tile %b (written
 // by the vector engine, stored by DMA), the loop unrolled by 2 (step 8 -> 16, copy 1 on %a_1 and

@@ -1,4 +1,4 @@
-// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p plan-memory | filecheck %s
+// RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "plan-memory{target=tiny}" | filecheck %s
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "plan-memory{target=edge}" | filecheck %s --check-prefix=EDGE
 
 // Two kernels run one after the other: their SRAM buffers are never live together, so both

@@ -49,9 +49,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import sync, tile
+from aitc.module_target import module_target
 from aitc.passes.legality import check_all_bound
-from aitc.passes.sync.insert_semaphores.dependences import Dependences, Edge, Level, Program
-from aitc.passes.tile.plan_memory import resolve_target
+from aitc.passes.sync.insert_semaphores.candidates import Level
+from aitc.passes.sync.insert_semaphores.dependences import Dependences, Edge, Program
 
 # --------------------------------------------------------------------------- pruning
 
@@ -250,6 +251,7 @@ class InsertSemaphoresPass(ModulePass):
       Tile-level functions whose compute ops are bound to engines (convert-tile-to-sync), with
       constant loop bounds and no sync ops yet; plan-memory offsets, if present, are honoured
       (buffers sharing bytes depend on each other).
+      The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
       The same functions with semaphore protocols (see the module docstring): forward edges
       (signal right after the producer, wait right before the consumer or the loop holding it)
@@ -261,10 +263,11 @@ class InsertSemaphoresPass(ModulePass):
     """
 
     name = "insert-semaphores"
-    target: str = "tiny"
+    target: str | None = None
+    """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = resolve_target(self.target)
+        target = module_target(op, self.target, self.name)
         check_all_bound(op, self.name)
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:

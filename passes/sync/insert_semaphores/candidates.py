@@ -1,6 +1,7 @@
-"""Candidate pairs of the dependence analysis (`sync_dependences`): the compute ops on different
+"""Candidate pairs of the dependence analysis (`dependences.py`): the compute ops on different
 engines whose windows may share a byte, one of them writing, minus pairs that the ordering of
-other pairs already implies.
+other pairs already implies. The analysis' nodes are defined here (`Node`, placed in the tree of
+`Level`s that `dependences.Program` builds), since pairing them is the first thing it does.
 
 Inside one top-level item (an op, or a loop nest) every pair of overlapping windows is a
 candidate. Across top-level items, accesses are kept per storage as *live records*; a later
@@ -21,15 +22,51 @@ make the candidates quadratic in the program length.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects import scf
+from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.tile_footprint import Intervals, overlap
+from aitc.analysis.tile_footprint import Access, Intervals, Range, overlap
+from aitc.dialects import tile
 
-if TYPE_CHECKING:
-    from aitc.passes.sync.insert_semaphores.dependences import Node
+
+@dataclass(eq=False)
+class Level:
+    """The function body or a loop body, with its items (compute ops and loops) in order."""
+
+    loop: scf.ForOp | None
+    parent: Level | None
+    position: int  # index of `loop` among the parent's items
+    first: int = 0  # lower bound of the induction variable
+    step: int = 1
+    trips: int = 1
+    items: list[Operation] = field(default_factory=list)
+
+    def induction(self) -> SSAValue:
+        assert self.loop is not None
+        return self.loop.body.block.args[0]
+
+    def encloses(self, other: Level) -> bool:
+        """Whether `other` is this level or nested in it."""
+        level: Level | None = other
+        while level is not None and level is not self:
+            level = level.parent
+        return level is self
+
+
+@dataclass(eq=False)
+class Node:
+    """A compute op with its engine, its path of (level, item index) from the function body down,
+    its windows and the ranges of its enclosing loops' induction variables."""
+
+    op: tile.WindowOp
+    engine: str
+    order: int
+    path: tuple[tuple[Level, int], ...]
+    accesses: list[Access]
+    loops: dict[SSAValue, Range]
 
 
 @dataclass(frozen=True, eq=False)

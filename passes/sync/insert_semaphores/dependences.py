@@ -17,8 +17,8 @@ starts. At the deepest level P holding both, X' and Y' are the items of P contai
   between instances, i.e. between iterations of the next enclosing level, where X'' = Y'' =
   the loop itself (distance >= 1). At the function level such a pair needs nothing.
 
-Candidate pairs come from `sync_candidates`, which leaves out pairs whose order follows from a
-later write covering the earlier access.
+Candidate pairs come from `candidates.py` (which also defines the level tree's `Level` and
+`Node`), leaving out pairs whose order follows from a later write covering the earlier access.
 
 Precision: exact per iteration for loop-variant windows (footprints of each iteration are
 evaluated, other loop indices taken as ranges) up to `MAX_TRIPS` iterations; beyond, or for
@@ -27,7 +27,7 @@ indices computed by unknown ops, conservative (distance d0, whole dimension).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func, scf
@@ -35,7 +35,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.analysis.tile_footprint import (
-    Access,
     IndexRanges,
     Intervals,
     Range,
@@ -45,49 +44,12 @@ from aitc.analysis.tile_footprint import (
     overlap,
 )
 from aitc.dialects import sync, tile
-from aitc.passes.sync.insert_semaphores.candidates import Candidates
+from aitc.passes.sync.insert_semaphores.candidates import Candidates, Level, Node
 
 MAX_TRIPS = 512
 """Loops longer than this are analysed as if every iteration could conflict with the next."""
 MAX_EXACT_CHECKS = 256
 """Candidate iteration pairs checked exactly before settling for the smallest candidate distance."""
-
-
-@dataclass(eq=False)
-class Level:
-    """The function body or a loop body, with its items (compute ops and loops) in order."""
-
-    loop: scf.ForOp | None
-    parent: Level | None
-    position: int  # index of `loop` among the parent's items
-    first: int = 0  # lower bound of the induction variable
-    step: int = 1
-    trips: int = 1
-    items: list[Operation] = field(default_factory=list)
-
-    def induction(self) -> SSAValue:
-        assert self.loop is not None
-        return self.loop.body.block.args[0]
-
-    def encloses(self, other: Level) -> bool:
-        """Whether `other` is this level or nested in it."""
-        level: Level | None = other
-        while level is not None and level is not self:
-            level = level.parent
-        return level is self
-
-
-@dataclass(eq=False)
-class Node:
-    """A compute op with its engine, its path of (level, item index) from the function body down,
-    its windows and the ranges of its enclosing loops' induction variables."""
-
-    op: tile.WindowOp
-    engine: str
-    order: int
-    path: tuple[tuple[Level, int], ...]
-    accesses: list[Access]
-    loops: dict[SSAValue, Range]
 
 
 @dataclass(frozen=True, eq=False)

@@ -22,7 +22,7 @@ from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir, print_mlir
-from aitc.passes.pipelines import apply_pipeline
+from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.reference import assert_close, onnxruntime_outputs
 
 VARIANTS = {
@@ -46,7 +46,7 @@ def imported(variant: str, optimize: bool) -> ModuleOp:
     model, inputs = built(variant)
     module = import_onnx(model, {name: list(value.shape) for name, value in inputs.items()})
     if optimize:
-        apply_pipeline(module, "graph-optimize")
+        run_pipeline(module, graph_optimize_pipeline())
     return module
 
 

@@ -25,7 +25,7 @@ from aitc import model_zoo
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, input_names, output_names, run_module
 from aitc.ir import parse_mlir, print_mlir
-from aitc.passes.pipelines import apply_pipeline
+from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.reference import assert_close, onnxruntime_outputs
 
 ZOO: dict[str, tuple[Callable, dict]] = {
@@ -97,7 +97,7 @@ def case(name: str) -> Case:
 def graph_optimize(module: ModuleOp) -> ModuleOp:
     """A copy of `module` after the `graph-optimize` pipeline."""
     optimized = module.clone()
-    apply_pipeline(optimized, "graph-optimize")
+    run_pipeline(optimized, graph_optimize_pipeline())
     return optimized
 
 

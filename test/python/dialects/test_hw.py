@@ -1,5 +1,5 @@
 """The hw dialect (the virtual NPU's ISA) from Python: construction, field defaults, printing,
-verifier errors, and the target-limit checks of `aitc.hw_checks`."""
+verifier errors, and the target-limit checks of `aitc.dialects.hw.program`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import hw
-from aitc.hw_checks import (
+from aitc.dialects.hw.program import (
     accesses,
     address_range,
     check_program,

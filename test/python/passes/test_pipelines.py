@@ -1,9 +1,13 @@
-"""`aitc-opt -p` runs any prefix of the end-to-end pipeline (`passes.pipelines.lowering_specs`),
-and what every prefix prints parses back and computes what the model computes: on the simulator
-once the prefix reaches hw, on aitc's interpreters before. The model is split by place-on-host,
-so schedules and host segments go through every pass too. The one prefix that must not compute
-the model is the one ending at convert-tile-to-sync: its engines run concurrently with nothing
-ordering them yet, and the sync interpreter reports the race that insert-semaphores removes."""
+"""`aitc-opt -p` runs any prefix of the end-to-end pipeline (`passes.pipelines.lowering_pipeline`,
+printed by `pipeline_spec`), and what every prefix prints parses back and computes what the model
+computes: on the simulator once the prefix reaches hw, on aitc's interpreters before. The model is
+split by place-on-host, so schedules and host segments go through every pass too. The one prefix
+that must not compute the model is the one ending at convert-tile-to-sync: its engines run
+concurrently with nothing ordering them yet, and the sync interpreter reports the race that
+insert-semaphores removes. The target is given once, to the first pass that takes one.
+
+`aitc compile --print-pipeline` prints the `-p` string of what `aitc compile` runs: through
+`aitc-opt` it gives the IR `aitc compile --emit` gives."""
 
 from __future__ import annotations
 
@@ -15,12 +19,13 @@ from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.model_zoo import mlp_with_host_ops
-from aitc.passes.pipelines import lowering_specs
+from aitc.passes.pipelines import lowering_pipeline, pipeline_spec, with_target
 from aitc.reference import assert_close
 from aitc.sim import Simulator
+from aitc.tools.aitc_main import main as aitc
 from aitc.tools.aitc_opt import main as aitc_opt
 
-SPECS = lowering_specs("tiny", depth=2)
+PASSES = with_target(lowering_pipeline(depth=2), "tiny")
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +37,37 @@ def graph_file(tmp_path_factory) -> tuple[str, dict[str, np.ndarray], dict[str, 
     return str(path), inputs, run_module(module, inputs)
 
 
-@pytest.mark.parametrize("length", range(1, len(SPECS) + 1), ids=lambda n: SPECS[n - 1].split("{")[0])
+@pytest.mark.parametrize("length", range(1, len(PASSES) + 1), ids=lambda n: PASSES[n - 1].name)
 def test_every_prefix_runs_and_computes_the_model(graph_file, tmp_path, capsys, length: int):
     path, inputs, expected = graph_file
     output = tmp_path / "out.mlir"
-    assert aitc_opt([path, "-p", ",".join(SPECS[:length]), "-o", str(output)]) == 0, capsys.readouterr().err
+    spec = pipeline_spec(PASSES[:length])
+    assert aitc_opt([path, "-p", spec, "-o", str(output)]) == 0, capsys.readouterr().err
     module = parse_mlir(output.read_text(), str(output))
-    last = SPECS[length - 1]
-    if last.startswith("convert-tile-to-sync"):  # engines bound, no semaphores yet: it must race
+    last = PASSES[length - 1].name
+    if last == "convert-tile-to-sync":  # engines bound, no semaphores yet: it must race
         with pytest.raises(AitcError, match="data race"):
             run_module(module, inputs)
         return
-    if last.startswith("convert-sync-to-hw"):
+    if last == "convert-sync-to-hw":
         outputs = Simulator(module, "tiny").run(inputs).outputs
     else:
         outputs = run_module(module, inputs)
     assert_close(outputs, expected, tolerance=1e-5)
+
+
+@pytest.mark.parametrize("emit", ["tile", "hw"])
+def test_printed_compile_pipeline_through_aitc_opt_is_aitc_compile(graph_file, tmp_path, capsys, emit: str):
+    path = graph_file[0]
+    options = ["--target", "tiny", "--depth", "3", "--emit", emit]
+    assert aitc(["compile", path, *options, "--print-pipeline"]) == 0
+    spec = capsys.readouterr().out.strip()
+    assert "place-on-host{target=" in spec
+    assert "depth=3" in spec
+    compiled, optimized = tmp_path / "compiled.mlir", tmp_path / "opt.mlir"
+    assert aitc(["compile", path, *options, "-o", str(compiled)]) == 0, capsys.readouterr().err
+    assert aitc_opt([path, "-p", spec, "--print-debuginfo", "-o", str(optimized)]) == 0, (
+        capsys.readouterr().err
+    )
+    same_printer = [print_mlir(parse_mlir(f.read_text(), str(f))) for f in (optimized, compiled)]
+    assert same_printer[0] == same_printer[1]

@@ -82,6 +82,34 @@ def test_import_overwrites_atomically(capsys, tmp_path, layer):
     assert out.read_text().startswith("builtin.module")
 
 
+# --------------------------------------------------------------------------- the module's target
+
+
+def test_import_records_a_target_only_when_given(capsys, layer):
+    path, _, _ = layer
+    code, plain, _ = run_cli(capsys, ["import", path, *SHAPES])
+    assert code == 0
+    assert "aitc.target" not in plain
+    code, targeted, err = run_cli(capsys, ["import", path, "--target", "tiny", *SHAPES])
+    assert code == 0, err
+    assert targeted.startswith('builtin.module attributes {aitc.target = "tiny"}')
+
+
+def test_compile_takes_the_inputs_target_and_refuses_another(capsys, tmp_path, layer):
+    path, _, _ = layer
+    graph, binary = tmp_path / "layer.mlir", tmp_path / "layer.aitb"
+    assert run_cli(capsys, ["import", path, "--target", "tiny", "-o", graph, *SHAPES])[0] == 0
+    code, tile, err = run_cli(capsys, ["compile", graph, "--emit", "tile"])
+    assert code == 0, err
+    assert 'aitc.target = "tiny", tile.target = "tiny"' in tile
+    code, out, err = run_cli(capsys, ["compile", graph, "-o", binary])
+    assert code == 0, err
+    assert "for target 'tiny'" in out
+    code, _, err = run_cli(capsys, ["compile", graph, "--emit", "tile", "--target", "edge"])
+    assert code == 1
+    assert "module is for target 'tiny' (aitc.target) but --target says 'edge'; drop --target" in err
+
+
 # --------------------------------------------------------------------------- aitc check
 
 

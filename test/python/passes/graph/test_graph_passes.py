@@ -31,6 +31,7 @@ from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivation
 from aitc.passes.graph.graph_optimize import GraphOptimizePass
 from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 from aitc.passes.registry import ALL_PASSES
+from aitc.passes.tile.plan_memory import PlanMemoryPass
 from aitc.types import element_type_of
 from aitc.weights import array_to_attr
 
@@ -387,12 +388,17 @@ def test_graph_optimize_small_model():
     assert activations == {"relu", "gelu"}
 
 
-def test_pipeline_lists_resolve():
-    for name, specs in pipelines.PIPELINES.items():
-        passes = pipelines.build_pipeline(name)
-        assert [p.name for p in passes] == [spec.split("{")[0] for spec in specs]
-    with pytest.raises(ValueError, match="unknown pipeline"):
-        pipelines.build_pipeline("no-such-pipeline")
+def test_pipeline_spec_round_trips():
+    """`pipeline_spec` prints what `-p` parses back into equal passes, options included."""
+    for passes in (
+        pipelines.graph_optimize_pipeline(),
+        pipelines.lowering_pipeline(depth=3, optimize=False, host_fallback=False),
+        pipelines.with_target(pipelines.lowering_pipeline(), "edge"),
+    ):
+        assert pipelines.parse_pipeline(pipelines.pipeline_spec(passes)) == passes
+    assert (
+        pipelines.pipeline_spec([GraphFoldConstantsPass(max_bytes=4)]) == "graph-fold-constants{max_bytes=4}"
+    )
 
 
 @dataclass(frozen=True)
@@ -406,16 +412,21 @@ class BreakTypesPass(ModulePass):
         matmul.attributes["activation"] = StringAttr("swish")
 
 
-def test_apply_pipeline_names_the_pass_that_broke_the_ir(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(pipelines.PIPELINES, "broken", ("graph-canonicalize", "test-break-types"))
-    real = pipelines.available_passes
-    monkeypatch.setattr(
-        pipelines, "available_passes", lambda: {**real(), "test-break-types": lambda: BreakTypesPass}
-    )
+def test_run_pipeline_names_the_pass_that_broke_the_ir():
     matmul = "%y = graph.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>"
     m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
-    with pytest.raises(PassFailedException, match="after pass 'test-break-types'"):
-        pipelines.apply_pipeline(m, "broken", CTX)
+    with pytest.raises(PassFailedException, match=r"^test-break-types: the IR is invalid after this pass"):
+        pipelines.run_pipeline(m, [GraphCanonicalizePass(), BreakTypesPass(), GraphCanonicalizePass()], CTX)
+
+
+def test_run_pipeline_times_every_pass_and_names_a_failing_one():
+    matmul = "%y = graph.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>"
+    m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
+    seconds = pipelines.run_pipeline(m, pipelines.graph_optimize_pipeline(), CTX)
+    assert [name for name, _ in seconds] == [p.name for p in pipelines.graph_optimize_pipeline()]
+    assert all(s >= 0 for _, s in seconds)
+    with pytest.raises(PassFailedException, match=r"^plan-memory: no target"):
+        pipelines.run_pipeline(m, [GraphCanonicalizePass(), PlanMemoryPass()], CTX)
 
 
 # --------------------------------------------------------------------------- conventions

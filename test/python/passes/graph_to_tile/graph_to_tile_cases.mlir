@@ -144,3 +144,30 @@ func.func @integers_and_copies(%i: tensor<4x6xi32>, %x: tensor<4x6xf32>) -> (ten
   %r = graph.reshape %x : tensor<4x6xf32> -> tensor<24xf32>
   func.return %f, %a, %x, %x, %k, %r : tensor<4x6xf32>, tensor<4x6xi32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<2xf32>, tensor<24xf32>
 }
+
+// -----
+
+// Every vector-engine function, comparison and logic op in chains (each lowering in
+// passes/graph_to_tile/table.py runs in some case; log of exp and reciprocal of exp stay finite).
+func.func @vector_functions(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %row: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+  %0 = graph.neg %x : tensor<4x8xf32>
+  %1 = graph.exp %0 : tensor<4x8xf32>
+  %2 = graph.log %1 : tensor<4x8xf32>
+  %3 = graph.reciprocal %1 : tensor<4x8xf32>
+  %4 = graph.sigmoid %2 : tensor<4x8xf32>
+  %5 = graph.erf %3 : tensor<4x8xf32>
+  %6 = graph.max %4, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %7 = graph.min %6, %5 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %8 = graph.prelu %x, %row : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %c0 = graph.less %x, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1>
+  %c1 = graph.less_equal %x, %row : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %c2 = graph.greater_equal %y, %row : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  %c3 = graph.equal %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xi1>
+  %b0 = graph.and %c0, %c1 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  %b1 = graph.or %b0, %c2 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  %b2 = graph.xor %b1, %c3 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  %b3 = graph.not %b2 : tensor<4x8xi1>
+  %w = graph.where %b3, %x, %y : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = graph.reduce_sum %7 {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+  func.return %7, %8, %w, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
+}

@@ -42,7 +42,7 @@ from aitc.passes.graph_to_tile import pool as graph_to_tile_pool
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.window import WindowDim
 from aitc.passes.graph_to_tile.window_costs import plan_window
-from aitc.passes.pipelines import apply_pipeline
+from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.sim import Simulator
 from aitc.target import load_target
 
@@ -361,7 +361,7 @@ def test_window_dim_fields():
 def _zoo(name: str):
     model, inputs = getattr(model_zoo, name)()
     module = import_onnx(model, {k: list(v.shape) for k, v in inputs.items()})
-    apply_pipeline(module, "graph-optimize")
+    run_pipeline(module, graph_optimize_pipeline())
     return module, inputs
 
 

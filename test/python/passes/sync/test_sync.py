@@ -14,16 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.interp.sync import run_sync
-from aitc.ir import make_context, parse_mlir, print_mlir
+from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.legality import check_all_bound
-from aitc.passes.pipelines import available_passes
+from aitc.passes.pipelines import parse_pipeline, run_pipeline
 from aitc.passes.sync.insert_semaphores.dependences import first_distance
 from aitc.target import load_target
 
@@ -151,14 +150,14 @@ MODULES = {
 }
 ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
 SYNC_PIPELINES = (
-    "convert-tile-to-sync,insert-semaphores",
-    "convert-tile-to-sync,insert-semaphores,optimize-sync",
+    "convert-tile-to-sync{target=tiny},insert-semaphores",
+    "convert-tile-to-sync{target=tiny},insert-semaphores,optimize-sync",
 )
+"""The target is given once, to the first pass; the others read it from the module."""
 
 
 def _apply(module: ModuleOp, spec: str) -> ModuleOp:
-    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
-    module.verify()
+    run_pipeline(module, parse_pipeline(spec))
     return module
 
 
@@ -200,7 +199,7 @@ def test_run_module_runs_sync_level_on_the_sync_interpreter(name: str):
 
 def test_multi_buffer_and_plan_memory_then_sync():
     module, inputs, expected = _case("tiled_matmul")
-    _apply(module, "multi-buffer{depth=2},plan-memory," + SYNC_PIPELINES[1])
+    _apply(module, "multi-buffer{depth=2 target=tiny},plan-memory," + SYNC_PIPELINES[1])
     for order in ORDERS:
         np.testing.assert_array_equal(run_sync(module, inputs, order=order).outputs["out"], expected["out"])
 
@@ -316,11 +315,11 @@ def test_too_many_semaphores_names_the_kernel(tmp_path: Path):
     target.write_text(
         tiny.replace("semaphores = 16", "semaphores = 1").replace('name = "tiny"', 'name = "one"')
     )
-    module = _apply(parse_mlir(MODULES["elementwise_chain"]), "convert-tile-to-sync")
+    module = _apply(parse_mlir(MODULES["elementwise_chain"]), f'convert-tile-to-sync{{target="{target}"}}')
     with pytest.raises(
         PassFailedException, match="kernel 'chain' needs more than the 1 semaphores of target 'one'"
     ):
-        _apply(module, f'insert-semaphores{{target="{target}"}}')
+        _apply(module, "insert-semaphores")
 
 
 # --------------------------------------------------------------------------- pieces
@@ -330,7 +329,7 @@ def test_check_all_bound_names_the_unbound_ops():
     module = parse_mlir(MODULES["elementwise_chain"])
     with pytest.raises(PassFailedException, match=r"4 tile compute op\(s\) not bound .*tile.copy x2"):
         check_all_bound(module, "some-pass")
-    check_all_bound(_apply(module, "convert-tile-to-sync"), "some-pass")
+    check_all_bound(_apply(module, "convert-tile-to-sync{target=tiny}"), "some-pass")
 
 
 def _intervals(*spans: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

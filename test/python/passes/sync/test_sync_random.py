@@ -21,14 +21,13 @@ import numpy as np
 import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.interp.sync import run_sync
-from aitc.ir import make_context, parse_mlir, print_mlir
-from aitc.passes.pipelines import available_passes
+from aitc.ir import parse_mlir, print_mlir
+from aitc.passes.pipelines import parse_pipeline, run_pipeline
 from aitc.passes.sync.insert_semaphores import Inserter
 from aitc.passes.sync.insert_semaphores.dependences import Dependences, Program
 
@@ -133,7 +132,7 @@ def random_program(seed: int, shared_offsets: bool = True) -> str:
 
 
 def _apply(module: ModuleOp, spec: str) -> None:
-    PassPipeline.parse_spec(available_passes(), spec).apply(make_context(), module)
+    run_pipeline(module, parse_pipeline(spec))
 
 
 def _sync_ops(module: ModuleOp) -> list[sync.SignalOp | sync.WaitOp]:
@@ -152,7 +151,7 @@ def test_inserted_sync_is_sound_and_every_op_needed(seed: int):
     module = parse_mlir(random_program(seed))
     inputs = random_inputs(entry_function(module))
     expected = run_module(module, inputs)
-    _apply(module, "convert-tile-to-sync,insert-semaphores,optimize-sync")
+    _apply(module, "convert-tile-to-sync{target=tiny},insert-semaphores,optimize-sync")
     assert all(op.semaphore() < 16 for op in _sync_ops(module)), "tiny has 16 semaphores"
     _check_runs_like_tile_level(module, inputs, expected)
     synced = print_mlir(module)
@@ -178,7 +177,7 @@ def test_optimize_sync_keeps_every_ordering(seed: int):
     module = parse_mlir(random_program(seed))
     inputs = random_inputs(entry_function(module))
     expected = run_module(module, inputs)
-    _apply(module, "convert-tile-to-sync")
+    _apply(module, "convert-tile-to-sync{target=tiny}")
     _insert_naively(module)
     before = len(_sync_ops(module))
     _apply(module, "optimize-sync")

@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import PassFailedException
 from aitc.dialects import tile
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import make_context, parse_mlir, print_mlir
+from aitc.module_target import TARGET_ATTR
 from aitc.passes.tile.multi_buffer import DEPTH_ATTR, REASON_ATTR, MultiBufferPass
 from aitc.passes.tile.plan_memory import PlanMemoryPass, check_plan
 
@@ -280,7 +281,7 @@ func.func @main(%x: {x} {{graph.name = "x"}}, %bias: {bias} {{graph.name = "bias
 }}"""
 
 
-def multi_buffer(text: str, depth: int, target: str = "tiny") -> ModuleOp:
+def multi_buffer(text: str, depth: int, target: str | None = "tiny") -> ModuleOp:
     module = parse_mlir(text)
     MultiBufferPass(depth=depth, target=target).apply(CTX, module)
     module.verify()
@@ -350,7 +351,10 @@ def test_unrolled_shape(depth: int, trips: int):
 
 def test_one_iteration_or_depth_one_changes_nothing():
     text = print_mlir(parse_mlir(single(5)))
-    assert print_mlir(multi_buffer(text, 1)) == text
+    assert print_mlir(multi_buffer(text, 1, target=None)) == text  # and needs no target
+    recorded = multi_buffer(text, 1)  # a target option is still recorded, for the passes after it
+    assert recorded.attributes.pop(TARGET_ATTR) == StringAttr("tiny")
+    assert print_mlir(recorded) == text
     once = multi_buffer(single(1), 2)
     assert len(ops_of(once, tile.AllocOp)) == 2
     assert ops_of(once, scf.ForOp)[0].attributes[REASON_ATTR] == StringAttr(
@@ -373,7 +377,7 @@ def test_sram_budget_falls_back_and_bigger_target_does_not():
 
 
 @pytest.mark.parametrize(
-    ("depth", "target", "message"), [(0, "tiny", "depth must be >= 1"), (2, "nope", "bad target")]
+    ("depth", "target", "message"), [(0, "tiny", "depth must be >= 1"), (2, "nope", "unknown target 'nope'")]
 )
 def test_bad_options_fail_the_pass(depth: int, target: str, message: str):
     with pytest.raises(PassFailedException, match=message):

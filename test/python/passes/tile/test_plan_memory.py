@@ -226,7 +226,7 @@ def test_overflow_names_kernel_bytes_and_fix(body: str):
 
 
 def test_unknown_target_is_a_pass_failure():
-    with pytest.raises(PassFailedException, match="bad target 'nope'"):
+    with pytest.raises(PassFailedException, match="plan-memory: unknown target 'nope'"):
         plan(module_of(REUSE), "nope")
 
 

@@ -1,8 +1,8 @@
-"""Target-limit verification of hw programs: can *this* NPU run the program?
+"""`hw.program`, and the target limits a program must fit: can *this* NPU run the program?
 
-The dialect verifiers (`aitc/dialects/hw.py`) check what the ISA allows on any target (memory
-spaces, required fields, loop indices in scope). This module checks one program against one
-`Target`, and reports every problem at once:
+The op verifiers (`structure.py`, `instructions.py`) check what the ISA allows on any target
+(memory spaces, required fields, loop indices in scope). The checks here test one program
+against one `Target`, and report every problem at once:
 
 - core ids < `cores`; DMA `queue` < `dma.queues`; engines named `dmaN` exist; `peer` is another
   existing core;
@@ -17,25 +17,119 @@ spaces, required fields, loop indices in scope). This module checks one program 
 
 How many bytes one instruction touches from each address is `accesses(op)`; it must agree with
 the simulator's footprints (`aitc/sim/footprint.py`, the ISA's living definition), which
-`test_hw_dialect.py` cross-checks instruction by instruction.
+`test/python/dialects/test_hw.py` cross-checks instruction by instruction.
 
 `ProgramOp.verify_` runs these checks when the program's `target` names a preset, so
-`aitc-opt` rejects a program that does not fit; `aitc asm` runs them for any target.
+`aitc-opt` rejects a program that does not fit; `aitc asm` runs them for any target. They live
+with the op because its verifier needs them, and they need every other op of the dialect.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import FileLineColLoc, NameLoc, TensorType
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import FileLineColLoc, NameLoc, StringAttr, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region
+from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_attr_def, region_def, traits_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
 
 from aitc.diagnostics import AitcError
-from aitc.dialects import hw
+from aitc.dialects.hw.fields import DTYPES, AddressAttr, require
+from aitc.dialects.hw.instructions import (
+    BarrierOp,
+    DmaGatherOp,
+    DmaInOp,
+    DmaLocalOp,
+    DmaOp,
+    DmaOutOp,
+    DmaPeerOp,
+    MatmulOp,
+    SemSignalOp,
+    SemWaitOp,
+    VBinaryOp,
+    VCastOp,
+    VectorOp,
+    VReduceOp,
+)
+from aitc.dialects.hw.structure import (
+    ConstOp,
+    CoreOp,
+    InstructionOp,
+    LoopOp,
+    ProgramBase,
+    TensorOp,
+    adopt_region,
+)
 from aitc.target import Target, load_target, preset_names
+
+
+@irdl_op_definition
+class ProgramOp(ProgramBase):
+    """A whole NPU program for `target`: data layout ops, then one hw.core per core.
+
+    ```mlir
+    hw.program @matmul target "edge" {
+      hw.tensor "x" input dram[0x0] : tensor<4x4xf32>
+      hw.core 0 {
+        hw.end
+      }
+    }
+    ```
+    """
+
+    name = "hw.program"
+    sym_name = opt_attr_def(StringAttr)
+    target = opt_attr_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, name: str, target: str, ops: Sequence[IRDLOperation] = ()):
+        super().__init__(
+            attributes={"sym_name": StringAttr(name), "target": StringAttr(target)},
+            regions=[Region(Block(ops))],
+        )
+
+    def cores(self) -> list[CoreOp]:
+        return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
+
+    def verify_(self) -> None:
+        ids = [c.core_id() for c in self.cores()]
+        require(len(ids) == len(set(ids)), f"hw.program: duplicate core ids {sorted(ids)}")
+        for op in self.body.block.ops:
+            require(isinstance(op, CoreOp | TensorOp | ConstOp), f"hw.program cannot hold {op.name}")
+        self.verify_target()
+
+    def verify_target(self) -> None:
+        """When `target` names a preset, checks the program against its limits (every problem
+        at once: `preset_violations`). Programs for a TOML target are checked by `aitc asm`."""
+        report = preset_violations(self)
+        require(not report, report)
+
+    def print(self, printer: Printer) -> None:
+        assert self.sym_name
+        assert self.target
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" target ")
+        printer.print_string_literal(self.target.data)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("target")
+        target = parser.parse_str_literal()
+        body = parser.parse_region()
+        op = cls(name, target)
+        adopt_region(op.body, body)
+        return op
+
 
 ACC_ELEMENT_BYTES = 4
 """Matmul accumulates f32 (f32 inputs) or i32 (i8 inputs): 4 bytes per ACC element."""
@@ -74,7 +168,7 @@ def _tile(field: str, rows: int, cols: int, stride: int, element: int) -> Access
     return Access(field, _rows(rows, cols, stride) * element, element)
 
 
-def _dma_accesses(op: hw.InstructionOp) -> list[Access]:
+def _dma_accesses(op: InstructionOp) -> list[Access]:
     v = op.values()
     return [
         Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
@@ -82,7 +176,7 @@ def _dma_accesses(op: hw.InstructionOp) -> list[Access]:
     ]
 
 
-def _gather_accesses(op: hw.InstructionOp) -> list[Access]:
+def _gather_accesses(op: InstructionOp) -> list[Access]:
     v = op.values()
     return [
         Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
@@ -91,9 +185,9 @@ def _gather_accesses(op: hw.InstructionOp) -> list[Access]:
     ]
 
 
-def _matmul_accesses(op: hw.InstructionOp) -> list[Access]:
+def _matmul_accesses(op: InstructionOp) -> list[Access]:
     v = op.values()
-    m, k, n, size = v["m"], v["k"], v["n"], hw.DTYPES[v["dtype"]]  # pyright: ignore
+    m, k, n, size = v["m"], v["k"], v["n"], DTYPES[v["dtype"]]  # pyright: ignore
     rhs_rows, rhs_cols = (n, k) if v["transpose_rhs"] else (k, n)
     return [
         _tile("lhs", m, k, v["lhs_stride"], size),  # pyright: ignore
@@ -102,49 +196,49 @@ def _matmul_accesses(op: hw.InstructionOp) -> list[Access]:
     ]
 
 
-def _vector_accesses(op: hw.InstructionOp) -> list[Access]:
+def _vector_accesses(op: InstructionOp) -> list[Access]:
     """dst and every source as rows x cols tiles of `dtype` (vcast reads `from`, writes `to`);
     vreduce's dst is a dense column (one value per row) and vbinary's `b` follows `broadcast`."""
     v = op.values()
     rows, cols = v["rows"], v["cols"]
-    src_type, dst_type = (v["from"], v["to"]) if isinstance(op, hw.VCastOp) else (v["dtype"], v["dtype"])
-    src_size, dst_size = hw.DTYPES[src_type], hw.DTYPES[dst_type]  # pyright: ignore
-    dst_shape = (rows, 1, 0) if isinstance(op, hw.VReduceOp) else (rows, cols, v["dst_stride"])
+    src_type, dst_type = (v["from"], v["to"]) if isinstance(op, VCastOp) else (v["dtype"], v["dtype"])
+    src_size, dst_size = DTYPES[src_type], DTYPES[dst_type]  # pyright: ignore
+    dst_shape = (rows, 1, 0) if isinstance(op, VReduceOp) else (rows, cols, v["dst_stride"])
     found = [_tile("dst", *dst_shape, dst_size)]  # pyright: ignore
     for field in op.FIELDS:
         if field.role != "src":
             continue
-        if field.name == "b" and isinstance(op, hw.VBinaryOp):
+        if field.name == "b" and isinstance(op, VBinaryOp):
             found.append(_broadcast_operand(op, rows, cols, src_size))  # pyright: ignore
         else:
             found.append(_tile(field.name, rows, cols, v["src_stride"], src_size))  # pyright: ignore
     return found
 
 
-def _broadcast_operand(op: hw.InstructionOp, rows: int, cols: int, element: int) -> Access:
+def _broadcast_operand(op: InstructionOp, rows: int, cols: int, element: int) -> Access:
     """vbinary's `b`: a full tile, one row, one column or one value, by `broadcast`."""
     shapes = {"none": (rows, cols), "row": (1, cols), "col": (rows, 1), "scalar": (1, 1)}
     shape = shapes[str(op.get("broadcast"))]
     return _tile("b", *shape, op.get("b_stride"), element)  # pyright: ignore
 
 
-_ACCESSES: dict[type[hw.InstructionOp], Callable[[hw.InstructionOp], list[Access]]] = {
-    hw.DmaInOp: _dma_accesses,
-    hw.DmaOutOp: _dma_accesses,
-    hw.DmaLocalOp: _dma_accesses,
-    hw.DmaPeerOp: _dma_accesses,
-    hw.DmaGatherOp: _gather_accesses,
-    hw.MatmulOp: _matmul_accesses,
+_ACCESSES: dict[type[InstructionOp], Callable[[InstructionOp], list[Access]]] = {
+    DmaInOp: _dma_accesses,
+    DmaOutOp: _dma_accesses,
+    DmaLocalOp: _dma_accesses,
+    DmaPeerOp: _dma_accesses,
+    DmaGatherOp: _gather_accesses,
+    MatmulOp: _matmul_accesses,
 }
 
 
-def accesses(op: hw.InstructionOp) -> list[Access]:
+def accesses(op: InstructionOp) -> list[Access]:
     """The memory each address field of `op` touches. Vector ops share one rule; an
     instruction without a rule is checked for its first byte only (extent 1)."""
     rule = _ACCESSES.get(type(op))
     if rule is not None:
         return rule(op)
-    if isinstance(op, hw.VectorOp):
+    if isinstance(op, VectorOp):
         return _vector_accesses(op)
     return [Access(f.name, 1) for f in op.FIELDS if f.kind == "addr"]
 
@@ -152,7 +246,7 @@ def accesses(op: hw.InstructionOp) -> list[Access]:
 # --------------------------------------------------------------------------- address ranges
 
 
-def address_range(address: hw.AddressAttr, loop_counts: tuple[int, ...]) -> tuple[int, int]:
+def address_range(address: AddressAttr, loop_counts: tuple[int, ...]) -> tuple[int, int]:
     """(lowest, highest) value of `address` over the iteration box of its enclosing loops."""
     low = high = address.base.data
     for step, count in zip(address.step_values, loop_counts, strict=False):
@@ -166,16 +260,16 @@ def memory_bytes(target: Target, space: str) -> int:
     return {"sram": target.sram_bytes, "acc": target.acc_bytes, "dram": target.dram.bytes}[space]
 
 
-def _access_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+def _access_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     for access in accesses(op):
         address = op.get(access.field)
-        if not isinstance(address, hw.AddressAttr):
+        if not isinstance(address, AddressAttr):
             continue
         yield from _alignment_problems(address, access)
         yield from _bounds_problems(address, access, site, target)
 
 
-def _alignment_problems(address: hw.AddressAttr, access: Access) -> Iterator[str]:
+def _alignment_problems(address: AddressAttr, access: Access) -> Iterator[str]:
     if address.base.data % access.align:
         yield f"'{access.field}' address 0x{address.base.data:x} is not {access.align}-byte aligned"
     for depth, step in enumerate(address.step_values):
@@ -183,7 +277,7 @@ def _alignment_problems(address: hw.AddressAttr, access: Access) -> Iterator[str
             yield f"'{access.field}' step {step} of loop i{depth} is not a multiple of {access.align} bytes"
 
 
-def _bounds_problems(address: hw.AddressAttr, access: Access, site: Site, target: Target) -> Iterator[str]:
+def _bounds_problems(address: AddressAttr, access: Access, site: Site, target: Target) -> Iterator[str]:
     space = address.space.data
     size = memory_bytes(target, space)
     low, high = address_range(address, site.loop_counts)
@@ -201,13 +295,13 @@ def _bounds_problems(address: hw.AddressAttr, access: Access, site: Site, target
 # --------------------------------------------------------------------------- per-instruction limits
 
 
-def _dma_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+def _dma_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     queue = op.get("queue")
     assert isinstance(queue, int)
     if queue != -1 and not 0 <= queue < target.dma.queues:
         queues = target.dma.queues
         yield f"queue={queue} does not exist (the target has {queues} DMA queues, 0..{queues - 1}; -1 = auto)"
-    if isinstance(op, hw.DmaPeerOp):
+    if isinstance(op, DmaPeerOp):
         peer = op.get("peer")
         assert isinstance(peer, int)
         if not 0 <= peer < target.cores:
@@ -216,7 +310,7 @@ def _dma_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[
             yield f"peer={peer} is this core itself (use hw.dma_local)"
 
 
-def _matmul_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+def _matmul_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     matrix = target.matrix
     if op.get("k") > matrix.rows:  # pyright: ignore
         yield f"k={op.get('k')} exceeds the matrix engine's {matrix.rows} rows (matrix.rows)"
@@ -226,13 +320,13 @@ def _matmul_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterat
         yield f"dtype={op.get('dtype')} is not one of the matrix engine's dtypes {list(matrix.dtypes)}"
 
 
-def _engine_problems(op: hw.InstructionOp, target: Target) -> Iterator[str]:
+def _engine_problems(op: InstructionOp, target: Target) -> Iterator[str]:
     engine = str(op.get("engine"))
     if engine.startswith("dma") and engine[3:].isdigit() and int(engine[3:]) >= target.dma.queues:
         yield f"engine={engine} does not exist (the target has {target.dma.queues} DMA queues)"
 
 
-def _semaphore_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+def _semaphore_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     sem = op.get("sem")
     assert isinstance(sem, int)
     if not 0 <= sem < target.semaphores:
@@ -243,22 +337,22 @@ def _semaphore_problems(op: hw.InstructionOp, site: Site, target: Target) -> Ite
     yield from _engine_problems(op, target)
 
 
-def _barrier_problems(op: hw.InstructionOp, site: Site, target: Target) -> Iterator[str]:
+def _barrier_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     yield from _engine_problems(op, target)
 
 
-_LIMITS: dict[type[hw.InstructionOp], Callable[[hw.InstructionOp, Site, Target], Iterator[str]]] = {
-    hw.MatmulOp: _matmul_problems,
-    hw.SemSignalOp: _semaphore_problems,
-    hw.SemWaitOp: _semaphore_problems,
-    hw.BarrierOp: _barrier_problems,
+_LIMITS: dict[type[InstructionOp], Callable[[InstructionOp, Site, Target], Iterator[str]]] = {
+    MatmulOp: _matmul_problems,
+    SemSignalOp: _semaphore_problems,
+    SemWaitOp: _semaphore_problems,
+    BarrierOp: _barrier_problems,
 }
 
 
-def instruction_problems(op: hw.InstructionOp, site: Site, target: Target) -> list[str]:
+def instruction_problems(op: InstructionOp, site: Site, target: Target) -> list[str]:
     """Every target-limit problem of one instruction (without its name/site prefix)."""
     rule = _LIMITS.get(type(op))
-    if rule is None and isinstance(op, hw.DmaOp):
+    if rule is None and isinstance(op, DmaOp):
         rule = _dma_problems
     found = list(rule(op, site, target)) if rule else []
     return found + list(_access_problems(op, site, target))
@@ -285,17 +379,17 @@ def describe_instruction(op: Operation, site: Site) -> str:
 
 def _walk_core(
     ops: list[Operation], core: int, counts: tuple[int, ...], counter: list[int]
-) -> Iterator[tuple[hw.InstructionOp, Site]]:
+) -> Iterator[tuple[InstructionOp, Site]]:
     """(instruction, Site) in program order; `counter` numbers instructions across loops."""
     for op in ops:
-        if isinstance(op, hw.LoopOp):
+        if isinstance(op, LoopOp):
             yield from _walk_core(list(op.body.block.ops), core, (*counts, op.trip_count()), counter)
-        elif isinstance(op, hw.InstructionOp):
+        elif isinstance(op, InstructionOp):
             yield op, Site(core, counter[0], counts)
             counter[0] += 1
 
 
-def instructions(program: hw.ProgramOp) -> Iterator[tuple[hw.InstructionOp, Site]]:
+def instructions(program: ProgramOp) -> Iterator[tuple[InstructionOp, Site]]:
     """Every instruction of `program` with its Site, core by core, in program order."""
     for core in program.cores():
         yield from _walk_core(list(core.body.block.ops), core.core_id(), (), [0])
@@ -306,14 +400,14 @@ def _element_bytes(type_: TensorType) -> int:
     return max(1, (bits + 7) // 8)
 
 
-def _regions(program: hw.ProgramOp) -> list[tuple[int, int, str]]:
+def _regions(program: ProgramOp) -> list[tuple[int, int, str]]:
     """(start, end, description) of every hw.tensor and hw.const in DRAM."""
     found = []
     for op in program.body.block.ops:
-        if isinstance(op, hw.TensorOp) and op.addr and op.type and op.sym:
+        if isinstance(op, TensorOp) and op.addr and op.type and op.sym:
             size = math.prod(op.type.get_shape()) * _element_bytes(op.type)
             found.append((op.addr.base.data, op.addr.base.data + size, f'hw.tensor "{op.sym.data}"'))
-        elif isinstance(op, hw.ConstOp) and op.addr and op.value:
+        elif isinstance(op, ConstOp) and op.addr and op.value:
             type_ = op.value.get_type()
             assert isinstance(type_, TensorType)
             size = math.prod(type_.get_shape()) * _element_bytes(type_)
@@ -322,7 +416,7 @@ def _regions(program: hw.ProgramOp) -> list[tuple[int, int, str]]:
     return found
 
 
-def layout_problems(program: hw.ProgramOp, target: Target) -> list[str]:
+def layout_problems(program: ProgramOp, target: Target) -> list[str]:
     """hw.tensor / hw.const regions outside DRAM or overlapping each other."""
     problems = []
     regions = sorted(_regions(program))
@@ -337,7 +431,7 @@ def layout_problems(program: hw.ProgramOp, target: Target) -> list[str]:
     return problems
 
 
-def program_problems(program: hw.ProgramOp, target: Target) -> list[str]:
+def program_problems(program: ProgramOp, target: Target) -> list[str]:
     """Every way `program` exceeds `target`, one line each (empty when it fits)."""
     problems = [
         f"hw.core {core.core_id()} does not exist (the target has {target.cores} cores)"
@@ -351,7 +445,7 @@ def program_problems(program: hw.ProgramOp, target: Target) -> list[str]:
     return problems
 
 
-def check_program(program: hw.ProgramOp, target: Target) -> None:
+def check_program(program: ProgramOp, target: Target) -> None:
     """Raises one AitcError listing every way `program` exceeds `target`."""
     problems = program_problems(program, target)
     if problems:
@@ -371,7 +465,7 @@ def preset(name: str) -> Target | None:
     return load_target(name) if name in preset_names() else None
 
 
-def preset_violations(program: hw.ProgramOp) -> str:
+def preset_violations(program: ProgramOp) -> str:
     """A one-screen report of how `program` exceeds the preset its `target` names; "" when it
     fits or when `target` is not a preset (a TOML target is checked by `aitc asm`)."""
     target = preset(program.target.data) if program.target else None

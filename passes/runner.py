@@ -1,0 +1,64 @@
+"""The one pipeline runner: xDSL's `PassPipeline` with a callback that verifies the module after
+every pass (naming the pass that broke it) and times every pass. Used by `aitc compile`, the
+pipelines of passes/pipelines.py and `graph-optimize`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+
+from aitc.ir import make_context
+
+
+@dataclass
+class _Monitor:
+    """PassPipeline's callback: verifies the module after each pass and times each pass
+    (its verification included)."""
+
+    seconds: list[tuple[str, float]] = field(default_factory=list)
+    running: ModulePass | None = None
+    started: float = 0.0
+
+    def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        if previous is not None:
+            try:
+                module.verify()
+            except DiagnosticException as error:
+                raise _failure(previous.name, f"the IR is invalid after this pass: {error}", error) from error
+            self.seconds.append((previous.name, time.perf_counter() - self.started))
+        self.running = following
+        self.started = time.perf_counter()
+
+
+def _failure(pass_name: str, message: str, cause: Exception) -> PassFailedException:
+    """A PassFailedException whose message starts with `pass_name:`, keeping `cause`'s notes
+    (xDSL's annotated IR)."""
+    text = message if message.startswith(f"{pass_name}:") else f"{pass_name}: {message}"
+    failure = PassFailedException(text)
+    for note in getattr(cause, "__notes__", []):
+        failure.add_note(note)
+    return failure
+
+
+def run_pipeline(
+    module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None
+) -> list[tuple[str, float]]:
+    """Runs `passes` on `module` in order, verifying it after every pass; returns each pass's
+    wall seconds. A pass that fails, or leaves IR that does not verify, raises a
+    PassFailedException whose message starts with that pass's name."""
+    monitor = _Monitor()
+    try:
+        PassPipeline(tuple(passes), monitor).apply(ctx if ctx is not None else make_context(), module)
+    except (PassFailedException, DiagnosticException) as error:
+        running = monitor.running
+        if running is None or str(error).startswith(f"{running.name}:"):
+            raise
+        raise _failure(running.name, str(error), error) from error
+    return monitor.seconds
