@@ -30,6 +30,7 @@ from aitc.module_target import module_target
 from aitc.passes.legality import check_all_bound
 from aitc.target import Target
 
+
 def engine_for(op: tile.WindowOp, target: Target) -> str:
     """The engine `op` runs on for `target` (its class: `tile.engine_class`; a copy, transpose or
     gather goes to the queue `aitc.analysis.dma.dma_queue` picks for its memory spaces)."""

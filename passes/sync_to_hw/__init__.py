@@ -48,9 +48,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
 from aitc.diagnostics import AitcError
-from aitc.dialects.hw import program as hw_program
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
+from aitc.dialects.hw import program as hw_program
 from aitc.module_target import TARGET_ATTR, module_target_spec
 from aitc.passes.legality import check_no_ops_left
 from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError, fail
