@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 conformance: $(STAMP)
-	$(BIN)/python -m aitc.conformance
+	$(BIN)/python -m aitc.testing.conformance
 
 fuzz: $(STAMP)
 	$(BIN)/python -m aitc.fuzz --n $(N) --seed $(SEED)

@@ -28,7 +28,6 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import scf
 
-from aitc import model_zoo
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects.hw import InstructionOp
 from aitc.dialects.tile import CopyOp, KernelOp, MatmulOp, space_of
@@ -36,6 +35,7 @@ from aitc.reference import onnxruntime_session, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import load_target
+from aitc.testing import model_zoo
 
 
 def matmul_model(size: int = 512) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:

@@ -22,7 +22,6 @@ import time
 
 import numpy as np
 
-from aitc import model_zoo
 from aitc.compiler import CompileOptions, CompileResult, compile_module
 from aitc.diagnostics import AitcError
 from aitc.dialects.hw import InstructionOp
@@ -30,6 +29,7 @@ from aitc.passes.pipelines import lowering_stages
 from aitc.reference import onnxruntime_session
 from aitc.report import format_table
 from aitc.sim import Simulator
+from aitc.testing import model_zoo
 
 SLOWEST = 8
 """How many passes the per-pass table lists."""

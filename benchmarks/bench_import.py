@@ -22,8 +22,8 @@ import onnxruntime as ort
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir, print_mlir
-from aitc.model_zoo import encoder
 from aitc.report import format_table
+from aitc.testing.model_zoo import encoder
 
 
 def _timed(fn, *args, **kwargs):

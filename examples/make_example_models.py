@@ -1,4 +1,4 @@
-"""Writes the bundled example models, examples/models/*.onnx, from `aitc.model_zoo`.
+"""Writes the bundled example models, examples/models/*.onnx, from `aitc.testing.model_zoo`.
 
     .venv/bin/python examples/make_example_models.py
 
@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from aitc import model_zoo
+from aitc.testing import model_zoo
 
 MODELS = Path(__file__).parent / "models"
 MAX_BYTES = 300_000

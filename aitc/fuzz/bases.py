@@ -16,8 +16,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import aitc
-from aitc import model_zoo
 from aitc.fuzz.runner import run_for_artifact
+from aitc.testing import model_zoo
 
 MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host")
 """Names of the base ONNX models (every input dim static, so no --input-shape is needed)."""

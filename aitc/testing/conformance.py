@@ -1,6 +1,6 @@
 """ONNX backend node-test conformance of the importer and the numpy reference interpreter.
 
-    python -m aitc.conformance [--cache DIR] [--op OPTYPE] [-v]
+    python -m aitc.testing.conformance [--cache DIR] [--op OPTYPE] [-v]
 
 1. Writes the node tests defined by the installed onnx package (`onnx.backend.test.case.node`)
    into a cache folder (default `<repo>/.cache/onnx-node-tests`, or $AITC_ONNX_TEST_CACHE), in
@@ -443,7 +443,9 @@ def format_report(
 def main(argv: Sequence[str] | None = None) -> int:
     from aitc.frontend.onnx_ops import ONNX_OPS
 
-    parser = argparse.ArgumentParser(prog="python -m aitc.conformance", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m aitc.testing.conformance", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--cache", help=f"test cache folder (default ${CACHE_ENV} or {DEFAULT_CACHE})")
     parser.add_argument("--op", help="only the tests of this ONNX op type")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per test")
@@ -451,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         tests = load_tests(args.cache)
     except AitcError as error:
-        print(error.render("aitc.conformance"), file=sys.stderr)
+        print(error.render("aitc.testing.conformance"), file=sys.stderr)
         return 2
     results = run_tests(select(tests, ONNX_OPS, args.op))
     claimed = [args.op] if args.op else list(ONNX_OPS)

@@ -12,8 +12,8 @@ import onnx
 import pytest
 
 import aitc
-from aitc import model_zoo
 from aitc.reference import onnxruntime_outputs
+from aitc.testing import model_zoo
 
 
 @pytest.fixture(scope="module")

@@ -138,7 +138,7 @@ DAMAGE = {
 @pytest.mark.parametrize("command", ["compile", "asm", "run"])
 def test_a_damaged_weight_blob_is_a_located_diagnostic(capsys, tmp_path, command, how):
     """Once a traceback in `aitc compile X.mlir` and `aitc asm` (only `run` checked blobs)."""
-    from aitc import model_zoo
+    from aitc.testing import model_zoo
 
     model, _ = model_zoo.mlp(batch=2)
     onnx_path = tmp_path / "m.onnx"

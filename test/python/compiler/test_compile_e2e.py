@@ -7,7 +7,6 @@ import numpy as np
 import onnx
 import pytest
 
-from aitc import model_zoo
 from aitc.binary import assemble
 from aitc.compiler import CompileOptions, compile_module
 from aitc.frontend.onnx_import import import_onnx
@@ -15,6 +14,7 @@ from aitc.interp.run import run_module
 from aitc.reference import assert_close, onnxruntime_outputs
 from aitc.sim import Simulator
 from aitc.target import load_target
+from aitc.testing import model_zoo
 
 MODELS = {
     "mlp": lambda: model_zoo.mlp(batch=4, features=16, hidden=32, classes=8),

@@ -21,12 +21,12 @@ import onnx
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from aitc import model_zoo
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, input_names, output_names, run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.reference import assert_close, onnxruntime_outputs
+from aitc.testing import model_zoo
 
 ZOO: dict[str, tuple[Callable, dict]] = {
     "mlp": (model_zoo.mlp, {}),

@@ -1,4 +1,4 @@
-"""ONNX backend node-test conformance (see `aitc/conformance.py`): every selected float32 node test
+"""ONNX backend node-test conformance (see `aitc/testing/conformance.py`): every selected float32 node test
 of every claimed op imports, runs on the numpy reference and matches onnx's expected outputs.
 
 The tests are generated once per onnx version into the cache folder ($AITC_ONNX_TEST_CACHE or
@@ -13,8 +13,8 @@ from collections import Counter
 import onnx
 import pytest
 
-from aitc import conformance
 from aitc.frontend.onnx_ops import ONNX_OPS
+from aitc.testing import conformance
 
 
 @functools.cache

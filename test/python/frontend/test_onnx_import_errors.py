@@ -20,10 +20,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from aitc import model_zoo
 from aitc.diagnostics import AitcError
 from aitc.frontend import onnx_import
 from aitc.frontend.onnx_import import import_onnx
+from aitc.testing import model_zoo
 from aitc.tools.aitc_main import main
 
 AITC = Path(sys.executable).with_name("aitc")

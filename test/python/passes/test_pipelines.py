@@ -18,10 +18,10 @@ from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir, print_mlir
-from aitc.model_zoo import mlp_with_host_ops
 from aitc.passes.pipelines import lowering_pipeline, pipeline_spec, with_target
 from aitc.reference import assert_close
 from aitc.sim import Simulator
+from aitc.testing.model_zoo import mlp_with_host_ops
 from aitc.tools.aitc_main import main as aitc
 from aitc.tools.aitc_opt import main as aitc_opt
 

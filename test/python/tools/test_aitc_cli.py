@@ -13,11 +13,11 @@ import numpy as np
 import onnx
 import pytest
 
-from aitc import model_zoo
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir
 from aitc.reference import assert_close, onnxruntime_outputs
+from aitc.testing import model_zoo
 from aitc.tools import aitc_main
 from aitc.tools.aitc_main import main
 

@@ -18,11 +18,11 @@ from aitc.dialects.hw import ProgramOp
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import print_mlir
-from aitc.model_zoo import mlp_with_host_ops as mixed_model
 from aitc.reference import assert_close
 from aitc.reference import onnxruntime_outputs as reference
 from aitc.sim import Simulator
 from aitc.target import load_target
+from aitc.testing.model_zoo import mlp_with_host_ops as mixed_model
 from aitc.tools.aitc_main import main
 
 

@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc import model_zoo
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects import graph, tile
 from aitc.frontend.onnx_import import import_onnx
@@ -45,6 +44,7 @@ from aitc.passes.graph_to_tile.window_costs import plan_window
 from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.sim import Simulator
 from aitc.target import load_target
+from aitc.testing import model_zoo
 
 TARGETS = ["tiny", "edge"]
 RELATIVE = 1e-5

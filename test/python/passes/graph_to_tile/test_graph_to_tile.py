@@ -21,7 +21,6 @@ from xdsl.ir import Operation
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
-from aitc import model_zoo
 from aitc.dialects import graph, tile
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, random_inputs, run_module
@@ -38,6 +37,7 @@ from aitc.passes.legality import ops_of_dialect
 from aitc.passes.pipelines import available_passes, graph_optimize_pipeline, run_pipeline
 from aitc.passes.tile.multi_buffer import MultiBufferPass
 from aitc.target import Target, load_target
+from aitc.testing import model_zoo
 
 TARGETS = ["tiny", "edge"]
 RELATIVE = 1e-5
