@@ -109,7 +109,7 @@ class GraphBuilder:
             graph,
             opset_imports=opsets,
             ir_version=helper.find_min_ir_version_for(opsets),
-            producer_name="aitc.testing.model_zoo",
+            producer_name="aitc.model_zoo",  # the bundled examples carry this name
         )
         onnx.checker.check_model(model, full_check=True)
         return model

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from xdsl.ir import Operation
 
+from aitc.dialects import graph
+from aitc.interp.graph import KERNELS
 from aitc.interp.run import run_module
 from aitc.ir import parse_mlir
 
@@ -24,3 +27,17 @@ def test_an_explicit_zero_epsilon_is_zero_not_the_default():
     centered = x - x.mean(-1, keepdims=True)
     expected = centered / np.sqrt((centered**2).mean(-1, keepdims=True))
     np.testing.assert_allclose(y, expected, rtol=1e-5)
+
+
+# Graph ops that deliberately have no reference kernel, each with the reason (none today).
+WITHOUT_KERNEL: dict[type[Operation], str] = {}
+
+
+def test_every_graph_op_has_a_reference_kernel():
+    """The interpreter, constant folding and the frontend's shape folding all run KERNELS: a new
+    graph op without an entry there (or a reason in WITHOUT_KERNEL) would be silently unsupported."""
+    ops = set(graph.Graph.operations)
+    missing = sorted(op.__name__ for op in ops - KERNELS.keys() - WITHOUT_KERNEL.keys())
+    assert not missing, f"graph ops without a kernel in aitc/interp/graph.py KERNELS: {missing}"
+    stale = sorted(op.__name__ for op in KERNELS.keys() - ops)
+    assert not stale, f"KERNELS entries that are not graph ops: {stale}"
