@@ -337,8 +337,3 @@ def arrays_to_npz(arrays: Mapping[str, np.ndarray]) -> bytes:
     buffer = io.BytesIO()
     np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
     return buffer.getvalue()
-
-
-def save_arrays(path: PathLike, arrays: Mapping[str, np.ndarray]) -> None:
-    """Writes `arrays` as an .npz (keys = names), atomically."""
-    write_atomic(path, arrays_to_npz(arrays))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection
 from typing import TypeVar
 
 import numpy as np
@@ -73,11 +72,6 @@ def is_splat(value: SSAValue, expected: float, rel: float = REL_TOLERANCE) -> bo
 
 def single_use(value: SSAValue) -> bool:
     return value.has_one_use()
-
-
-def only_used_by(value: SSAValue, users: Collection[Operation]) -> bool:
-    """True when every use of `value` is an operand of one of `users`."""
-    return all(use.operation in users for use in value.uses)
 
 
 def other_operand(op: Operation, value: SSAValue) -> SSAValue:

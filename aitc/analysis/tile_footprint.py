@@ -1,5 +1,6 @@
 """Which bytes a tile compute op touches: the memory model shared by `insert-semaphores`
-(static, over ranges of loop indices) and the sync interpreter (dynamic, exact indices).
+(static, over ranges of loop indices), `multi-buffer` (static, over whole loops) and the sync
+interpreter (dynamic, exact indices).
 
 Storage. A buffer value is a view of a storage: tile.reshape is followed to the root buffer
 (tile.alloc, tile.const or a function argument). A root placed by plan-memory (`offset`, or the
@@ -14,6 +15,16 @@ Windows. A window box of a view covers, row-major, a set of sorted disjoint byte
 its storage (`window_bytes`). Indices are ranges [lo, hi] (inclusive; exact values are ranges
 of width 0): an index computed by an op this model does not know is None, and the window then
 covers its whole dimension, which is sound (it can only add dependences).
+
+Loops. An index's range comes from the ranges of the loop induction variables it is computed
+from: given by the caller (`IndexRanges`: insert-semaphores walks the loop nest and knows each
+induction variable's range there), or read off the IR (`StaticIndexRanges`: every scf.for with
+constant bounds runs its whole trip count, for a pass that asks about one op at a time).
+
+    scf.for %i = 0 to 10 step 4 { %j = arith.addi %i, %c1 }     %i: [0, 8]   %j: [1, 9]
+
+Reads and writes. Every window is read except the destination (the last access), which is
+written, and read too by an accumulating tile.matmul (`Access.read`, `Access.write`).
 """
 
 from __future__ import annotations
@@ -23,8 +34,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from aitc.dialects import tile
@@ -96,6 +107,39 @@ def constant_of(op: Operation) -> int | None:
     return None
 
 
+def constant_index(value: SSAValue) -> int | None:
+    """The value of `value` when an integer/index arith.constant defines it, else None."""
+    owner = value.owner
+    return constant_of(owner) if isinstance(owner, Operation) else None
+
+
+def loop_bounds(loop: scf.ForOp) -> tuple[int, int, int] | None:
+    """(lb, ub, step) when all three are `index` constants and step > 0, else None."""
+    if not isinstance(loop.lb.type, IndexType):
+        return None
+    lb, ub, step = (constant_index(v) for v in (loop.lb, loop.ub, loop.step))
+    if lb is None or ub is None or step is None or step <= 0:
+        return None
+    return lb, ub, step
+
+
+def trip_count(loop: scf.ForOp) -> int | None:
+    """How many times `loop` runs its body (`loop_bounds` known), else None."""
+    bounds = loop_bounds(loop)
+    if bounds is None:
+        return None
+    lb, ub, step = bounds
+    return max(0, -(-(ub - lb) // step))
+
+
+def induction_range(loop: scf.ForOp) -> Range | None:
+    """The values the induction variable of `loop` takes; None when unknown or none (no trip)."""
+    bounds, trips = loop_bounds(loop), trip_count(loop)
+    if bounds is None or not trips:
+        return None
+    return bounds[0], bounds[0] + (trips - 1) * bounds[2]
+
+
 def evaluate_index_op(op: Operation, operands: Sequence[Range | None]) -> Range | None:
     """The range of the result of index op `op` given its operands' ranges (None: unknown)."""
     value = constant_of(op)
@@ -126,6 +170,22 @@ class IndexRanges:
             else:
                 self.cache[value] = evaluate_index_op(owner, [self(v) for v in owner.operands])
         return self.cache[value]
+
+
+class StaticIndexRanges(IndexRanges):
+    """`IndexRanges` with no loop context: the induction variable of every scf.for takes all
+    the values of its loop (`induction_range`; unknown without constant bounds), so a range
+    holds over the whole run. Build one per question: it caches, and the IR may change."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+    def __call__(self, value: SSAValue) -> Range | None:
+        if isinstance(value, BlockArgument) and value.index == 0:
+            loop = value.block.parent_op()
+            if isinstance(loop, scf.ForOp):
+                return induction_range(loop)
+        return super().__call__(value)
 
 
 def depends_on(value: SSAValue, induction: SSAValue) -> bool:
@@ -198,29 +258,44 @@ def view_of(buffer: SSAValue) -> View:
 
 @dataclass(frozen=True)
 class Access:
-    """One window of a compute op: its view, index operands, box, and whether it is written."""
+    """One window of a compute op: its view (of `buffer`), index operands, box, and whether it
+    is written (the last access: dst / acc) and read (the sources; an accumulating matmul's
+    acc too)."""
 
     name: str
     view: View
     indices: tuple[SSAValue, ...]
     box: tuple[int, ...]
     write: bool
+    buffer: SSAValue
+    read: bool
 
 
 def accesses(op: tile.WindowOp) -> list[Access]:
     """The windows of `op`; the last access (dst / acc) is the one it writes."""
     result = []
+    accumulates = isinstance(op, tile.MatmulOp) and op.accumulate is not None
     for position, (name, (buffer, indices)) in enumerate(zip(op.ACCESSES, op.accesses(), strict=True)):
         write = position == len(op.ACCESSES) - 1
-        result.append(Access(name, view_of(buffer), indices, op.window_shape(name), write))
+        view, box = view_of(buffer), op.window_shape(name)
+        result.append(Access(name, view, indices, box, write, buffer, not write or accumulates))
     return result
 
 
+def window_box(starts: Sequence[Range | None], box: Sequence[int], shape: Sequence[int]) -> tuple[Range, ...]:
+    """Per dim, the inclusive index range a window of `box` at `starts` may cover, clipped to
+    `shape` (an unknown start: the whole dim). Empty (last < first) for a window outside it."""
+    return tuple(
+        (0, dim - 1) if start is None else (max(0, start[0]), min(dim - 1, start[1] + size - 1))
+        for start, size, dim in zip(starts, box, shape, strict=True)
+    )
+
+
 def _covered(view: View, starts: Sequence[Range | None], box: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Per dim, the first index and the extent the window may cover (clipped to the view)."""
+    """Per dim, the first index and the extent the window may cover (clipped to the view; the
+    whole dim where `window_box` is empty, as for an unknown start)."""
     lows, extents = [], []
-    for start, size, dim in zip(starts, box, view.shape, strict=True):
-        low, high = (0, dim - 1) if start is None else (max(0, start[0]), min(dim - 1, start[1] + size - 1))
+    for (low, high), dim in zip(window_box(starts, box, view.shape), view.shape, strict=True):
         if high < low:
             low, high = 0, dim - 1
         lows.append(low)

@@ -17,12 +17,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.analysis.graph_matching import node_name
+from aitc.analysis.tile_footprint import root_of
 from aitc.dialects import graph, tile
-from aitc.passes.graph_to_tile.builder import KernelBuilder, buffer_shape, element_bytes
+from aitc.passes.graph_to_tile.builder import KernelBuilder, buffer_shape
 from aitc.passes.graph_to_tile.costs import Budget
 
 # --------------------------------------------------------------------------- failures
@@ -126,8 +127,7 @@ class LoweringContext:
     def view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
         """A tile.reshape of `buffer` to `shape` (the buffer itself when the shape is equal)."""
         shape = tuple(int(d) for d in shape)
-        while isinstance(buffer.owner, tile.ReshapeOp):  # a view of a view: view the root
-            buffer = buffer.owner.source
+        buffer = root_of(buffer)  # a view of a view: view the root
         if buffer_shape(buffer) == shape:
             return buffer
         key = (buffer, shape)
@@ -152,8 +152,3 @@ class LoweringContext:
 
     def add(self, builder: KernelBuilder, tiles: Sequence[int], reason: str) -> None:
         self.kernels.append(builder.finish(tiles, reason))
-
-
-def memref_bytes(type_: Attribute) -> int:
-    assert isinstance(type_, MemRefType)
-    return math.prod(type_.get_shape()) * element_bytes(type_.get_element_type())

@@ -191,7 +191,7 @@ class Dependences:
             before, after = first.path[0], second.path[0]
             if before[1] < after[1]:
                 # Items of the function body, in order, with a conflict (`Candidates` yields
-                # only such pairs): what `requirement` gives, a forward edge one way, none back.
+                # only such pairs): what `_requirement` would give, a forward edge one way, none back.
                 found.append(Edge(before[0], before[1], after[1], 0, first.engine, second.engine, second.op))
                 continue
             conflicts = self.conflicts(first, second)
@@ -215,11 +215,9 @@ class Dependences:
             if ax.view.storage == ay.view.storage and (ax.write or ay.write) and x_hulls[i].meets(y_hulls[j])
         ]
 
-    def requirement(self, x: Node, y: Node) -> Edge | None:
-        """The edge that orders every instance of `x` before the later instances of `y`."""
-        return self._requirement(x, y, self.conflicts(x, y))
-
     def _requirement(self, x: Node, y: Node, pairs: list[tuple[int, int]]) -> Edge | None:
+        """The edge that orders every instance of `x` before the later instances of `y`
+        (`pairs`: their `conflicts`)."""
         depth = next(k for k, (a, b) in enumerate(zip(x.path, y.path, strict=False)) if a[1] != b[1])
         level, after = x.path[depth]
         before = y.path[depth][1]

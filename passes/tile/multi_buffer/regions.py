@@ -1,0 +1,197 @@
+"""What a window op may read of a buffer and what it certainly writes, as boxes of indices.
+
+The windows, their reads and writes, and the index ranges are the shared tile access analysis
+(`aitc.analysis.tile_footprint`: `accesses`, `StaticIndexRanges`, `window_box`). That analysis
+answers "which bytes may an op touch" (enough to order two ops); `multi-buffer` also asks which
+bytes an op *certainly* writes, so that a later read of them is known to see this iteration's
+data. That must-side is kept here, as boxes (per dim an inclusive index range) rather than byte
+intervals, so that the windows a loop writes at `iv + c` join into what the whole loop writes:
+
+    scf.for %i = 0 to 8 step 4 {
+      tile.copy %x[%i, %c0] to %a[%i, %c0] sizes [4, 16]    an iteration writes rows %i .. %i + 3
+    }                                                        the loop writes rows 0 .. 7 of %a
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.ir import Operation, SSAValue
+
+from aitc.analysis import tile_footprint
+from aitc.analysis.liveness import users
+from aitc.analysis.tile_footprint import (
+    Range,
+    StaticIndexRanges,
+    constant_index,
+    loop_bounds,
+    root_of,
+    trip_count,
+    window_box,
+)
+from aitc.dialects import tile
+
+Box = tuple[Range, ...]
+"""A region of a buffer: per dim an inclusive (first, last) index range."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one window op does to a buffer: the region it may read (None: no read) and the
+    region it certainly writes (None: none, or not known exactly)."""
+
+    read: Box | None
+    write: Box | None
+    writes: bool
+
+
+def whole(shape: Sequence[int]) -> Box:
+    return tuple((0, d - 1) for d in shape)
+
+
+def window_region(buffer: SSAValue, indices: Sequence[SSAValue], box: Sequence[int]) -> tuple[Box, bool]:
+    """(region covered, exact?) of a window on `buffer` itself (not a view), over the whole run."""
+    shape = tuple(buffer.type.get_shape())  # pyright: ignore
+    ranges = StaticIndexRanges()
+    starts = [ranges(index) for index in indices]
+    exact = all(start is not None and start[0] == start[1] for start in starts)
+    return window_box(starts, box, shape), exact
+
+
+def fills(op: tile.WindowOp) -> bool:
+    """`op` starts a fill (graph_to_tile_elementwise.fill): x = (x == 0) in place, then
+    x = x * 0, so what x held does not matter (0 or 1, even for NaN or inf, times 0)."""
+    after = op.next_op
+    return (
+        isinstance(op, tile.BinaryImmOp)
+        and op.op is not None
+        and op.op.data == "cmp_eq"
+        and isinstance(after, tile.BinaryImmOp)
+        and after.op is not None
+        and after.op.data == "mul"
+        and after.imm is not None
+        and after.imm.value.data == 0.0
+        and op.accesses()[0] == op.accesses()[1] == after.accesses()[0] == after.accesses()[1]
+        and op.box() == after.box()
+    )
+
+
+def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
+    """The effects of `op` on the bytes of `root` (directly or through a view). A window on a
+    view reads the whole root, and writes all of it only when it covers the whole view. The
+    first op of a fill reads nothing that matters: it only writes."""
+    found = []
+    filling = fills(op)
+    for window in tile_footprint.accesses(op):
+        buffer, indices = window.buffer, window.indices
+        if root_of(buffer) is not root or (filling and not window.write):
+            continue
+        if buffer is root:
+            region, exact = window_region(buffer, indices, window.box)
+        else:
+            exact = tuple(window.box) == window.view.shape and all(constant_index(i) == 0 for i in indices)
+            region = whole(root.type.get_shape())  # pyright: ignore
+        read = region if window.read else None
+        found.append(Effect(read, region if window.write and exact else None, window.write))
+    return found
+
+
+def covers(covered: Iterable[Box], region: Box) -> bool:
+    return any(
+        all(c[0] <= r[0] and r[1] <= c[1] for c, r in zip(box, region, strict=True)) for box in covered
+    )
+
+
+def holders(root: SSAValue) -> set[Operation]:
+    """The ops that access the bytes of `root` (directly or through views; making a view is no
+    access) and the ops around them: `op` or an op nested in it touches `root` exactly when `op`
+    is in the set. From the uses of `root`, so it costs the uses, not the size of the IR; compute
+    it again after the IR changes."""
+    found: set[Operation] = set()
+    if isinstance(root.owner, tile.ReshapeOp):
+        return found  # a view is no root: nothing accesses it as one
+    for user in users(root):
+        node: Operation | None = user
+        while node is not None and node not in found:  # an op in the set has its parents there
+            found.add(node)
+            node = node.parent_op()
+    return found
+
+
+def merge(boxes: list[Box]) -> list[Box]:
+    """`boxes` with the ones that differ in one dim only and touch there joined."""
+    boxes = list(dict.fromkeys(boxes))
+    joined = True
+    while joined:
+        joined = False
+        for i, a in enumerate(boxes):
+            for j in range(i + 1, len(boxes)):
+                b = boxes[j]
+                differ = [d for d in range(len(a)) if a[d] != b[d]]
+                if len(differ) > 1:
+                    continue
+                if differ:
+                    d = differ[0]
+                    if a[d][1] + 1 < b[d][0] or b[d][1] + 1 < a[d][0]:
+                        continue
+                    a = (*a[:d], (min(a[d][0], b[d][0]), max(a[d][1], b[d][1])), *a[d + 1 :])
+                boxes[i] = a
+                del boxes[j]
+                joined = True
+                break
+            if joined:
+                break
+    return boxes
+
+
+def _iv_offset(index: SSAValue, iv: SSAValue) -> int | None:
+    """c when `index` is `iv + c` (c constant), else None."""
+    if index is iv:
+        return 0
+    owner = index.owner
+    if isinstance(owner, arith.AddiOp):
+        a, b = owner.operands
+        if a is iv and constant_index(b) is not None:
+            return constant_index(b)
+        if b is iv and constant_index(a) is not None:
+            return constant_index(a)
+    return None
+
+
+def swept(loop: scf.ForOp, root: SSAValue) -> list[Box]:
+    """Regions that all iterations of `loop` together certainly write: windows of `root` at
+    `iv + c` in one dim (constant elsewhere) whose boxes tile a whole step."""
+    bounds, trips = loop_bounds(loop), trip_count(loop)
+    if bounds is None or not trips:
+        return []
+    lb, _, step = bounds
+    iv = loop.body.block.args[0]
+    runs: dict[tuple, list[Range]] = {}
+    for op in loop.body.block.ops:
+        if not isinstance(op, tile.WindowOp):
+            continue
+        name, (buffer, indices) = op.ACCESSES[-1], op.accesses()[-1]
+        if buffer is not root:
+            continue
+        box, shape = op.window_shape(name), root.type.get_shape()  # pyright: ignore
+        offsets = [_iv_offset(i, iv) for i in indices]
+        fixed = [constant_index(i) for i in indices]
+        moving = [d for d, c in enumerate(offsets) if c is not None and fixed[d] is None]
+        if len(moving) != 1 or any(fixed[d] is None for d in range(len(indices)) if d != moving[0]):
+            continue
+        d = moving[0]
+        others = tuple(
+            (0, 0) if e == d else (fixed[e], min(shape[e] - 1, fixed[e] + box[e] - 1))  # pyright: ignore
+            for e in range(len(indices))
+        )
+        runs.setdefault((d, others), []).append((offsets[d], offsets[d] + box[d] - 1))  # pyright: ignore
+    regions = []
+    for (d, others), intervals in runs.items():
+        for ((first, last),) in merge([(r,) for r in intervals]):
+            if last - first + 1 >= step:
+                size = root.type.get_shape()[d]  # pyright: ignore
+                full = (lb + first, min(size - 1, lb + (trips - 1) * step + last))
+                regions.append((*others[:d], full, *others[d + 1 :]))
+    return regions
