@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import NoReturn
 
 from xdsl.ir import Operation
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import sync, tile
+
+
+def fail(op: Operation, message: str) -> NoReturn:
+    """Raises a PassFailedException whose note underlines `op` in the printed IR."""
+    op.emit_error(message, PassFailedException(message))
 
 
 def ops_of_dialect(root: Operation, dialect_prefix: str, skip: Sequence[Operation] = ()) -> list[Operation]:

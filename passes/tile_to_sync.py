@@ -22,12 +22,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from aitc.analysis.dma import dma_queue
 from aitc.dialects import sync, tile
 from aitc.module_target import module_target
-from aitc.passes.legality import check_all_bound
+from aitc.passes.legality import check_all_bound, fail
 from aitc.target import Target
 
 
@@ -52,7 +51,7 @@ def _check_existing(op: Operation, engine: str, target: Target) -> None:
         f"convert-tile-to-sync: {op.name} is bound to '{engine}', which is not a {kind} engine of "
         f"target '{target.name}' ({target.dma.queues} DMA queues)"
     )
-    op.emit_error(message, PassFailedException(message))
+    fail(op, message)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ model (`aitc/sim/engine.py`, `aitc/sim/checks.py`) one level up, without timing:
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from aitc.analysis.access_log import PRUNE_MIN, AccessLog
 from aitc.analysis.signature import check_inputs, entry_function, is_output_arg, output_names
 from aitc.analysis.tile_footprint import Access, window_bytes
+from aitc.analysis.vector_clock import SignalUnits
 from aitc.diagnostics import AitcError
 from aitc.dialects import sync, tile
 from aitc.interp.sync_dispatch import SYNC_OPS, Dispatcher, Task
@@ -124,7 +124,7 @@ class Engines:
         self.position = dict.fromkeys(self.order, 0)
         self.checker = RaceChecker(self.order)
         self.values: dict[int, int] = {}
-        self.units: dict[int, deque[list]] = {}
+        self.units = SignalUnits()
 
     def run(self) -> None:
         moved = True
@@ -159,29 +159,17 @@ class Engines:
             if self.values.get(semaphore, 0) < count:
                 return False
             self.values[semaphore] -= count
-            self._take(semaphore, count, clock)
+            self.units.wait(semaphore, count, clock)
         elif isinstance(op, sync.SignalOp):
             clock[engine] += 1
             self.values[op.semaphore()] = self.values.get(op.semaphore(), 0) + op.amount()
-            self.units.setdefault(op.semaphore(), deque()).append([clock.copy(), op.amount()])
+            self.units.signal(op.semaphore(), clock, op.amount())
         elif isinstance(op, sync.BarrierOp):
             clock[engine] += 1
         else:
             self.checker.access(engine, task)
             self.dispatcher.interpreter.run_op(op, task.args)
         return True
-
-    def _take(self, semaphore: int, count: int, clock: np.ndarray) -> None:
-        """A wait joins the clocks of the `count` oldest signal units."""
-        fifo = self.units[semaphore]
-        while count:
-            unit = fifo[0]
-            np.maximum(clock, unit[0], out=clock)
-            taken = min(count, unit[1])
-            unit[1] -= taken
-            count -= taken
-            if not unit[1]:
-                fifo.popleft()
 
     def _deadlock(self) -> AitcError:
         lines = ["deadlock: every engine with ops left is blocked on a sync.wait"]

@@ -29,12 +29,12 @@ or an exceeded cap stops the simulation with a `SimulationError` naming the inst
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
 
 from aitc.analysis.access_log import PRUNE_MIN, AccessLog
+from aitc.analysis.vector_clock import SignalUnits
 from aitc.sim.errors import SimulationError
 from aitc.sim.execute import Memories
 from aitc.sim.footprint import Region
@@ -84,7 +84,7 @@ class RaceDetector:
         self.limits = [PRUNE_MIN] * len(accessors)
         self.refs: dict[int, tuple[Instr, str, int]] = {}
         self.ref_limit = PRUNE_MIN
-        self.fifos: dict[tuple[int, int], deque[list]] = {}
+        self.units = SignalUnits()
 
     # -- happens-before edges
     def tick(self, gid: int) -> None:
@@ -93,19 +93,11 @@ class RaceDetector:
 
     def signal(self, gid: int, sem: tuple[int, int], count: int) -> None:
         """`count` copies of the signaller's clock join the semaphore's FIFO."""
-        self.fifos.setdefault(sem, deque()).append([self.clocks[gid].copy(), count])
+        self.units.signal(sem, self.clocks[gid], count)
 
     def wait(self, gid: int, sem: tuple[int, int], count: int) -> None:
         """The waiter joins the clocks of the `count` oldest signal units."""
-        fifo, clock = self.fifos[sem], self.clocks[gid]
-        while count:
-            entry = fifo[0]
-            np.maximum(clock, entry[0], out=clock)
-            taken = min(count, entry[1])
-            entry[1] -= taken
-            count -= taken
-            if not entry[1]:
-                fifo.popleft()
+        self.units.wait(sem, count, self.clocks[gid])
 
     def barrier(self, gids: Sequence[int]) -> None:
         """Every participant gets the join of all participants' clocks."""

@@ -19,19 +19,13 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import hw, tile
-
-
-def fail(op: Operation, message: str) -> NoReturn:
-    """Raises a PassFailedException whose note underlines `op`."""
-    op.emit_error(message, PassFailedException(message))
+from aitc.types import element_bytes
 
 
 class NotAffineError(Exception):
@@ -69,11 +63,6 @@ class Affine:
 
     def scaled(self, factor: int) -> Affine:
         return Affine(self.const * factor, tuple(c * factor for c in self.coeffs))
-
-
-def element_bytes(element: Attribute) -> int:
-    """Bytes per element (i1 and i8 take one byte)."""
-    return max(1, (getattr(element, "bitwidth", 8) + 7) // 8)
 
 
 @dataclass(frozen=True)
