@@ -29,6 +29,7 @@ pytest: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/pyright.py
 
 conformance: $(STAMP)
 	$(BIN)/python -m aitc.testing.conformance

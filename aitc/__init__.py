@@ -16,7 +16,11 @@ first use, so `import aitc` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what `__getattr__` loads on first use, for type checkers
+    from aitc.api import Compiled, compile, import_onnx, run
+    from aitc.sim.session import Session
 
 __all__ = ["Compiled", "Session", "compile", "import_onnx", "run"]
 

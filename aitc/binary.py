@@ -80,6 +80,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -111,6 +112,7 @@ from aitc.dialects.hw.program import check_program
 from aitc.files import read_bytes, write_atomic
 from aitc.ir import make_context, print_mlir
 from aitc.target import Target, load_target
+from aitc.types import element_bytes
 from aitc.weights import RESOURCES
 
 MAGIC = b"AITB"
@@ -400,7 +402,7 @@ def _decode_loop(r: _Reader, depth: int) -> hw.LoopOp:
     if count > _I64[1]:
         raise _corrupt(f"{r.what} section: loop count {count} out of range")
     body = _Reader(r.take(r.uv()), r.what)
-    return hw.LoopOp(count, _decode_records(body, depth + 1))  # pyright: ignore[reportArgumentType]
+    return hw.LoopOp(count, _decode_records(body, depth + 1))
 
 
 def _decode_instruction(r: _Reader, cls: type[hw.InstructionOp]) -> hw.InstructionOp:
@@ -435,7 +437,7 @@ def _write_type(w: _Writer, op: Operation, type_: Attribute) -> None:
         w.uv(dim)
 
 
-def _read_type(r: _Reader, context: _Context) -> TensorType:
+def _read_type(r: _Reader, context: _Context) -> TensorType[IntegerType | AnyFloat]:
     element = context.parse(r.text(), "element type", Parser.parse_type)
     if not isinstance(element, IntegerType | AnyFloat):
         raise _corrupt(f"{r.what} section: element type {element} is not an integer or float type")
@@ -501,7 +503,7 @@ def _decode_const(r: _Reader, context: _Context) -> hw.ConstOp:
     data = bytes(r.take(r.uv()))
     if storage == 1:
         return hw.ConstOp(address, _resource(r, key, type_, alignment, data))
-    expected = math.prod(type_.get_shape()) * ((type_.get_element_type().bitwidth + 7) // 8)  # pyright: ignore
+    expected = math.prod(type_.get_shape()) * element_bytes(type_.get_element_type())
     if len(data) != expected:
         raise _corrupt(
             f"{r.what} section: constant at dram[0x{address:x}] has {len(data)} bytes, "
@@ -524,17 +526,21 @@ def _resource(r: _Reader, key: str, type_: TensorType, alignment: int, data: byt
 # --------------------------------------------------------------------------- debug info and extra attributes
 
 
+ParsedT = TypeVar("ParsedT", bound=Attribute)
+
+
 class _Context:
     """Parses the MLIR text pieces a binary holds (types, locations, attributes)."""
 
     def __init__(self) -> None:
         self.ctx = make_context()
 
-    def parse(self, text: str, what: str, method: Callable[[Parser], Attribute | None]) -> Attribute:
+    def parse(self, text: str, what: str, method: Callable[[Parser], ParsedT | None]) -> ParsedT:
         try:
             parser = Parser(self.ctx, text, "<binary>")
             value = method(parser)
-            complete = parser._current_token.kind == MLIRTokenKind.EOF  # pyright: ignore[reportPrivateUsage]
+            # xDSL 0.74's parser has no public API to peek at or consume a token (upstream gap)
+            complete = parser._current_token.kind == MLIRTokenKind.EOF
         except (ParseError, ValueError, KeyError, IndexError) as error:
             raise _corrupt(f"unreadable {what} {text[:40]!r} ({str(error).splitlines()[-1]})") from None
         if value is None or not complete:
@@ -557,7 +563,7 @@ def _encode_debug(w: _Writer, ordered: list[Operation | None]) -> None:
 def _decode_debug(r: _Reader, ordered: list[Operation], context: _Context) -> None:
     for _ in range(r.count(2)):
         op = ordered[r.index(len(ordered), "op ordinal")]
-        op.location = context.parse(r.text(), "location", Parser.parse_optional_location)  # pyright: ignore
+        op.location = context.parse(r.text(), "location", Parser.parse_optional_location)
 
 
 def _extra_attributes(op: Operation) -> Iterator[tuple[int, str, Attribute]]:
@@ -755,8 +761,10 @@ def _check_target_name(program: hw.ProgramOp, target: Target) -> None:
 def _encode_program(program: hw.ProgramOp) -> list[tuple[int, int, bytes]]:
     meta, consts, tensors = _Writer(), _Writer(), _Writer()
     order = [_BODY_KINDS.index(type(op)) for op in program.body.block.ops]  # verified: only these three
-    meta.text(program.sym_name.data)  # pyright: ignore[reportOptionalMemberAccess]
-    meta.text(program.target.data)  # pyright: ignore[reportOptionalMemberAccess]
+    assert program.sym_name is not None  # verified, as for printing
+    assert program.target is not None
+    meta.text(program.sym_name.data)
+    meta.text(program.target.data)
     meta.uv(len(order))
     meta.raw(bytes(order))
     code: list[tuple[int, int, bytes]] = []
@@ -938,7 +946,7 @@ def _decode_program(sections: dict[int, list[tuple[int, _Reader]]], context: _Co
 
 def _decode_core(index: int, reader: _Reader) -> hw.CoreOp:
     reader.what = f"CODE (core {index})"
-    return hw.CoreOp(index, _decode_records(reader, 0))  # pyright: ignore[reportArgumentType]
+    return hw.CoreOp(index, _decode_records(reader, 0))
 
 
 def _decode(header: Header, data: bytes) -> ModuleOp:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +56,7 @@ class CompileOptions:
     optimize: bool = True
     host_fallback: bool = True
     """Place ops the NPU cannot run on the host (False: report them as an error)."""
-    input_shapes: dict[str, Sequence[int]] = field(default_factory=dict)
+    input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
 
 
 @dataclass

@@ -335,5 +335,5 @@ def _first_line(error: BaseException) -> str:
 def arrays_to_npz(arrays: Mapping[str, np.ndarray]) -> bytes:
     """The bytes of an .npz holding `arrays` (keys = names)."""
     buffer = io.BytesIO()
-    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})  # pyright: ignore[reportArgumentType]  -- numpy's stub: a **dict of arrays could bind savez's allow_pickle: bool
     return buffer.getvalue()

@@ -76,7 +76,9 @@ AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {
 def register_aitc_dialects(ctx: Context) -> None:
     """Registers aitc's dialects in `ctx`. aitc's `hw` (the virtual NPU's ISA) takes the place
     of the CIRCT `hw` dialect that xDSL also ships under that name."""
-    registered = ctx._registered_dialects  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74's Context can register a dialect name only once and has no public API to
+    # replace or unregister one (upstream gap): drop xDSL's `hw` from `_registered_dialects`.
+    registered = ctx._registered_dialects
     for name, factory in AITC_DIALECTS.items():
         registered.pop(name, None)
         ctx.register_dialect(name, factory)
@@ -99,6 +101,8 @@ class LocatingParser(Parser):
         self.op_spans: dict[Operation, Span] = {}
         self.value_names: dict[SSAValue, str] = {}
 
+    # xDSL 0.74 has no public hook for "an SSA name was defined" (upstream gap): this overrides
+    # the parser's private `_register_ssa_definition`.
     def _register_ssa_definition(self, name: str, values: Sequence[SSAValue], span: Span) -> None:
         super()._register_ssa_definition(name, values, span)
         for i, value in enumerate(values):
@@ -112,6 +116,7 @@ class LocatingParser(Parser):
         return value
 
     def parse_operation(self) -> Operation:
+        # xDSL 0.74's parser has no public API to peek at or consume a token (upstream gap)
         span = self._current_token.span
         op = super().parse_operation()
         self.op_spans[op] = span
@@ -130,6 +135,8 @@ def parse_module_text(parser: LocatingParser, implicit_module: bool = True) -> M
     and custom parsers; they are located at the token where parsing stopped. This is also
     the frontend `aitc-opt` uses (its verifier then runs as a pass-pipeline callback).
     """
+    # `parser._current_token` (three times below): xDSL 0.74's parser has no public API for the
+    # position it stopped at (upstream gap)
     try:
         module = parser.parse_module(implicit_module)
         for op, value in dominance_violations(module):

@@ -11,6 +11,7 @@ onnxruntime runs with its graph optimisations disabled: its fusions are not a re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 import onnx
@@ -29,7 +30,8 @@ def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]
     """onnxruntime's outputs of `model` on `inputs`, by output name, in graph order."""
     session = onnxruntime_session(model)
     names = [o.name for o in model.graph.output]
-    return dict(zip(names, session.run(names, dict(inputs)), strict=True))
+    outputs = cast(list[np.ndarray], session.run(names, dict(inputs)))  # aitc models output tensors only
+    return dict(zip(names, outputs, strict=True))
 
 
 def output_error(got: np.ndarray, want: np.ndarray) -> float:

@@ -131,9 +131,9 @@ def _check_scalar(path: str, kind: type, value: object, problems: list[str]) -> 
         problems.append(f"'{path}' must be an integer, got {value!r}")
     elif not isinstance(value, kind):
         problems.append(f"'{path}' must be a {kind.__name__}, got {value!r}")
-    elif kind is int and (value < 0 or (value == 0 and path not in _MAY_BE_ZERO)):  # pyright: ignore
+    elif kind is int and isinstance(value, int) and (value < 0 or (value == 0 and path not in _MAY_BE_ZERO)):
         problems.append(f"'{path}' must be {'>= 0' if path in _MAY_BE_ZERO else '> 0'}, got {value}")
-    elif kind is int and value >= _LARGEST_BYTES.get(path, _LARGEST):  # pyright: ignore
+    elif kind is int and isinstance(value, int) and value >= _LARGEST_BYTES.get(path, _LARGEST):
         problems.append(f"'{path}' must be below {_LARGEST_BYTES.get(path, _LARGEST):,}, got {value:,}")
 
 

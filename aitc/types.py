@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ContainerType,
     Float16Type,
     Float32Type,
     Float64Type,
     IntegerType,
+    ShapedType,
     Signedness,
     TensorType,
 )
@@ -42,7 +45,20 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     raise TypeError(f"no numpy dtype for element type {element_type}")
 
 
-def element_type_of(dtype: np.dtype | type) -> Attribute:
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes one element of `element_type` takes in memory: its bit width rounded up to whole
+    bytes (i1 and i8: 1, f16: 2, f32: 4). The one rule for every level and the binary format."""
+    bits = getattr(element_type, "bitwidth", None)
+    if not isinstance(bits, int):
+        raise TypeError(f"element type {element_type} has no size in memory")
+    return max(1, (bits + 7) // 8)
+
+
+NumpyElementType: TypeAlias = IntegerType | Float16Type | Float32Type | Float64Type
+"""The MLIR element types that `element_type_of` makes from numpy dtypes."""
+
+
+def element_type_of(dtype: np.dtype | type) -> NumpyElementType:
     """The MLIR element type for a numpy dtype (the inverse of `numpy_dtype`)."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
@@ -53,6 +69,14 @@ def element_type_of(dtype: np.dtype | type) -> Attribute:
         sign = _UNSIGNED if dtype.kind == "u" else _SIGNLESS
         return IntegerType(dtype.itemsize * 8, sign)
     raise TypeError(f"no MLIR element type for numpy dtype {dtype}")
+
+
+def shape_and_element(type_: Attribute) -> tuple[tuple[int, ...], Attribute]:
+    """The shape and element type of a tensor, memref or vector type. (xDSL 0.74 has `get_shape`
+    on ShapedType but `get_element_type` on ContainerType, and no base with both: upstream gap.)"""
+    assert isinstance(type_, ShapedType)
+    assert isinstance(type_, ContainerType)
+    return tuple(type_.get_shape()), type_.get_element_type()
 
 
 def tensor_type(shape: Sequence[int], dtype: np.dtype | type | Attribute) -> TensorType:

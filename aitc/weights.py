@@ -25,10 +25,12 @@ from xdsl.dialects.builtin import (
     DenseResourceAttr,
     TensorType,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from aitc import xdsl_fixes
-from aitc.types import numpy_dtype, tensor_type
+from aitc.types import element_type_of, numpy_dtype
 
 xdsl_fixes.apply()  # lossless dense<...> text wherever aitc builds constants (aitc.ir applies it too)
 
@@ -43,6 +45,9 @@ class ContentAddressedResources(OpAsmDialectInterface):
 
     def __init__(self, blobs: dict[str, str]) -> None:
         super().__init__()
+        # xDSL 0.74's OpAsmDialectInterface keeps its blobs in `_blob_storage` with no public API
+        # to hand them over or check a key's bytes (upstream gap): this subclass takes over the
+        # dict of the interface it replaces and uses `_blob_storage` directly below.
         self._blob_storage = blobs
         self.arrays: dict[str, np.ndarray] = {}
         self.decoded: dict[str, bytes] = {}
@@ -95,7 +100,9 @@ def _digest(data: bytes) -> str:
 
 
 def _install_store() -> ContentAddressedResources:
-    interfaces = Builtin._interfaces  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74 has no public API to replace a dialect's interface (only `get_interface`) nor to
+    # read an interface's blob store (upstream gap): swap the entry in `Dialect._interfaces`.
+    interfaces = Builtin._interfaces
     for index, interface in enumerate(interfaces):
         if isinstance(interface, ContentAddressedResources):
             return interface
@@ -116,12 +123,12 @@ def _resource_key(name_hint: str, data: bytes) -> str:
     return f"{clean}_{_digest(data)}"
 
 
-def array_to_attr(array: np.ndarray, name_hint: str = "w") -> Attribute:
+def array_to_attr(array: np.ndarray, name_hint: str = "w") -> DenseIntOrFPElementsAttr | DenseResourceAttr:
     """A typed elements attribute holding `array`: inline when small, a resource otherwise."""
     array = np.asarray(array)
     if not array.flags.c_contiguous:
         array = array.copy(order="C")
-    type_ = tensor_type(array.shape, array.dtype)
+    type_ = TensorType(element_type_of(array.dtype), list(array.shape))
     data = array.tobytes()
     if len(data) <= INLINE_LIMIT_BYTES and array.dtype != np.float16:
         return DenseIntOrFPElementsAttr(type_, BytesAttr(data))
@@ -134,9 +141,8 @@ def array_to_attr(array: np.ndarray, name_hint: str = "w") -> Attribute:
 def attr_to_array(attr: Attribute) -> np.ndarray:
     """The numpy array (read-only) that a `dense` or `dense_resource` attribute holds."""
     if isinstance(attr, DenseIntOrFPElementsAttr):
-        type_ = attr.get_type()
-        array = np.frombuffer(attr.data.data, dtype=numpy_dtype(type_.get_element_type()))
-        return array.reshape(type_.get_shape())
+        array = np.frombuffer(attr.data.data, dtype=numpy_dtype(attr.get_element_type()))
+        return array.reshape(attr.get_shape())
     if isinstance(attr, DenseResourceAttr):
         return _resource_array(attr)
     raise TypeError(f"not an elements attribute: {attr}")
@@ -195,14 +201,16 @@ def resource_problem(attr: DenseResourceAttr, require_bytes: bool = True) -> str
     return None
 
 
-def print_constant_body(printer, op) -> None:
+def print_constant_body(printer: Printer, op: Operation) -> None:
     """` <value> {other attrs}`: the custom syntax of constant ops (graph.constant, tile.const)."""
     printer.print_string(" ")
     printer.print_attribute(op.attributes["value"])
     printer.print_op_attributes(op.attributes, reserved_attr_names=("value",))
 
 
-def parse_constant_body(parser, op_name: str) -> tuple[Attribute, dict[str, Attribute]]:
+def parse_constant_body(
+    parser: Parser, op_name: str
+) -> tuple[DenseIntOrFPElementsAttr | DenseResourceAttr, dict[str, Attribute]]:
     """The value (a `dense` or `dense_resource` attribute) and other attributes of a constant op."""
     value = parser.parse_attribute()
     if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):

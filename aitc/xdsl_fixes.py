@@ -49,14 +49,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
     AnyFloat,
     BytesAttr,
+    ComplexType,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
+    RankedStructure,
     f64,
     i64,
 )
@@ -79,18 +82,22 @@ quantifier, hence no backtracking blow-up on an unterminated string."""
 MAX_DENSE_ELEMENTS = 1 << 24
 """The most elements a textual `dense<...>` literal may have (see 7. above)."""
 
-_ORIGINAL_STRING_REGEX = MLIRLexer._unescaped_characters_regex.pattern  # pyright: ignore[reportPrivateUsage]
+# The xDSL functions these fixes replace are private members (`MLIRLexer._unescaped_characters_regex`,
+# `AttrParser._TensorLiteralElement`, `_parse_builtin_densearray_attr`, `_parse_dense_literal_type`):
+# xDSL 0.74 has no public hook to change how it lexes strings or parses dense literals (upstream
+# gap). ORIGINAL_SOURCE_SHA256 pins each one, so an xDSL upgrade that changes them fails a test.
+_ORIGINAL_STRING_REGEX = MLIRLexer._unescaped_characters_regex.pattern
 
-_TensorLiteralElement = AttrParser._TensorLiteralElement  # pyright: ignore[reportPrivateUsage]
+_TensorLiteralElement = AttrParser._TensorLiteralElement
 
 _ORIGINALS: dict[str, Callable[..., Any]] = {
     "to_type": _TensorLiteralElement.to_type,
     "from_list": DenseIntOrFPElementsAttr.from_list,
     "print_without_type": DenseIntOrFPElementsAttr.print_without_type,
     "print_builtin": DenseArrayBase.print_builtin,
-    "parse_densearray": AttrParser._parse_builtin_densearray_attr,  # pyright: ignore[reportPrivateUsage]
+    "parse_densearray": AttrParser._parse_builtin_densearray_attr,
     "parse_int_or_float": AttrParser.parse_optional_builtin_int_or_float_attr,
-    "parse_dense_type": AttrParser._parse_dense_literal_type,  # pyright: ignore[reportPrivateUsage]
+    "parse_dense_type": AttrParser._parse_dense_literal_type,
     "parse_dense": AttrParser.parse_dense_int_or_fp_elements_attr,
     "print_float": Printer.print_float,  # not replaced: used for finite values, relied upon
 }
@@ -193,32 +200,35 @@ def _checked_int(parser: AttrParser, value: int, type_: IntegerType | IndexType,
 # --- 2. dense<...> elements, 3. packing ----------------------------------------------------
 
 
-def _to_type(self, parser: AttrParser, type_: Attribute):
-    """Replaces `_TensorLiteralElement.to_type`: hex literals of float types are bit patterns;
-    values the element type cannot hold are diagnostics at the element."""
-    if isinstance(type_, AnyFloat) and isinstance(self.value, int) and _hex_literal(self.span.text):
-        bits = _checked_bits(parser, abs(self.value), self.is_negative, type_, self.span)
-        return FloatBits(float_from_bits(bits, type_), bits)
-    value = _ORIGINALS["to_type"](self, parser, type_)
-    if isinstance(type_, AnyFloat):
-        return _checked_float(parser, value, type_, self.span)
-    if isinstance(type_, IntegerType | IndexType) and isinstance(value, int):
-        return _checked_int(parser, value, type_, self.span)
+def _to_type(
+    self: _TensorLiteralElement, parser: AttrParser, type: AnyFloat | IntegerType | IndexType | ComplexType
+):
+    """Replaces `_TensorLiteralElement.to_type` (same signature): hex literals of float types are
+    bit patterns; values the element type cannot hold are diagnostics at the element."""
+    if isinstance(type, AnyFloat) and isinstance(self.value, int) and _hex_literal(self.span.text):
+        bits = _checked_bits(parser, abs(self.value), self.is_negative, type, self.span)
+        return FloatBits(float_from_bits(bits, type), bits)
+    value = _ORIGINALS["to_type"](self, parser, type)
+    if isinstance(type, AnyFloat):
+        return _checked_float(parser, value, type, self.span)
+    if isinstance(type, IntegerType | IndexType) and isinstance(value, int):
+        return _checked_int(parser, value, type, self.span)
     return value
 
 
-def _from_list(type_, data: Sequence[Any]) -> DenseIntOrFPElementsAttr:
-    """Replaces `DenseIntOrFPElementsAttr.from_list`: exact bits for FloatBits, i1 as 0/1."""
-    element = type_.get_element_type()
+def _from_list(type: RankedStructure[AnyDenseElement], data: Sequence[Any]) -> DenseIntOrFPElementsAttr:
+    """Replaces `DenseIntOrFPElementsAttr.from_list` (same parameters): exact bits for FloatBits,
+    i1 as 0/1."""
+    element = type.get_element_type()
     if isinstance(element, AnyFloat) and any(isinstance(v, FloatBits) for v in data):
         raw = b"".join(_float_bytes(v, element) for v in data)
     elif isinstance(element, IntegerType) and element.width.data == 1:
         raw = bytes(1 if element.get_normalized_value(int(v)) else 0 for v in data)
     else:
-        return _ORIGINALS["from_list"](type_, data)
+        return _ORIGINALS["from_list"](type, data)
     if len(data) == 1:
-        raw *= math.prod(type_.get_shape())
-    return DenseIntOrFPElementsAttr(type_, BytesAttr(raw))
+        raw *= math.prod(type.get_shape())
+    return DenseIntOrFPElementsAttr(type, BytesAttr(raw))
 
 
 # --- 4. printing --------------------------------------------------------------------------
@@ -253,7 +263,8 @@ def _element_printer(attr: DenseIntOrFPElementsAttr, raw: bytes, printer: Printe
     if isinstance(element, AnyFloat):
         return _element_bits(raw, size), lambda b: print_float_bits(printer, b, element)
     values = element.unpack(raw, len(raw) // size)
-    return values, lambda v: attr._print_one_elem(v, printer)  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74 has no public API to print one element of a dense attribute (upstream gap)
+    return values, lambda v: attr._print_one_elem(v, printer)
 
 
 def _print_without_type(self: DenseIntOrFPElementsAttr, printer: Printer) -> None:
@@ -295,9 +306,10 @@ def _print_dense_array(self: DenseArrayBase, printer: Printer) -> None:
 def _parse_float_element(parser: AttrParser, type_: AnyFloat) -> bytes:
     """One element of `array<f32: ...>`: a float literal or a hex bit pattern."""
     start = parser.pos
-    negative = parser._parse_optional_token(MLIRTokenKind.MINUS) is not None  # pyright: ignore[reportPrivateUsage]
-    if parser._current_token.kind == MLIRTokenKind.INTEGER_LIT:  # pyright: ignore[reportPrivateUsage]
-        token = parser._current_token  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74's parser has no public API to peek at or consume a token (upstream gap)
+    negative = parser._parse_optional_token(MLIRTokenKind.MINUS) is not None
+    if parser._current_token.kind == MLIRTokenKind.INTEGER_LIT:
+        token = parser._current_token
         if _hex_literal(token.text):
             value = parser.parse_integer(allow_negative=False)
             bits = _checked_bits(parser, value, negative, type_, token.span)
@@ -326,7 +338,7 @@ def _parse_dense_array(self: AttrParser) -> DenseArrayBase | None:
     self.parse_characters("<", " in dense array")
     element = self.parse_attribute()
     if not isinstance(element, AnyFloat) or self.parse_optional_punctuation(":") is None:
-        self._resume_from(start)  # pyright: ignore[reportPrivateUsage]
+        self._resume_from(start)  # xDSL 0.74 has no public API to backtrack a parser (upstream gap)
         return _ORIGINALS["parse_densearray"](self)
     values = self.parse_comma_separated_list(self.Delimiter.NONE, lambda: _parse_float_element(self, element))
     self.parse_characters(">", " in dense array")
@@ -356,11 +368,13 @@ def _parse_int_or_float_attr(self: AttrParser) -> IntegerAttr | FloatAttr | None
         return None
     literal = Span(start, self.pos, self.lexer.input)
     text = literal.text.strip()
-    if self._current_token.kind != MLIRTokenKind.COLON:  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74's parser has no public API to peek at or consume a token (upstream gap)
+    if self._current_token.kind != MLIRTokenKind.COLON:
         if isinstance(value, float):
             return FloatAttr(value, f64)
         return IntegerAttr(_checked_int(self, value, i64, literal), i64)
-    type_ = self._parse_attribute_type()  # pyright: ignore[reportPrivateUsage]
+    # as the replaced xDSL function does: `: type` has no public parse API in xDSL 0.74 (upstream gap)
+    type_ = self._parse_attribute_type()
     return _typed_number(self, value, text, type_, literal)
 
 
@@ -383,11 +397,11 @@ def _parse_dense_literal_type(self: AttrParser):
     return type_
 
 
-def _parse_dense(self: AttrParser, type_) -> DenseIntOrFPElementsAttr:
-    """Wraps `parse_dense_int_or_fp_elements_attr` when the type is known beforehand."""
-    if type_ is not None:
-        _check_dense_size(self, type_)
-    return _ORIGINALS["parse_dense"](self, type_)
+def _parse_dense(self: AttrParser, type: RankedStructure[AnyDenseElement] | None) -> DenseIntOrFPElementsAttr:
+    """Wraps `parse_dense_int_or_fp_elements_attr` (same signature) when the type is known beforehand."""
+    if type is not None:
+        _check_dense_size(self, type)
+    return _ORIGINALS["parse_dense"](self, type)
 
 
 # --- installing ---------------------------------------------------------------------------
@@ -400,13 +414,14 @@ def apply() -> None:
     global _applied
     if _applied:
         return
-    MLIRLexer._unescaped_characters_regex = re.compile(LINEAR_STRING_REGEX)  # pyright: ignore[reportPrivateUsage]
+    # xDSL 0.74 has no public hooks for these (upstream gap; see the private members above _ORIGINALS)
+    MLIRLexer._unescaped_characters_regex = re.compile(LINEAR_STRING_REGEX)
     _TensorLiteralElement.to_type = _to_type
-    DenseIntOrFPElementsAttr.from_list = staticmethod(_from_list)  # pyright: ignore[reportAttributeAccessIssue]
+    DenseIntOrFPElementsAttr.from_list = staticmethod(_from_list)  # pyright: ignore[reportAttributeAccessIssue]  -- one function replaces the overloads of xDSL's from_list (typed per element kind)
     DenseIntOrFPElementsAttr.print_without_type = _print_without_type
     DenseArrayBase.print_builtin = _print_dense_array
-    AttrParser._parse_builtin_densearray_attr = _parse_dense_array  # pyright: ignore[reportPrivateUsage]
+    AttrParser._parse_builtin_densearray_attr = _parse_dense_array
     AttrParser.parse_optional_builtin_int_or_float_attr = _parse_int_or_float_attr
-    AttrParser._parse_dense_literal_type = _parse_dense_literal_type  # pyright: ignore[reportPrivateUsage]
+    AttrParser._parse_dense_literal_type = _parse_dense_literal_type
     AttrParser.parse_dense_int_or_fp_elements_attr = _parse_dense
     _applied = True

@@ -27,6 +27,7 @@ schedule, `exec.placement` ("host" | "npu") a segment.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -61,17 +62,17 @@ def placement_of(op: Operation) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
-def is_schedule(op: Operation) -> bool:
+def is_schedule(op: Operation) -> TypeGuard[func.FuncOp]:
     """Whether `op` is a schedule function."""
     return isinstance(op, func.FuncOp) and SCHEDULE_ATTR in op.attributes
 
 
-def is_host_function(op: Operation) -> bool:
+def is_host_function(op: Operation) -> TypeGuard[func.FuncOp]:
     """Whether `op` is a host segment (a graph-level function the runtime executes)."""
     return isinstance(op, func.FuncOp) and placement_of(op) == "host"
 
 
-def lowered_here(op: Operation) -> bool:
+def lowered_here(op: Operation) -> TypeGuard[func.FuncOp]:
     """Whether the NPU lowering passes lower `op`: a function with a body that is neither a
     schedule nor a host segment."""
     if not isinstance(op, func.FuncOp) or not op.body.blocks:
@@ -81,7 +82,7 @@ def lowered_here(op: Operation) -> bool:
 
 def kept_functions(module: ModuleOp) -> list[func.FuncOp]:
     """The schedules and host segments of `module`: what NPU lowering leaves alone."""
-    return [op for op in module.ops if is_schedule(op) or is_host_function(op)]  # pyright: ignore
+    return [op for op in module.ops if is_schedule(op) or is_host_function(op)]
 
 
 def symbol_name(op: Operation) -> str | None:

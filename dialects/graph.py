@@ -10,7 +10,7 @@ semantics need and, where MLIR would infer the result type, that the result type
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -58,13 +58,13 @@ I1 = IntegerType(1)
 # --------------------------------------------------------------------------- attribute helpers
 
 
-def ints_attr(values: Sequence[int]) -> DenseArrayBase:
+def ints_attr(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
     """`array<i64: ...>`, the attribute kind every integer-list option of this dialect uses."""
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 @dataclass(frozen=True)
-class IntListConstraint(AttrConstraint[DenseArrayBase]):
+class IntListConstraint(AttrConstraint[DenseArrayBase[IntegerType]]):
     """Every integer-list option is an `array<i64: ...>`: no i32 or float arrays.
 
     (`DenseArrayBase.constr(i64)` would say only "Expected attribute i64 but got f32".)
@@ -86,7 +86,7 @@ class IntListConstraint(AttrConstraint[DenseArrayBase]):
 INTS = IntListConstraint()
 
 
-def ints_of(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
+def ints_of(attr: DenseArrayBase[IntegerType] | None, default: Iterable[int] = ()) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values()) if attr is not None else tuple(default)
 
 
@@ -102,9 +102,15 @@ def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
     return shape
 
 
-def _elem(value: SSAValue) -> Attribute:
+def tensor_of(value: SSAValue) -> TensorType:
+    """The type of a graph value. Graph ops take and make tensors only, but xDSL 0.74 types every
+    operand as `SSAValue[Attribute]` whatever its `operand_def` constraint (upstream gap)."""
     assert isinstance(value.type, TensorType)
-    return value.type.get_element_type()
+    return value.type
+
+
+def _elem(value: SSAValue) -> Attribute:
+    return tensor_of(value).get_element_type()
 
 
 def _check(condition: bool, message: str) -> None:
@@ -170,7 +176,7 @@ class ConstantOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         value, extra = parse_constant_body(parser, "graph.constant")
-        op = cls(value)  # pyright: ignore[reportArgumentType]
+        op = cls(value)
         op.attributes.update(extra)
         return op
 
@@ -1031,10 +1037,8 @@ class ConvOp(WindowOp):
 
     def verify_(self) -> None:
         x, w = _shape(self.input), _shape(self.weight)
-        _check(
-            len(x) >= 3 and len(w) == len(x),
-            "conv needs N x C x spatial input and a weight of the same rank",
-        )
+        if len(x) < 3 or len(w) != len(x):  # an `if`, not _check: pyright then knows x[1] exists
+            raise VerifyException("conv needs N x C x spatial input and a weight of the same rank")
         g = self.groups()
         _check(
             g > 0 and x[1] % g == 0 and w[0] % g == 0,

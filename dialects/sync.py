@@ -146,6 +146,10 @@ class BarrierOp(IRDLOperation):
     def __init__(self, engine: str):
         super().__init__(attributes={"engine": StringAttr(engine)})
 
+    def engine_name(self) -> str:
+        assert self.engine is not None
+        return self.engine.data
+
     def verify_(self) -> None:
         if self.engine is None:
             raise VerifyException("sync.barrier needs an engine")

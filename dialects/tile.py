@@ -61,9 +61,17 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from aitc.dialects.hw import ACTIVATIONS, BINARY_OPS, DTYPES, FLOAT_UNARY, UNARY_OPS
+from aitc.types import shape_and_element
 from aitc.weights import parse_constant_body, print_constant_body
 
 SPACES = ("dram", "sram", "acc")
+
+
+def memref_of(buffer: SSAValue) -> MemRefType:
+    """The type of a buffer value. (xDSL 0.74 types operands and block arguments as
+    `SSAValue[Attribute]`, whatever their constraint: upstream gap.)"""
+    assert isinstance(buffer.type, MemRefType)
+    return buffer.type
 
 
 def space_of(buffer: SSAValue | Attribute) -> str:
@@ -120,9 +128,9 @@ def type_text(type_: Attribute) -> str:
     return text
 
 
-def element_name(type_: Attribute) -> str:
+def element_name(type_: MemRefType) -> str:
     """The element type of a memref as text ("f32", "i8", ...)."""
-    return type_text(type_.get_element_type())  # pyright: ignore
+    return type_text(type_.get_element_type())
 
 
 def _constant_index(value: SSAValue) -> int | None:
@@ -178,8 +186,8 @@ class ConstOp(IRDLOperation):
     buffer = result_def(MemRefType)
 
     def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
-        tensor = value.get_type()
-        type_ = buffer_type(tensor.get_shape(), tensor.get_element_type(), "dram")  # pyright: ignore
+        shape, element = shape_and_element(value.get_type())
+        type_ = buffer_type(shape, element, "dram")
         super().__init__(attributes={"value": value}, result_types=[type_])
 
     def verify_(self) -> None:
@@ -188,9 +196,9 @@ class ConstOp(IRDLOperation):
         _require(self.value is not None, "tile.const needs a value")
         assert self.value is not None
         value_type = self.value.get_type()
+        shape, element = shape_and_element(value_type)
         _require(
-            tuple(value_type.get_shape()) == tuple(type_.get_shape())  # pyright: ignore
-            and value_type.get_element_type() == type_.get_element_type(),  # pyright: ignore
+            shape == tuple(type_.get_shape()) and element == type_.get_element_type(),
             f"value {value_type} does not match buffer {type_}",
         )
 
@@ -200,7 +208,7 @@ class ConstOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ConstOp:
         value, extra = parse_constant_body(parser, "tile.const")
-        op = cls(value)  # pyright: ignore[reportArgumentType]
+        op = cls(value)
         op.attributes.update(extra)
         return op
 
@@ -240,12 +248,14 @@ class WindowOp(IRDLOperation):
         """`accesses`, memoised against the operand tuple (passes query it in hot loops): xDSL
         keeps the operands in an immutable tuple that any change replaces, so the same tuple
         object means the same operands."""
-        operands = self._operands  # pyright: ignore[reportPrivateUsage]
-        cached = self.__dict__.get("_accesses")
+        # xDSL 0.74 has no public API for the operand tuple itself (`operands` makes a new view
+        # on every call) (upstream gap): the memo keys on `Operation._operands`.
+        operands = self._operands
+        cached = vars(self).get("_accesses")
         if cached is not None and cached[0] is operands:
             return cached[1]
         result = tuple(self._split_accesses(list(operands)))
-        self.__dict__["_accesses"] = (operands, result)
+        vars(self)["_accesses"] = (operands, result)
         return result
 
     def _split_accesses(self, operands: list[SSAValue]) -> list[tuple[SSAValue, tuple[SSAValue, ...]]]:
@@ -265,14 +275,18 @@ class WindowOp(IRDLOperation):
     def access(self, name: str) -> tuple[SSAValue, tuple[SSAValue, ...]]:
         return self._windows()[self.ACCESSES.index(name)]
 
+    def access_type(self, name: str) -> MemRefType:
+        """The memref type of access `name`'s buffer (`_split_accesses` checks that it is one)."""
+        return memref_of(self.access(name)[0])
+
     def box(self) -> tuple[int, ...]:
         """The `sizes` values (decoded once per `sizes` attribute: attributes are immutable)."""
         sizes = self.sizes
-        cached = self.__dict__.get("_box")
+        cached = vars(self).get("_box")
         if cached is not None and cached[0] is sizes:
             return cached[1]
-        box = tuple(int(v) for v in sizes.get_values()) if sizes is not None else ()
-        self.__dict__["_box"] = (sizes, box)
+        box = tuple(int(v) for v in sizes.get_values()) if sizes is not None else ()  # pyright: ignore[reportAttributeAccessIssue]  -- xDSL 0.74 overloads DenseArrayBase.get_values for int or float arrays, not the unparametrized field type (upstream gap)
+        vars(self)["_box"] = (sizes, box)
         return box
 
     # -- verification
@@ -296,8 +310,8 @@ class WindowOp(IRDLOperation):
         return self.box()
 
     def _verify_fits(self, name: str) -> None:
-        buffer, indices = self.access(name)
-        shape = tuple(buffer.type.get_shape())  # pyright: ignore
+        indices = self.access(name)[1]
+        shape = tuple(self.access_type(name).get_shape())
         box = self.window_shape(name)
         if len(box) != len(shape):
             raise VerifyException(f"{self.name} '{name}': sizes need {len(shape)} values, got {list(box)}")
@@ -366,7 +380,7 @@ class ElementwiseWindowOp(WindowOp):
 
     def element_types(self) -> dict[str, str]:
         """The element type ("f32", "i32", "i8", ...) of each access's buffer, by name."""
-        return {name: element_name(self.access(name)[0].type) for name in self.ACCESSES}
+        return {name: element_name(self.access_type(name)) for name in self.ACCESSES}
 
     def dtype(self) -> str:
         """The element type the op computes in (its first window's)."""
@@ -411,7 +425,7 @@ class CopyOp(WindowOp):
         self._verify_fits("dst")
         (src, _), (dst, _) = self._windows()
         _require(
-            src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
+            self.access_type("src").get_element_type() == self.access_type("dst").get_element_type(),
             "tile.copy keeps the element type",
         )
         pair = {space_of(src), space_of(dst)}
@@ -448,7 +462,7 @@ class MatmulOp(WindowOp):
         _require(len(self.box()) == 3, "tile.matmul: sizes are [m, k, n]")
         for name in self.ACCESSES:
             self._verify_fits(name)
-        lhs, rhs, acc = (self.access(n)[0].type.get_element_type() for n in self.ACCESSES)  # pyright: ignore
+        lhs, rhs, acc = (self.access_type(n).get_element_type() for n in self.ACCESSES)
         _require(lhs == rhs, "tile.matmul: lhs and rhs need one element type")
         expected = {"f32": "f32", "i8": "i32"}.get(str(lhs))
         _require(
@@ -479,7 +493,7 @@ class BinaryOp(ElementwiseWindowOp):
         if name != "b":
             return box
         mode = self.broadcast.data if self.broadcast is not None else "none"
-        rows, cols = box[-2:] if len(box) >= 2 else (1, box[-1])
+        rows, cols = (1, *box)[-2:]  # a 1-D box is one row
         lead = box[:-2]
         return {"none": box, "row": (*lead, 1, cols), "col": (*lead, rows, 1), "scalar": (*lead, 1, 1)}[mode][
             -len(box) :
@@ -601,7 +615,7 @@ class ReduceOp(ElementwiseWindowOp):
         _require(self.op is not None and self.op.data in ("sum", "max"), "tile.reduce: op must be sum or max")
         super().verify_window()
         rows = self.box()[-2] if len(self.box()) >= 2 else 1
-        dst_shape = self.access("dst")[0].type.get_shape()  # pyright: ignore
+        dst_shape = self.access_type("dst").get_shape()
         _require(
             rows == 1 or dst_shape[-1] == 1,
             f"tile.reduce: dst must be a dense column (last dim 1), got {list(dst_shape)}",
@@ -692,7 +706,7 @@ class TransposeOp(WindowOp):
         self._verify_fits("dst")
         (src, _), (dst, _) = self._windows()
         _require(
-            src.type.get_element_type() == dst.type.get_element_type(),  # pyright: ignore
+            self.access_type("src").get_element_type() == self.access_type("dst").get_element_type(),
             "tile.transpose keeps the element type",
         )
         pair = {space_of(src), space_of(dst)}
@@ -722,15 +736,14 @@ class GatherOp(WindowOp):
 
     def window_shape(self, name: str) -> tuple[int, ...]:
         rows, length = self.box()
-        buffer = self.access("table")[0]
-        table_rows = buffer.type.get_shape()[0]  # pyright: ignore
+        table_rows = self.access_type("table").get_shape()[0]
         return {"table": (table_rows, length), "indices": (rows, 1), "dst": (rows, length)}[name]
 
     def verify_window(self) -> None:
         _require(len(self.box()) == 2, "tile.gather: sizes are [rows, row length]")
         for name in self.ACCESSES:
             self._verify_fits(name)
-        index_type = element_name(self.access("indices")[0].type)
+        index_type = element_name(self.access_type("indices"))
         _require(index_type == "i32", f"tile.gather: indices must be i32, got {index_type}")
 
 
@@ -823,7 +836,7 @@ class KernelOp(IRDLOperation):
         try:
             attributes = parser.parse_optional_attr_dict()
         except ParseError:
-            parser._resume_from(start)  # pyright: ignore[reportPrivateUsage]
+            parser._resume_from(start)  # xDSL 0.74 has no public API to backtrack a parser (upstream gap)
             return {}, parser.parse_region()
         braces = parser.pos != start
         body = parser.parse_optional_region()
@@ -836,7 +849,7 @@ class KernelOp(IRDLOperation):
 
 def narrows_i64(op: CastOp) -> bool:
     """Whether `op` is the i64 -> i32 index narrowing (a DMA of low words, not a vector op)."""
-    return element_name(op.access("a")[0].type) == "i64"
+    return element_name(op.access_type("a")) == "i64"
 
 
 COMPUTE_OPS: tuple[type[WindowOp], ...] = (

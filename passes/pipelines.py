@@ -83,7 +83,7 @@ def with_target(passes: Sequence[ModulePass], target: str) -> list[ModulePass]:
     result = list(passes)
     for index, pass_ in enumerate(result):
         if "target" in {f.name for f in fields(pass_)}:
-            result[index] = replace(pass_, target=target)  # pyright: ignore[reportCallIssue]
+            result[index] = replace(pass_, target=target)
             break
     return result
 

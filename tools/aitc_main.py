@@ -148,7 +148,7 @@ def _load_module(path: str, input_shapes):
 def cmd_run(args: argparse.Namespace) -> int:
     """Runs graph-level IR on the reference interpreter, or a hw program (.mlir or .aitb) on the
     simulator; writes or summarises the outputs."""
-    from aitc.files import arrays_to_npz, check_outputs, load_arrays, write_outputs
+    from aitc.files import PathLike, arrays_to_npz, check_outputs, load_arrays, write_outputs
     from aitc.report import summarize_outputs
 
     check_outputs([args.outputs, args.trace], [args.file, args.inputs, args.target])
@@ -159,7 +159,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         outputs, trace = _simulate(args, module, inputs)
     else:
         outputs = _interpret(args, module, inputs)
-    files = {args.outputs: arrays_to_npz(outputs)} if args.outputs is not None else {}
+    files: dict[PathLike, str | bytes] = {}
+    if args.outputs is not None:
+        files[args.outputs] = arrays_to_npz(outputs)
     if trace is not None:
         files[args.trace] = trace
     write_outputs(files, [args.file, args.inputs, args.target])

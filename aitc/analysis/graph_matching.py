@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FusedLoc, NameLoc, TensorType
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, LocationAttr, NameLoc, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -85,6 +85,8 @@ def location_name(location: Attribute) -> str | None:
     if isinstance(location, NameLoc):
         return location.desc.data
     if isinstance(location, FusedLoc):
+        # xDSL 0.74 types FusedLoc.locations as Attribute; its constraint makes it an ArrayAttr
+        assert isinstance(location.locations, ArrayAttr)
         names = [location_name(loc) for loc in location.locations.data]
         return next((n for n in reversed(names) if n), None)
     return None
@@ -114,12 +116,12 @@ def name_hint(op: Operation) -> str:
     return clean if clean[0].isalpha() or clean[0] == "_" else "v_" + clean
 
 
-def new_constant(array: np.ndarray, hint: str, location: Attribute | None = None) -> graph.ConstantOp:
+def new_constant(array: np.ndarray, hint: str, location: LocationAttr | None = None) -> graph.ConstantOp:
     """A `graph.constant` holding `array` (inline when small, a named resource otherwise)."""
-    op = graph.ConstantOp(array_to_attr(np.ascontiguousarray(array), hint))  # pyright: ignore
+    op = graph.ConstantOp(array_to_attr(np.ascontiguousarray(array), hint))
     op.output.name_hint = hint
     if location is not None:
-        op.location = location  # pyright: ignore
+        op.location = location
     return op
 
 

@@ -53,7 +53,7 @@ def program_spans(function: func.FuncOp) -> dict[Operation, Span]:
     spans = {op: (index, index) for index, op in enumerate(order)}
     for op in reversed(order):  # children come after their parent in pre-order
         parent = op.parent_op()
-        if parent in spans:
+        if parent is not None and parent in spans:
             start, end = spans[parent]
             spans[parent] = (start, max(end, spans[op][1]))
     return spans

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import BytesAttr, DictionaryAttr, MemRefType, ModuleOp, ShapedType, StringAttr
+from xdsl.dialects.builtin import BytesAttr, DictionaryAttr, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
 from aitc.diagnostics import AitcError
 from aitc.dialects.exec import is_schedule
-from aitc.types import numpy_dtype
+from aitc.types import numpy_dtype, shape_and_element
 
 ENTRY = "main"
 OUTPUT_ARG = "tile.output"
@@ -110,8 +110,8 @@ def check_inputs(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.nd
     for name, type_ in zip(names, input_types(f), strict=True):
         if name not in inputs:
             continue
-        assert isinstance(type_, ShapedType)
-        want_shape, want_dtype = tuple(type_.get_shape()), numpy_dtype(type_.get_element_type())
+        want_shape, element = shape_and_element(type_)
+        want_dtype = numpy_dtype(element)
         value = np.asarray(inputs[name])
         if value.shape != want_shape or value.dtype != want_dtype:
             problems.append(

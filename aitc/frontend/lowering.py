@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import NameLoc, NoneAttr, StringAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import LocationAttr, NameLoc, NoneAttr, StringAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import graph
@@ -34,7 +34,7 @@ class Lowering:
     def __init__(self, block: Block, opset: int):
         self.block = block
         self.opset = opset
-        self.location: Attribute | None = None
+        self.location: LocationAttr | None = None
         self.name_hint = "c"
         self._constants: dict[SSAValue, np.ndarray] = {}
         self._materialized: dict[int, tuple[np.ndarray, SSAValue]] = {}
@@ -52,7 +52,7 @@ class Lowering:
             return cached[1]
         named = self.constant_names.get(id(value))
         hint = named[1] if named is not None and named[0] is value else self.name_hint
-        op = graph.ConstantOp(array_to_attr(value, hint))  # pyright: ignore
+        op = graph.ConstantOp(array_to_attr(value, hint))
         self._place(op)
         result = op.output
         self._constants[result] = value
@@ -102,7 +102,7 @@ class Lowering:
 
     def _place(self, op: Operation) -> None:
         if self.location is not None:
-            op.location = self.location  # pyright: ignore
+            op.location = self.location
         self.block.add_op(op)
 
     def _fold(self, op: Operation) -> tuple[np.ndarray, ...] | None:
@@ -119,7 +119,7 @@ class Lowering:
     def reshape(self, value: Value, shape: Sequence[int]) -> Value:
         if isinstance(value, np.ndarray):
             return value.reshape(shape)
-        if tuple(value.type.get_shape()) == tuple(shape):  # pyright: ignore
+        if tuple(graph.tensor_of(value).get_shape()) == tuple(shape):
             return value
         return self.emit(graph.ReshapeOp(value, shape))[0]
 
@@ -127,7 +127,7 @@ class Lowering:
         assert value is not None
         if isinstance(value, np.ndarray):
             return value.astype(dtype) if value.dtype != dtype else value
-        if numpy_dtype(value.type.get_element_type()) == dtype:  # pyright: ignore
+        if numpy_dtype(graph.tensor_of(value).get_element_type()) == dtype:
             return value
         return self.emit(graph.CastOp(value, element_type_of(dtype)))[0]
 
@@ -139,12 +139,13 @@ class Lowering:
         keepdims: bool,
     ) -> Value:
         x = self.ssa(value)
-        shape = x.type.get_shape()  # pyright: ignore
+        x_type = graph.tensor_of(x)
+        shape = x_type.get_shape()
         out = graph.ReduceOp.infer_shape(shape, axes, keepdims)
         attributes: dict[str, Attribute] = {"axes": graph.ints_attr(axes)}
         if keepdims:
             attributes["keepdims"] = UnitAttr()
-        result_type = TensorType(x.type.get_element_type(), out)  # pyright: ignore
+        result_type = TensorType(x_type.get_element_type(), out)
         return self.emit(op_type.build(operands=[x], result_types=[result_type], attributes=attributes))[0]
 
     def check_size(self, shape: Sequence[int], what: str) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
-from onnx import helper, numpy_helper
+from onnx import external_data_helper, helper, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -230,7 +230,7 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
         raise AitcError(problems, hint=_EXTERNAL_HINT)
     if _external_tensors(model):
         try:
-            onnx.external_data_helper.load_external_data_for_model(model, str(folder))
+            external_data_helper.load_external_data_for_model(model, str(folder))
         except (OSError, ValueError) as error:
             raise AitcError(f"cannot read the model's external data: {error}") from None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -47,6 +48,36 @@ ONNX_OPS: dict[str, OnnxOp] = {}
 
 def attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: object) -> Any:
+    """Attribute `name` as onnx decodes it (`get_attribute_value` is typed Any), else `default`;
+    with no default (None) the attribute is required and its absence a KeyError."""
+    found = attrs(node)
+    return found[name] if default is None else found.get(name, default)
+
+
+def attr_int(node: onnx.NodeProto, name: str, default: int | None = None) -> int:
+    return int(_attribute(node, name, default))
+
+
+def attr_float(node: onnx.NodeProto, name: str, default: float | None = None) -> float:
+    return float(_attribute(node, name, default))
+
+
+def attr_ints(node: onnx.NodeProto, name: str, default: Sequence[int] | None = None) -> list[int]:
+    return list(_attribute(node, name, default))
+
+
+def attr_str(node: onnx.NodeProto, name: str, default: str) -> str:
+    """A string attribute (onnx gives bytes) decoded, `default` when absent."""
+    value = _attribute(node, name, default.encode())
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def attr_tensor(node: onnx.NodeProto, name: str) -> onnx.TensorProto | None:
+    """A tensor attribute, None when absent."""
+    return _attribute(node, name, None) if name in attrs(node) else None
 
 
 _FLAG_ATTRIBUTES = frozenset({
@@ -169,20 +200,18 @@ _PARAMETRIC = {
 @_register(list(_PARAMETRIC), "supported")
 def _lower_parametric(lw: Lowering, node, inputs):
     op_type, defaults = _PARAMETRIC[node.op_type]
-    params = {k: float(attrs(node).get(k, v)) for k, v in defaults.items()}  # pyright: ignore
+    params = {k: attr_float(node, k, v) for k, v in defaults.items()}
     return lw.emit(op_type(lw.ssa(inputs[0]), **params))
 
 
 def _gelu_precheck(node) -> str | None:
-    mode = attrs(node).get("approximate", b"none")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "approximate", "none")
     return None if mode in ("none", "tanh") else f"unknown approximate mode '{mode}'"
 
 
 @_register(["Gelu"], "supported", _gelu_precheck)
 def _lower_gelu(lw: Lowering, node, inputs):
-    mode = attrs(node).get("approximate", b"none")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "approximate", "none")
     extra: dict[str, Attribute] = {"approximate": StringAttr("tanh")} if mode == "tanh" else {}
     return lw.emit(graph.GeluOp(lw.ssa(inputs[0]), extra))
 
@@ -292,7 +321,7 @@ def _lower_where(lw: Lowering, node, inputs):
 
 @_register(["Cast"], "supported")
 def _lower_cast(lw: Lowering, node, inputs):
-    to = int(attrs(node)["to"])  # pyright: ignore
+    to = attr_int(node, "to")
     return [lw.cast(inputs[0], lw.onnx_dtype(to))]
 
 
@@ -337,7 +366,7 @@ def _lower_gemm(lw: Lowering, node, inputs):
     if a.get("transB", 0):
         rhs = lw.emit(graph.TransposeOp(lw.ssa(rhs), [1, 0]))[0]
     result = lw.emit(graph.MatMulOp(lw.ssa(lhs), lw.ssa(rhs)))[0]
-    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))  # pyright: ignore
+    alpha, beta = attr_float(node, "alpha", 1.0), attr_float(node, "beta", 1.0)
     dtype = _dtype(result)
     if alpha != 1.0:
         result = lw.emit(graph.MulOp(lw.ssa(result), lw.ssa(np.asarray(alpha, dtype))))[0]
@@ -350,12 +379,10 @@ def _lower_gemm(lw: Lowering, node, inputs):
 
 
 def _auto_pads(node, in_spatial, kernel, strides, dilations) -> list[int]:
-    a = attrs(node)
-    mode = a.get("auto_pad", b"NOTSET")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "auto_pad", "NOTSET")
     n = len(kernel)
     if mode == "NOTSET":
-        return list(a.get("pads", [0] * (2 * n)))  # pyright: ignore
+        return attr_ints(node, "pads", [0] * (2 * n))
     if mode == "VALID":
         return [0] * (2 * n)
     begins, ends = [], []
@@ -369,18 +396,16 @@ def _auto_pads(node, in_spatial, kernel, strides, dilations) -> list[int]:
 
 
 def _auto_pad_precheck(node) -> str | None:
-    mode = attrs(node).get("auto_pad", b"NOTSET")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "auto_pad", "NOTSET")
     if mode not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
         return f"unknown auto_pad '{mode}'"
     return None
 
 
 def _window_attrs(node, x_shape, kernel) -> dict[str, Attribute]:
-    a = attrs(node)
     n = len(kernel)
-    strides = list(a.get("strides", [1] * n))  # pyright: ignore
-    dilations = list(a.get("dilations", [1] * n))  # pyright: ignore
+    strides = attr_ints(node, "strides", [1] * n)
+    dilations = attr_ints(node, "dilations", [1] * n)
     pads = _auto_pads(node, x_shape[2:], kernel, strides, dilations)
     result: dict[str, Attribute] = {"strides": graph.ints_attr(strides)}
     if any(pads):
@@ -395,11 +420,11 @@ def _lower_conv(lw: Lowering, node, inputs):
     x, w = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
     kernel = _shape(w)[2:]
-    declared = attrs(node).get("kernel_shape")
-    if declared is not None and list(declared) != list(kernel):  # pyright: ignore
-        raise Unsupported(f"kernel_shape {list(declared)} disagrees with the weight {list(kernel)}")  # pyright: ignore
+    declared = attr_ints(node, "kernel_shape") if "kernel_shape" in attrs(node) else None
+    if declared is not None and declared != list(kernel):
+        raise Unsupported(f"kernel_shape {declared} disagrees with the weight {list(kernel)}")
     attributes = _window_attrs(node, _shape(x), kernel)
-    group = int(attrs(node).get("group", 1))  # pyright: ignore
+    group = attr_int(node, "group", 1)
     if group != 1:
         attributes["group"] = IntegerAttr(group, i64)
     operands = [lw.ssa(x), lw.ssa(w), [lw.ssa(bias)] if bias is not None else []]
@@ -415,7 +440,7 @@ def _pool_precheck(node) -> str | None:
 @_register(["MaxPool", "AveragePool"], "supported", _pool_precheck)
 def _lower_pool(lw: Lowering, node, inputs):
     a = attrs(node)
-    kernel = list(a["kernel_shape"])  # pyright: ignore
+    kernel = attr_ints(node, "kernel_shape")
     x = inputs[0]
     attributes = _window_attrs(node, _shape(x), kernel)
     attributes["kernel_shape"] = graph.ints_attr(kernel)
@@ -449,7 +474,7 @@ def _bn_precheck(node) -> str | None:
 
 @_register(["BatchNormalization"], "supported", _bn_precheck)
 def _lower_batch_norm(lw: Lowering, node, inputs):
-    eps = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    eps = attr_float(node, "epsilon", 1e-5)
     operands = [lw.ssa(v) for v in inputs[:5]]
     op = graph.BatchNormOp.create(
         operands=operands,
@@ -460,7 +485,7 @@ def _lower_batch_norm(lw: Lowering, node, inputs):
 
 
 def _stash_type_precheck(node) -> str | None:
-    stash = int(attrs(node).get("stash_type", onnx.TensorProto.FLOAT))  # pyright: ignore
+    stash = attr_int(node, "stash_type", onnx.TensorProto.FLOAT)
     if stash != onnx.TensorProto.FLOAT:
         return f"{node.op_type} stash_type {stash} (only float32 statistics are supported)"
     return None
@@ -468,11 +493,10 @@ def _stash_type_precheck(node) -> str | None:
 
 @_register(["LayerNormalization"], "supported", _stash_type_precheck)
 def _lower_layer_norm(lw: Lowering, node, inputs):
-    a = attrs(node)
     x = lw.ssa(inputs[0])
     rank = len(_shape(x))
-    axis = _axis(int(a.get("axis", -1)), rank, node)  # pyright: ignore
-    epsilon = float(a.get("epsilon", 1e-5))  # pyright: ignore
+    axis = _axis(attr_int(node, "axis", -1), rank, node)
+    epsilon = attr_float(node, "epsilon", 1e-5)
     bias = inputs[2] if len(inputs) > 2 else None
     op = graph.LayerNormOp.build(
         operands=[x, lw.ssa(inputs[1]), [lw.ssa(bias)] if bias is not None else []],
@@ -523,7 +547,7 @@ def _lower_instance_norm(lw: Lowering, node, inputs):
     rank = len(_shape(x))
     if rank < 3:
         raise Unsupported(f"InstanceNormalization needs an N x C x D1 x ... input, got rank {rank}")
-    epsilon = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    epsilon = attr_float(node, "epsilon", 1e-5)
     normalized = _normalize(lw, x, list(range(2, rank)), epsilon)
     return [_affine(lw, normalized, inputs[1], inputs[2])]
 
@@ -536,10 +560,10 @@ def _lower_group_norm(lw: Lowering, node, inputs):
     rejects the per-group scale of opset 18 as deprecated)."""
     x = inputs[0]
     shape = _shape(x)
-    groups = int(attrs(node)["num_groups"])  # pyright: ignore
+    groups = attr_int(node, "num_groups")
     if len(shape) < 2 or groups <= 0 or shape[1] % groups:
         raise Unsupported(f"num_groups {groups} must divide the channels of {list(shape)}")
-    epsilon = float(attrs(node).get("epsilon", 1e-5))  # pyright: ignore
+    epsilon = attr_float(node, "epsilon", 1e-5)
     grouped = lw.reshape(x, [shape[0], groups, int(np.prod(shape[1:])) // groups])
     normalized = _normalize(lw, grouped, [2], epsilon)
     return [_affine(lw, lw.reshape(normalized, shape), inputs[1], inputs[2])]
@@ -550,7 +574,7 @@ def _lower_softmax(lw: Lowering, node, inputs):
     x = lw.ssa(inputs[0])
     rank = len(_shape(x))
     default = -1 if lw.opset >= 13 else 1
-    axis = _axis(int(attrs(node).get("axis", default)), rank, node)  # pyright: ignore
+    axis = _axis(attr_int(node, "axis", default), rank, node)
     if lw.opset < 13 and axis != rank - 1:
         raise Unsupported("Softmax before opset 13 flattens from `axis`; only the last axis is supported")
     op_type = graph.SoftmaxOp if node.op_type == "Softmax" else graph.LogSoftmaxOp
@@ -576,7 +600,7 @@ def _reduce_axes(lw: Lowering, node, inputs) -> list[int] | None:
     if len(inputs) > 1 and inputs[1] is not None:
         axes = [int(v) for v in lw.const(inputs[1], "axes").reshape(-1)]
     else:
-        axes = list(a.get("axes", []))  # pyright: ignore
+        axes = attr_ints(node, "axes", [])
     if not axes:
         return None if a.get("noop_with_empty_axes", 0) else list(range(rank))
     return sorted({_axis(int(ax), rank, node) for ax in axes})
@@ -640,7 +664,7 @@ def _lower_arg_reduce(lw: Lowering, node, inputs):
     a = attrs(node)
     x = lw.ssa(inputs[0])
     shape = _shape(x)
-    axis = _axis(int(a.get("axis", 0)), len(shape), node)  # pyright: ignore
+    axis = _axis(attr_int(node, "axis", 0), len(shape), node)
     keep = bool(a.get("keepdims", 1))
     attributes: dict[str, Attribute] = {"axes": graph.ints_attr([axis])}
     if keep:
@@ -679,7 +703,7 @@ def _lower_reshape(lw: Lowering, node, inputs):
 @_register(["Flatten"], "decomposed", note="graph.reshape")
 def _lower_flatten(lw: Lowering, node, inputs):
     shape = _shape(inputs[0])
-    axis = int(attrs(node).get("axis", 1))  # pyright: ignore
+    axis = attr_int(node, "axis", 1)
     if not -len(shape) <= axis <= len(shape):
         raise Unsupported(f"axis {axis} is out of range for rank {len(shape)}")
     axis = axis + len(shape) if axis < 0 else axis
@@ -689,8 +713,7 @@ def _lower_flatten(lw: Lowering, node, inputs):
 def _axes_input(lw: Lowering, node, inputs) -> list[int] | None:
     if len(inputs) > 1 and inputs[1] is not None:
         return [int(v) for v in lw.const(inputs[1], "axes").reshape(-1)]
-    value = attrs(node).get("axes")
-    return None if value is None else [int(v) for v in value]  # pyright: ignore
+    return attr_ints(node, "axes") if "axes" in attrs(node) else None
 
 
 @_register(["Squeeze"], "decomposed", note="graph.reshape", static_inputs=[1])
@@ -718,15 +741,14 @@ def _lower_unsqueeze(lw: Lowering, node, inputs):
 @_register(["Transpose"], "supported")
 def _lower_transpose(lw: Lowering, node, inputs):
     rank = len(_shape(inputs[0]))
-    perm = list(attrs(node).get("perm", list(reversed(range(rank)))))  # pyright: ignore
+    perm = attr_ints(node, "perm", list(reversed(range(rank))))
     if sorted(perm) != list(range(rank)):
         raise Unsupported(f"perm {perm} is not a permutation of rank {rank}")
     return lw.emit(graph.TransposeOp(lw.ssa(inputs[0]), perm))
 
 
 def _block_mode(node) -> str:
-    mode = attrs(node).get("mode", b"DCR")
-    return (mode.decode() if isinstance(mode, bytes) else str(mode)).upper()
+    return attr_str(node, "mode", "DCR").upper()
 
 
 def _block_precheck(node) -> str | None:
@@ -737,7 +759,7 @@ def _block_precheck(node) -> str | None:
 @_register(["DepthToSpace", "SpaceToDepth"], "decomposed", _block_precheck, note="graph.reshape + transpose")
 def _lower_depth_space(lw: Lowering, node, inputs):
     x = inputs[0]
-    bs = int(attrs(node)["blocksize"])  # pyright: ignore
+    bs = attr_int(node, "blocksize")
     split, perm, out = _depth_space_plan(node.op_type, _shape(x), bs, _block_mode(node) == "DCR")
     moved = lw.emit(graph.TransposeOp(lw.ssa(lw.reshape(x, split)), perm))[0]
     return [lw.reshape(moved, out)]
@@ -765,7 +787,7 @@ def _depth_space_plan(op_type: str, shape, bs: int, dcr: bool) -> tuple[list[int
 def _lower_concat(lw: Lowering, node, inputs):
     values = [v for v in inputs if v is not None]
     rank = len(_shape(values[0]))
-    axis = _axis(int(attrs(node)["axis"]), rank, node)  # pyright: ignore
+    axis = _axis(attr_int(node, "axis"), rank, node)
     nonempty = [v for v in values if _shape(v)[axis] != 0] or values[:1]
     if len(nonempty) == 1:
         return [nonempty[0]]
@@ -777,13 +799,13 @@ def _lower_split(lw: Lowering, node, inputs):
     a = attrs(node)
     x = inputs[0]
     shape = _shape(x)
-    axis = _axis(int(a.get("axis", 0)), len(shape), node)  # pyright: ignore
+    axis = _axis(attr_int(node, "axis", 0), len(shape), node)
     if len(inputs) > 1 and inputs[1] is not None:
         sizes = [int(v) for v in lw.const(inputs[1], "split")]
     elif "split" in a:
-        sizes = [int(v) for v in a["split"]]  # pyright: ignore
+        sizes = attr_ints(node, "split")
     else:
-        count = int(a.get("num_outputs", len(node.output)))  # pyright: ignore
+        count = attr_int(node, "num_outputs", len(node.output))
         chunk = -(-shape[axis] // count)
         sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
     if sum(sizes) != shape[axis] or len(sizes) != len(node.output):
@@ -871,8 +893,7 @@ def _lower_tile(lw: Lowering, node, inputs):
 
 
 def _pad_precheck(node) -> str | None:
-    mode = attrs(node).get("mode", b"constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "mode", "constant")
     return None if mode in ("constant", "reflect", "edge") else f"pad mode '{mode}' is not supported"
 
 
@@ -895,12 +916,11 @@ def _lower_pad(lw: Lowering, node, inputs):
             if lw.const(inputs[2], "constant_value").size
             else 0.0
         )
-    mode = attrs(node).get("mode", b"constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attr_str(node, "mode", "constant")
     out = [d + pads[i] + pads[i + rank] for i, d in enumerate(shape)]
     attributes: dict[str, Attribute] = {
         "pads": graph.ints_attr(pads),
-        "mode": StringAttr(str(mode)),
+        "mode": StringAttr(mode),
     }
     if mode == "constant":
         attributes["value"] = graph.float_attr(value)
@@ -916,7 +936,7 @@ def _lower_pad(lw: Lowering, node, inputs):
 def _lower_gather(lw: Lowering, node, inputs):
     x, indices = inputs[0], inputs[1]
     shape = _shape(x)
-    axis = _axis(int(attrs(node).get("axis", 0)), len(shape), node)  # pyright: ignore
+    axis = _axis(attr_int(node, "axis", 0), len(shape), node)
     out = [*shape[:axis], *_shape(indices), *shape[axis + 1 :]]
     op = graph.GatherOp.build(
         operands=[lw.ssa(x), lw.ssa(indices)],
@@ -929,7 +949,7 @@ def _lower_gather(lw: Lowering, node, inputs):
 @_register(["GatherND"], "supported")
 def _lower_gather_nd(lw: Lowering, node, inputs):
     x, indices = inputs[0], inputs[1]
-    batch_dims = int(attrs(node).get("batch_dims", 0))  # pyright: ignore
+    batch_dims = attr_int(node, "batch_dims", 0)
     out = graph.GatherNDOp.infer_shape(_shape(x), _shape(indices), batch_dims)
     op = graph.GatherNDOp.build(
         operands=[lw.ssa(x), lw.ssa(indices)],
@@ -959,9 +979,8 @@ def _lower_constant(lw: Lowering, node, inputs):
 @_register(["Shape"], "decomposed", note="folded to a constant (static shapes)")
 def _lower_shape(lw: Lowering, node, inputs):
     shape = np.asarray(_shape(inputs[0]), dtype=np.int64)
-    a = attrs(node)
-    start, end = int(a.get("start", 0)), a.get("end")  # pyright: ignore
-    return [shape[start : None if end is None else int(end)]]  # pyright: ignore
+    end = attr_int(node, "end") if "end" in attrs(node) else None
+    return [shape[attr_int(node, "start", 0) : end]]
 
 
 @_register(["Size"], "decomposed", note="folded to a constant (static shapes)")
@@ -973,8 +992,8 @@ def _lower_size(lw: Lowering, node, inputs):
 def _lower_constant_of_shape(lw: Lowering, node, inputs):
     shape = [int(v) for v in lw.const(inputs[0], "shape").reshape(-1)]
     lw.check_size(shape, node.output[0])
-    value = attrs(node).get("value")
-    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)  # pyright: ignore
+    value = attr_tensor(node, "value")
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 

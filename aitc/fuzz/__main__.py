@@ -34,6 +34,7 @@ def _families(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The fuzzer's command line."""
+    assert __doc__ is not None  # python -OO strips it (and this assert)
     parser = argparse.ArgumentParser(prog="python -m aitc.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500, help="number of cases (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")

@@ -7,6 +7,7 @@ lowering, and import-time constant folding (`ConstantOfShape` of [2**40], `Range
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import onnx
@@ -88,7 +89,7 @@ def _attribute_value(rng: random.Random, kind: onnx.defs.OpSchema.AttrType) -> o
     return None
 
 
-def _random_attributes(rng: random.Random, schema: onnx.defs.OpSchema | None) -> dict[str, object]:
+def _random_attributes(rng: random.Random, schema: onnx.defs.OpSchema | None) -> dict[str, Any]:
     """Every required attribute of the schema and some optional ones, with plausible (sometimes
     absurd) values; none for an op without a schema."""
     chosen = {}

@@ -16,7 +16,7 @@ from typing import Literal, cast
 
 import numpy as np
 from scipy import special
-from xdsl.dialects.builtin import NameLoc, TensorType
+from xdsl.dialects.builtin import NameLoc, StringAttr, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 
@@ -88,7 +88,10 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 def apply_activation(op: Operation, value: np.ndarray) -> np.ndarray:
     attr = op.attributes.get("activation")
-    return value if attr is None else ACTIVATIONS[attr.data](value)  # pyright: ignore
+    if attr is None:
+        return value
+    assert isinstance(attr, StringAttr)  # the op verifier checks it
+    return ACTIVATIONS[attr.data](value)
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:

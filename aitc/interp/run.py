@@ -29,11 +29,12 @@ from aitc.analysis.signature import (
     output_names,
 )
 from aitc.dialects import exec as exec_dialect
+from aitc.dialects import hw
 from aitc.interp.schedule import HostRunner, RunNpu, run_schedule
 from aitc.interp.sync import is_sync_level, run_sync_module
 from aitc.interp.tile import run_tile_module
 from aitc.sim.simulator import Simulator
-from aitc.types import numpy_dtype
+from aitc.types import numpy_dtype, shape_and_element
 
 __all__ = [
     "entry_function", "input_names", "is_output_arg", "output_names", "random_inputs", "random_tensor",
@@ -56,10 +57,10 @@ def random_tensor(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtyp
 def random_inputs(f: func.FuncOp, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded random inputs for every argument of `f`, by model input name."""
     rng = np.random.default_rng(seed)
-    types = input_types(f)
+    types = [shape_and_element(t) for t in input_types(f)]
     return {
-        name: random_tensor(rng, t.get_shape(), numpy_dtype(t.get_element_type()))  # pyright: ignore
-        for name, t in zip(input_names(f), types, strict=True)
+        name: random_tensor(rng, shape, numpy_dtype(element))
+        for name, (shape, element) in zip(input_names(f), types, strict=True)
     }
 
 
@@ -92,7 +93,8 @@ def run_npu_reference(module: ModuleOp) -> RunNpu:
         if isinstance(callee, func.FuncOp):
             named = dict(zip(input_names(callee), args, strict=True))
             return list(run_module(module, named, callee.sym_name.data).values())
-        simulator = Simulator(callee)  # pyright: ignore[reportArgumentType]
+        assert isinstance(callee, hw.ProgramOp)  # an NPU segment is a function or an hw.program
+        simulator = Simulator(callee)
         named = dict(zip((spec.name for spec in simulator.inputs), args, strict=True))
         return list(simulator.run(named).outputs.values())
 

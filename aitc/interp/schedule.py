@@ -33,7 +33,7 @@ def find_schedule(module: ModuleOp, name: str | None = None) -> func.FuncOp | No
     schedules = [op for op in module.ops if exec_dialect.is_schedule(op)]
     if name is not None:
         schedules = [f for f in schedules if isinstance(f, func.FuncOp) and f.sym_name.data == name]
-    return schedules[0] if len(schedules) == 1 else None  # pyright: ignore[reportReturnType]
+    return schedules[0] if len(schedules) == 1 else None
 
 
 def calls(schedule: func.FuncOp) -> list[exec_dialect.CallOp]:

@@ -25,6 +25,7 @@ from aitc.interp.loops import LoopBudget
 from aitc.interp.tile import describe, tile_interpreter
 
 SYNC_OPS = (sync.SignalOp, sync.WaitOp, sync.BarrierOp)
+SyncOp = sync.SignalOp | sync.WaitOp | sync.BarrierOp
 
 
 @dataclass(eq=False)
@@ -47,7 +48,8 @@ class Dispatcher:
     def __init__(self, module: ModuleOp):
         self.budget = LoopBudget()
         self.interpreter = tile_interpreter(module, budget=self.budget)
-        self.env: dict[SSAValue, object] = {}
+        self.env: dict[SSAValue, np.ndarray | int] = {}
+        """Buffers (arrays) and index values."""
         self.streams: dict[str, list[Task]] = {}
         self.windows: dict[Operation, list[Access]] = {}
 
@@ -73,7 +75,7 @@ class Dispatcher:
                 raise AitcError(f"{describe(op)}: the sync interpreter cannot run {op.name}")
 
     def index_op(self, op: Operation) -> None:
-        operands = [(int(self.env[v]), int(self.env[v])) for v in op.operands]  # pyright: ignore
+        operands = [(int(self.env[v]), int(self.env[v])) for v in op.operands]
         value = evaluate_index_op(op, operands) if len(op.results) == 1 else None
         if value is None:
             raise AitcError(f"{describe(op)}: the sync interpreter evaluates index arithmetic only")
@@ -82,15 +84,15 @@ class Dispatcher:
     def loop(self, op: scf.ForOp, loops: tuple[tuple[str, int], ...]) -> None:
         if op.iter_args:
             raise AitcError(f"{describe(op)}: scf.for with iter_args is not a tile-level loop")
-        first, stop, step = (int(self.env[v]) for v in (op.lb, op.ub, op.step))  # pyright: ignore
+        first, stop, step = (int(self.env[v]) for v in (op.lb, op.ub, op.step))
         induction = op.body.block.args[0]
         name = f"%{induction.name_hint or 'i'}"
         for value in self.budget.iterations(op, first, stop, step):
             self.env[induction] = value
             self.block(op.body.block, (*loops, (name, value)))
 
-    def dispatch(self, op: Operation, loops: tuple[tuple[str, int], ...]) -> None:
-        engine = sync.engine_of(op) if isinstance(op, tile.WindowOp) else op.engine.data  # pyright: ignore
+    def dispatch(self, op: tile.WindowOp | SyncOp, loops: tuple[tuple[str, int], ...]) -> None:
+        engine = sync.engine_of(op) if isinstance(op, tile.WindowOp) else op.engine_name()
         if engine is None:
             raise AitcError(f"{describe(op)} is not bound to an engine (run convert-tile-to-sync)")
         task = Task(op, loops=loops)
@@ -99,7 +101,6 @@ class Dispatcher:
             if op not in self.windows:
                 self.windows[op] = accesses(op)
             task.windows = tuple(
-                (access, tuple(int(self.env[i]) for i in access.indices))  # pyright: ignore
-                for access in self.windows[op]
+                (access, tuple(int(self.env[i]) for i in access.indices)) for access in self.windows[op]
             )
         self.streams.setdefault(engine, []).append(task)

@@ -34,7 +34,7 @@ from aitc.weights import array_to_attr
 
 def named(op: Operation, node: str) -> Operation:
     """Attaches an ONNX node name (`loc("node")`) to `op` and returns it."""
-    op.location = NameLoc(StringAttr(node), NoneAttr())  # pyright: ignore[reportAttributeAccessIssue]
+    op.location = NameLoc(StringAttr(node), NoneAttr())
     return op
 
 
@@ -47,19 +47,19 @@ def tensor(
 
 def const(addr: int, array: np.ndarray, name: str = "w") -> ConstOp:
     """A hw.const segment holding `array` at DRAM `addr`."""
-    return ConstOp(addr, array_to_attr(np.asarray(array), name))  # pyright: ignore[reportArgumentType]
+    return ConstOp(addr, array_to_attr(np.asarray(array), name))
 
 
 def core(core_id: int, ops: Sequence[Operation]) -> CoreOp:
     """A hw.core with `ops` followed by hw.end."""
-    return CoreOp(core_id, [*ops, EndOp()])  # pyright: ignore[reportArgumentType]
+    return CoreOp(core_id, [*ops, EndOp()])
 
 
 def program(
     cores: Sequence[CoreOp], data: Sequence[Operation] = (), target: str = "tiny", name: str = "test"
 ) -> ModuleOp:
     """A module holding one hw.program (not verified: the simulator verifies what it decodes)."""
-    return ModuleOp([ProgramOp(name, target, [*data, *cores])])  # pyright: ignore[reportArgumentType]
+    return ModuleOp([ProgramOp(name, target, [*data, *cores])])
 
 
 def _aligned(addr: int) -> int:

@@ -101,15 +101,15 @@ class Scheduler:
         self.dram_free = self.dram_read = self.dram_write = self.now = self.refs = 0
         self.mnemonics: Counter[str] = Counter()
 
-    def _accessors(self) -> list[set[int]]:
-        """For each memory key, the engines whose instructions can touch it."""
+    def _accessors(self) -> list[list[int]]:
+        """For each memory key, the engines whose instructions can touch it (sorted)."""
         accessors: list[set[int]] = [set() for _ in self.memories.sizes]
         for core in self.program.cores:
             for s in core.statics():
                 gid = core.core * self.per_core + s.engine
                 for region in s.regions:
                     accessors[Memories.key(region.space, s.peer if region.peer else core.core)].add(gid)
-        return accessors
+        return [sorted(engines) for engines in accessors]
 
     # -- main loop
     def run(self) -> int:

@@ -105,10 +105,10 @@ class StaticInstr:
         self.mnemonic = op.name.removeprefix("hw.")
         self.kind = CONTROL_KINDS.get(self.mnemonic, "exec")
         values = op.values()
-        addresses = {name: value for name, value in values.items() if op.field(name).kind == "addr"}
+        addresses = {name: op.get_address(name) for name in values if op.field(name).kind == "addr"}
         self.fields: dict[str, Any] = {k: v for k, v in values.items() if k not in addresses}
-        self.spaces = {name: a.space.data for name, a in addresses.items()}  # pyright: ignore
-        self.addr_fields = tuple((name, a.base.data, a.step_values) for name, a in addresses.items())  # pyright: ignore
+        self.spaces = {name: a.space.data for name, a in addresses.items()}
+        self.addr_fields = tuple((name, a.base.data, a.step_values) for name, a in addresses.items())
         steady = not any(steps for _, _, steps in self.addr_fields)
         self.fixed_addr = {name: base for name, base, _ in self.addr_fields} if steady else None
         self.engine = engine
@@ -336,7 +336,7 @@ class _Decoder:
         if op.ENGINE in ("matrix", "vector"):
             return self.names.index(op.ENGINE)
         if op.ENGINE == "dma":
-            queue: int = op.get("queue")  # pyright: ignore[reportAssignmentType]
+            queue = op.get_int("queue")
             name = f"dma{queue if queue >= 0 else DEFAULT_DMA_QUEUE[mnemonic]}"
         else:
             name = str(op.get("engine"))

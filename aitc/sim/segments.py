@@ -16,11 +16,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, ShapedType
+from xdsl.dialects.builtin import ModuleOp
 
 from aitc.analysis.signature import input_names, output_names
 from aitc.dialects import exec as exec_dialect
@@ -32,7 +33,7 @@ from aitc.sim.program import Program, TensorSpec, decode_program
 from aitc.sim.run_program import SimResult, check_inputs, run_program
 from aitc.sim.stats import EngineStats, SimStats
 from aitc.target import Target, load_target
-from aitc.types import numpy_dtype
+from aitc.types import numpy_dtype, shape_and_element
 
 
 @dataclass(frozen=True)
@@ -51,20 +52,19 @@ def _specs(function: func.FuncOp, kind: str) -> tuple[TensorSpec, ...]:
     names = input_names(function) if kind == "input" else output_names(function)
     specs = []
     for name, type_ in zip(names, types, strict=True):
-        assert isinstance(type_, ShapedType)
-        dtype = numpy_dtype(type_.get_element_type())  # pyright: ignore[reportArgumentType]
-        specs.append(TensorSpec(name, kind, tuple(type_.get_shape()), np.dtype(dtype), -1))
+        shape, element = shape_and_element(type_)
+        specs.append(TensorSpec(name, kind, shape, np.dtype(numpy_dtype(element)), -1))
     return tuple(specs)
 
 
-def _target_of(module: ModuleOp, target: Target | str | None) -> Target:
+def _target_of(module: ModuleOp, target: Target | str | Path | None) -> Target:
     if isinstance(target, Target):
         return target
     if target is not None:
         return load_target(target)
-    programs = [op for op in module.ops if isinstance(op, ProgramOp) and op.target is not None]
-    if programs:
-        return load_target(programs[0].target.data)  # pyright: ignore[reportOptionalMemberAccess]
+    targets = [op.target.data for op in module.ops if isinstance(op, ProgramOp) and op.target is not None]
+    if targets:
+        return load_target(targets[0])
     named = module.attributes.get("tile.target")
     return load_target(getattr(named, "data", "edge"))
 
@@ -73,7 +73,7 @@ class SegmentedProgram:
     """A schedule ready to simulate: its hw.programs decoded, its host segments interpretable."""
 
     def __init__(
-        self, module: ModuleOp, schedule: func.FuncOp, target: Target | str | None, options: SimOptions
+        self, module: ModuleOp, schedule: func.FuncOp, target: Target | str | Path | None, options: SimOptions
     ):
         self.module = module
         self.schedule = schedule

@@ -54,7 +54,7 @@ class Simulator:
         schedule = find_schedule(program) if isinstance(program, ModuleOp) else None
         if schedule is not None:
             assert isinstance(program, ModuleOp)
-            self.segmented = SegmentedProgram(program, schedule, target, self.options)  # pyright: ignore
+            self.segmented = SegmentedProgram(program, schedule, target, self.options)
             self.target = self.segmented.target
             return
         if isinstance(program, Program):

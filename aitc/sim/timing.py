@@ -55,7 +55,7 @@ def vector_cost_name(mnemonic: str, f: Mapping[str, Any]) -> str:
     fixed = {"vreduce": "reduce", "vcast": "cast", "vselect": "select"}
     if mnemonic in fixed:
         return fixed[mnemonic]
-    op = f["activation"] if mnemonic == "acc_read" else f["op"]
+    op: str = f["activation"] if mnemonic == "acc_read" else f["op"]
     return _COST_ALIASES.get(op, op)
 
 

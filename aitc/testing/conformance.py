@@ -443,6 +443,7 @@ def format_report(
 def main(argv: Sequence[str] | None = None) -> int:
     from aitc.frontend.onnx_ops import ONNX_OPS
 
+    assert __doc__ is not None  # python -OO strips it (and this assert)
     parser = argparse.ArgumentParser(
         prog="python -m aitc.testing.conformance", description=__doc__.splitlines()[0]
     )

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
+from numpy.typing import ArrayLike
 from onnx import TensorProto, helper, numpy_helper
 
 Inputs = dict[str, np.ndarray]
@@ -63,7 +65,7 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
         return name
 
-    def const(self, name: str, value: np.ndarray | float | int | Sequence) -> str:
+    def const(self, name: str, value: ArrayLike) -> str:
         """An initializer holding `value` (int lists become int64, floats float32)."""
         array = np.asarray(value)
         if array.dtype == np.float64:
@@ -141,7 +143,11 @@ def _conv(
     w = b.weight(f"{prefix}.weight", [c_out, c_in // group, kernel, kernel], fan_in=c_in // group * kernel**2)
     inputs = [x, w] + ([b.uniform(f"{prefix}.bias", [c_out], -0.1, 0.1)] if bias else [])
     pad = kernel // 2
-    attributes = {"kernel_shape": [kernel, kernel], "pads": [pad] * 4, "strides": [stride, stride]}
+    attributes: dict[str, Any] = {
+        "kernel_shape": [kernel, kernel],
+        "pads": [pad] * 4,
+        "strides": [stride, stride],
+    }
     if group != 1:
         attributes["group"] = group
     return b.node("Conv", inputs, f"/{prefix}/Conv", **attributes)

@@ -41,11 +41,11 @@ class DmaOp(InstructionOp):
 
     def verify_instruction(self) -> None:
         require(
-            self.get("rows") >= 1 and self.get("row_bytes") >= 1,
+            self.get_int("rows") >= 1 and self.get_int("row_bytes") >= 1,
             f"{self.name}: rows and row_bytes must be >= 1",
-        )  # pyright: ignore
+        )
         for key in ("src_stride", "dst_stride"):
-            require(self.get(key) >= 0, f"{self.name}: {key} must be >= 0")  # pyright: ignore
+            require(self.get_int(key) >= 0, f"{self.name}: {key} must be >= 0")
 
 
 @irdl_op_definition
@@ -125,7 +125,7 @@ class DmaGatherOp(DmaOp):
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
-        require(self.get("table_rows") >= 1, "hw.dma_gather: table_rows must be >= 1")  # pyright: ignore
+        require(self.get_int("table_rows") >= 1, "hw.dma_gather: table_rows must be >= 1")
 
 
 DEFAULT_DMA_QUEUE = {"dma_in": 0, "dma_local": 0, "dma_gather": 0, "dma_out": 1, "dma_peer": 1}
@@ -160,7 +160,7 @@ class MatmulOp(InstructionOp):
 
     def verify_instruction(self) -> None:
         for key in ("m", "k", "n"):
-            require(self.get(key) >= 1, f"hw.matmul: {key} must be >= 1")  # pyright: ignore
+            require(self.get_int(key) >= 1, f"hw.matmul: {key} must be >= 1")
 
 
 # --------------------------------------------------------------------------- vector engine
@@ -178,8 +178,8 @@ class VectorOp(InstructionOp):
     FLOAT_ONLY: ClassVar[bool] = False
 
     def verify_instruction(self) -> None:
-        rows, cols = self.get("rows"), self.get("cols")
-        require(rows >= 1 and cols >= 1, f"{self.name}: rows and cols must be >= 1")  # pyright: ignore
+        rows, cols = self.get_int("rows"), self.get_int("cols")
+        require(rows >= 1 and cols >= 1, f"{self.name}: rows and cols must be >= 1")
         if self.FLOAT_ONLY:
             require(self.get("dtype") == "f32", f"{self.name} works on f32 only")
         source = self.attributes.get("a")
@@ -258,12 +258,12 @@ class VImmOp(VectorOp):
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
-        imm, dtype = self.get("imm"), self.get("dtype")
+        imm, dtype = self.get_float("imm"), self.get("dtype")
         if dtype != "f32":
             bits = 8 * DTYPES[str(dtype)]
             low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
             require(
-                float(imm).is_integer() and low <= imm <= high,  # pyright: ignore
+                imm.is_integer() and low <= imm <= high,
                 f"hw.vimm: imm {imm} must be a whole number in [{low}, {high}] for {dtype}",
             )
 
@@ -360,7 +360,8 @@ class VCastOp(VectorOp):
     )  # fmt: skip
 
     def verify_instruction(self) -> None:
-        require(self.get("rows") >= 1 and self.get("cols") >= 1, "hw.vcast: rows and cols must be >= 1")  # pyright: ignore
+        rows, cols = self.get_int("rows"), self.get_int("cols")
+        require(rows >= 1 and cols >= 1, "hw.vcast: rows and cols must be >= 1")
         require(
             self.get("from") != self.get("to") or self.get("scale") != 1.0, "hw.vcast: nothing to convert"
         )

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FileLineColLoc, NameLoc, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region
-from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_attr_def, region_def, traits_def
+from xdsl.irdl import irdl_op_definition, opt_attr_def, region_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
@@ -66,6 +66,7 @@ from aitc.dialects.hw.structure import (
     adopt_region,
 )
 from aitc.target import Target, load_target, preset_names
+from aitc.types import element_bytes
 
 
 @irdl_op_definition
@@ -88,7 +89,7 @@ class ProgramOp(ProgramBase):
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
 
-    def __init__(self, name: str, target: str, ops: Sequence[IRDLOperation] = ()):
+    def __init__(self, name: str, target: str, ops: Sequence[Operation] = ()):
         super().__init__(
             attributes={"sym_name": StringAttr(name), "target": StringAttr(target)},
             regions=[Region(Block(ops))],
@@ -169,49 +170,47 @@ def _tile(field: str, rows: int, cols: int, stride: int, element: int) -> Access
 
 
 def _dma_accesses(op: InstructionOp) -> list[Access]:
-    v = op.values()
+    rows, row_bytes = op.get_int("rows"), op.get_int("row_bytes")
     return [
-        Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
-        Access("src", _rows(v["rows"], v["row_bytes"], v["src_stride"])),  # pyright: ignore
+        Access("dst", _rows(rows, row_bytes, op.get_int("dst_stride"))),
+        Access("src", _rows(rows, row_bytes, op.get_int("src_stride"))),
     ]
 
 
 def _gather_accesses(op: InstructionOp) -> list[Access]:
-    v = op.values()
+    rows, row_bytes = op.get_int("rows"), op.get_int("row_bytes")
     return [
-        Access("dst", _rows(v["rows"], v["row_bytes"], v["dst_stride"])),  # pyright: ignore
-        Access("src", _rows(v["table_rows"], v["row_bytes"], v["src_stride"])),  # pyright: ignore
-        Access("indices", 4 * v["rows"], 4),  # pyright: ignore
+        Access("dst", _rows(rows, row_bytes, op.get_int("dst_stride"))),
+        Access("src", _rows(op.get_int("table_rows"), row_bytes, op.get_int("src_stride"))),
+        Access("indices", 4 * rows, 4),
     ]
 
 
 def _matmul_accesses(op: InstructionOp) -> list[Access]:
-    v = op.values()
-    m, k, n, size = v["m"], v["k"], v["n"], DTYPES[v["dtype"]]  # pyright: ignore
-    rhs_rows, rhs_cols = (n, k) if v["transpose_rhs"] else (k, n)
+    m, k, n, size = op.get_int("m"), op.get_int("k"), op.get_int("n"), DTYPES[op.get_str("dtype")]
+    rhs_rows, rhs_cols = (n, k) if op.get("transpose_rhs") else (k, n)
     return [
-        _tile("lhs", m, k, v["lhs_stride"], size),  # pyright: ignore
-        _tile("rhs", rhs_rows, rhs_cols, v["rhs_stride"], size),  # pyright: ignore
-        _tile("acc", m, n, v["acc_stride"], ACC_ELEMENT_BYTES),  # pyright: ignore
+        _tile("lhs", m, k, op.get_int("lhs_stride"), size),
+        _tile("rhs", rhs_rows, rhs_cols, op.get_int("rhs_stride"), size),
+        _tile("acc", m, n, op.get_int("acc_stride"), ACC_ELEMENT_BYTES),
     ]
 
 
 def _vector_accesses(op: InstructionOp) -> list[Access]:
     """dst and every source as rows x cols tiles of `dtype` (vcast reads `from`, writes `to`);
     vreduce's dst is a dense column (one value per row) and vbinary's `b` follows `broadcast`."""
-    v = op.values()
-    rows, cols = v["rows"], v["cols"]
-    src_type, dst_type = (v["from"], v["to"]) if isinstance(op, VCastOp) else (v["dtype"], v["dtype"])
-    src_size, dst_size = DTYPES[src_type], DTYPES[dst_type]  # pyright: ignore
-    dst_shape = (rows, 1, 0) if isinstance(op, VReduceOp) else (rows, cols, v["dst_stride"])
-    found = [_tile("dst", *dst_shape, dst_size)]  # pyright: ignore
+    rows, cols = op.get_int("rows"), op.get_int("cols")
+    types = ("from", "to") if isinstance(op, VCastOp) else ("dtype", "dtype")
+    src_size, dst_size = (DTYPES[op.get_str(name)] for name in types)
+    dst_shape = (rows, 1, 0) if isinstance(op, VReduceOp) else (rows, cols, op.get_int("dst_stride"))
+    found = [_tile("dst", *dst_shape, dst_size)]
     for field in op.FIELDS:
         if field.role != "src":
             continue
         if field.name == "b" and isinstance(op, VBinaryOp):
-            found.append(_broadcast_operand(op, rows, cols, src_size))  # pyright: ignore
+            found.append(_broadcast_operand(op, rows, cols, src_size))
         else:
-            found.append(_tile(field.name, rows, cols, v["src_stride"], src_size))  # pyright: ignore
+            found.append(_tile(field.name, rows, cols, op.get_int("src_stride"), src_size))
     return found
 
 
@@ -219,7 +218,7 @@ def _broadcast_operand(op: InstructionOp, rows: int, cols: int, element: int) ->
     """vbinary's `b`: a full tile, one row, one column or one value, by `broadcast`."""
     shapes = {"none": (rows, cols), "row": (1, cols), "col": (rows, 1), "scalar": (1, 1)}
     shape = shapes[str(op.get("broadcast"))]
-    return _tile("b", *shape, op.get("b_stride"), element)  # pyright: ignore
+    return _tile("b", *shape, op.get_int("b_stride"), element)
 
 
 _ACCESSES: dict[type[InstructionOp], Callable[[InstructionOp], list[Access]]] = {
@@ -312,9 +311,9 @@ def _dma_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str
 
 def _matmul_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
     matrix = target.matrix
-    if op.get("k") > matrix.rows:  # pyright: ignore
+    if op.get_int("k") > matrix.rows:
         yield f"k={op.get('k')} exceeds the matrix engine's {matrix.rows} rows (matrix.rows)"
-    if op.get("n") > matrix.cols:  # pyright: ignore
+    if op.get_int("n") > matrix.cols:
         yield f"n={op.get('n')} exceeds the matrix engine's {matrix.cols} cols (matrix.cols)"
     if op.get("dtype") not in matrix.dtypes:
         yield f"dtype={op.get('dtype')} is not one of the matrix engine's dtypes {list(matrix.dtypes)}"
@@ -332,7 +331,7 @@ def _semaphore_problems(op: InstructionOp, site: Site, target: Target) -> Iterat
     if not 0 <= sem < target.semaphores:
         count = target.semaphores
         yield f"semaphore {sem} does not exist (the target has {count} per core, 0..{count - 1})"
-    if op.get("count") < 1:  # pyright: ignore
+    if op.get_int("count") < 1:
         yield f"count={op.get('count')} must be >= 1"
     yield from _engine_problems(op, target)
 
@@ -395,22 +394,17 @@ def instructions(program: ProgramOp) -> Iterator[tuple[InstructionOp, Site]]:
         yield from _walk_core(list(core.body.block.ops), core.core_id(), (), [0])
 
 
-def _element_bytes(type_: TensorType) -> int:
-    bits = getattr(type_.get_element_type(), "bitwidth", 8)
-    return max(1, (bits + 7) // 8)
-
-
 def _regions(program: ProgramOp) -> list[tuple[int, int, str]]:
     """(start, end, description) of every hw.tensor and hw.const in DRAM."""
     found = []
     for op in program.body.block.ops:
         if isinstance(op, TensorOp) and op.addr and op.type and op.sym:
-            size = math.prod(op.type.get_shape()) * _element_bytes(op.type)
+            size = math.prod(op.type.get_shape()) * element_bytes(op.type.get_element_type())
             found.append((op.addr.base.data, op.addr.base.data + size, f'hw.tensor "{op.sym.data}"'))
         elif isinstance(op, ConstOp) and op.addr and op.value:
             type_ = op.value.get_type()
             assert isinstance(type_, TensorType)
-            size = math.prod(type_.get_shape()) * _element_bytes(type_)
+            size = math.prod(type_.get_shape()) * element_bytes(type_.get_element_type())
             start = op.addr.base.data
             found.append((start, start + size, f"hw.const at dram[0x{start:x}]"))
     return found
@@ -469,9 +463,11 @@ def preset_violations(program: ProgramOp) -> str:
     """A one-screen report of how `program` exceeds the preset its `target` names; "" when it
     fits or when `target` is not a preset (a TOML target is checked by `aitc asm`)."""
     target = preset(program.target.data) if program.target else None
-    problems = program_problems(program, target) if target else []
+    if target is None:
+        return ""
+    problems = program_problems(program, target)
     if not problems:
         return ""
     name = program.sym_name.data if program.sym_name else "?"
-    header = f"hw.program @{name} does not fit target '{target.name}' ({len(problems)} problem(s)):"  # pyright: ignore
+    header = f"hw.program @{name} does not fit target '{target.name}' ({len(problems)} problem(s)):"
     return "\n  ".join([header, *problems])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, SupportsFloat, SupportsInt
 
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -52,9 +52,11 @@ def _encode(field: Field, value: object) -> Attribute:
         assert isinstance(value, AddressAttr)
         return value
     if field.kind == "int":
-        return IntegerAttr(int(value), i64)  # pyright: ignore
+        assert isinstance(value, SupportsInt)  # an int, bool or numpy integer
+        return IntegerAttr(int(value), i64)
     if field.kind == "float":
-        return FloatAttr(float(value), f64)  # pyright: ignore
+        assert isinstance(value, SupportsFloat)
+        return FloatAttr(float(value), f64)
     if field.kind == "enum":
         return StringAttr(str(value))
     return UnitAttr()
@@ -104,6 +106,28 @@ class InstructionOp(IRDLOperation):
         """The decoded value of field `name` (AddressAttr, int, float, str or bool)."""
         field = self.field(name)
         return _decode(field, self.attributes.get(name))
+
+    def get_int(self, name: str) -> int:
+        """`get` for an int field (or a flag)."""
+        value = self.get(name)
+        assert isinstance(value, int)
+        return value
+
+    def get_float(self, name: str) -> float:
+        value = self.get(name)
+        assert isinstance(value, float)
+        return value
+
+    def get_str(self, name: str) -> str:
+        """`get` for an enum field."""
+        value = self.get(name)
+        assert isinstance(value, str)
+        return value
+
+    def get_address(self, name: str) -> AddressAttr:
+        value = self.get(name)
+        assert isinstance(value, AddressAttr)
+        return value
 
     def values(self) -> dict[str, object]:
         return {f.name: self.get(f.name) for f in self.FIELDS}
@@ -164,8 +188,8 @@ class InstructionOp(IRDLOperation):
 
     def assembly_operands(self) -> str:
         pos = [str(self.get(f.name)) for f in self.FIELDS if f.role == "pos"]
-        dsts = [self.get(f.name).text() for f in self.FIELDS if f.role == "dst"]  # pyright: ignore
-        srcs = [self.get(f.name).text() for f in self.FIELDS if f.role == "src"]  # pyright: ignore
+        dsts = [self.get_address(f.name).text() for f in self.FIELDS if f.role == "dst"]
+        srcs = [self.get_address(f.name).text() for f in self.FIELDS if f.role == "src"]
         head = ", ".join(pos + dsts)
         if srcs:
             head += (" <- " if head else "<- ") + ", ".join(srcs)
@@ -252,7 +276,7 @@ def adopt_region(region: Region, parsed: Region) -> None:
     region.add_block(parsed.detach_block(0))
 
 
-def loop_depth(op: IRDLOperation) -> int:
+def loop_depth(op: Operation) -> int:
     depth = 0
     parent = op.parent_op()
     while isinstance(parent, LoopOp):
@@ -274,6 +298,11 @@ class IntegerRegionOp(IRDLOperation):
     body = region_def("single_block")
     INTEGER_ATTR: ClassVar[str] = "count"
 
+    def __init__(self, number: int, ops: Sequence[Operation] = ()):
+        super().__init__(
+            attributes={self.INTEGER_ATTR: IntegerAttr(number, i64)}, regions=[Region(Block(ops))]
+        )
+
     def leading_integer(self) -> int:
         attr = self.attributes.get(self.INTEGER_ATTR)
         assert isinstance(attr, IntegerAttr), f"{self.name} needs its '{self.INTEGER_ATTR}'"
@@ -287,7 +316,7 @@ class IntegerRegionOp(IRDLOperation):
     def parse(cls, parser: Parser) -> IntegerRegionOp:
         number = parser.parse_integer(allow_boolean=False, allow_negative=False)
         body = parser.parse_region()
-        op = cls(number)  # pyright: ignore[reportCallIssue]
+        op = cls(number)
         adopt_region(op.body, body)
         return op
 
@@ -308,9 +337,6 @@ class LoopOp(IntegerRegionOp):
     count = opt_attr_def(IntegerAttr)
     body = region_def("single_block")
     traits = lazy_traits_def(lambda: (NoTerminator(), HasParent(CoreOp, LoopOp)))
-
-    def __init__(self, count: int, ops: Sequence[IRDLOperation] = ()):
-        super().__init__(attributes={"count": IntegerAttr(count, i64)}, regions=[Region(Block(ops))])
 
     def trip_count(self) -> int:
         return _count(self)
@@ -352,9 +378,6 @@ class CoreOp(IntegerRegionOp):
     id = opt_attr_def(IntegerAttr)
     body = region_def("single_block")
     traits = lazy_traits_def(lambda: (HasParent(ProgramBase),))
-
-    def __init__(self, core: int, ops: Sequence[IRDLOperation] = ()):
-        super().__init__(attributes={"id": IntegerAttr(core, i64)}, regions=[Region(Block(ops))])
 
     def core_id(self) -> int:
         assert self.id is not None

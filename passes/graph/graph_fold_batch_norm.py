@@ -28,7 +28,7 @@ def _batch_norm_params(op: graph.BatchNormOp) -> tuple[np.ndarray, ...] | None:
     arrays = [constant_array(v) for v in (op.scale, op.bias, op.mean, op.var)]
     if any(a is None for a in arrays):
         return None
-    return tuple(np.asarray(a, dtype=np.float64) for a in arrays)  # pyright: ignore
+    return tuple(np.asarray(a, dtype=np.float64) for a in arrays)
 
 
 def fold_into_conv(

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import LocationAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -77,14 +77,14 @@ def _combined_bias(op: Producer, bias: SSAValue, hint: str) -> tuple[list[Operat
     return ops, bias
 
 
-def rebuild(op: Producer, bias: SSAValue | None, activation: str | None, location: Attribute) -> Producer:
+def rebuild(op: Producer, bias: SSAValue | None, activation: str | None, location: LocationAttr) -> Producer:
     """A copy of matmul/conv `op` with `bias` and `activation` (None keeps no activation)."""
     attributes = dict(op.attributes)
     if activation is not None:
         attributes["activation"] = StringAttr(activation)
     operands = [op.operands[0], op.operands[1], *([bias] if bias is not None else [])]
     new = type(op).create(operands=operands, result_types=[op.output.type], attributes=attributes)
-    new.location = location  # pyright: ignore
+    new.location = location
     return new
 
 
@@ -101,7 +101,7 @@ class FuseBiasAdd(RewritePattern):
         hint = name_hint(op) + "_bias"
         bias_ops, bias_value = _combined_bias(producer, bias, hint)
         for bias_op in bias_ops:
-            bias_op.location = op.location  # pyright: ignore
+            bias_op.location = op.location
             bias_op.results[0].name_hint = hint
         fused = rebuild(producer, bias_value, None, op.location)
         fused.output.name_hint = op.output.name_hint

@@ -32,7 +32,7 @@ REDUCTIONS = (graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp, graph.Re
 
 def _located(ops: list[Operation], like: Operation) -> list[Operation]:
     for op in ops:
-        op.location = like.location  # pyright: ignore[reportAttributeAccessIssue]
+        op.location = like.location
     return ops
 
 
@@ -48,13 +48,13 @@ class TrailingReduction(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, REDUCTIONS) or not _float_input(op):
             return
-        shape = list(op.input.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+        shape = list(graph.tensor_of(op.input).get_shape())
         axes, rank = op.reduced_axes(), len(shape)
         if not axes or axes == tuple(range(rank - len(axes), rank)):
             return
         kept = [i for i in range(rank) if i not in axes]
         moved = graph.TransposeOp(op.input, [*kept, *axes])
-        element = op.output.type.get_element_type()  # pyright: ignore[reportAttributeAccessIssue]
+        element = op.output.type.get_element_type()
         reduced = type(op).create(
             operands=[moved.output],
             result_types=[TensorType(element, [shape[i] for i in kept])],
@@ -62,7 +62,7 @@ class TrailingReduction(RewritePattern):
         )
         new_ops: list[Operation] = [moved, reduced]
         if op.keepdims is not None:
-            new_ops.append(graph.ReshapeOp(reduced.results[0], op.output.type.get_shape()))  # pyright: ignore
+            new_ops.append(graph.ReshapeOp(reduced.results[0], op.output.type.get_shape()))
         rewriter.replace(op, _located(new_ops, op), [new_ops[-1].results[0]])
 
 
@@ -73,7 +73,7 @@ class TrailingSoftmax(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, graph.SoftmaxOp | graph.LogSoftmaxOp) or not _float_input(op):
             return
-        shape = op.input.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+        shape = graph.tensor_of(op.input).get_shape()
         axis = op.norm_axis()
         if all(d == 1 for d in shape[axis + 1 :]):
             return

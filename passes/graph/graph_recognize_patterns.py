@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -59,11 +59,11 @@ def _absorb(value: SSAValue, product: Product, is_root: bool) -> None:
     elif isinstance(op, graph.MulOp):
         _absorb(op.lhs, product, False)
         _absorb(op.rhs, product, False)
-    elif isinstance(op, graph.DivOp) and splat_value(op.rhs) not in (None, 0.0):
-        product.coefficient /= splat_value(op.rhs)  # pyright: ignore
+    elif isinstance(op, graph.DivOp) and (divisor := splat_value(op.rhs)) is not None and divisor != 0.0:
+        product.coefficient /= divisor
         _absorb(op.lhs, product, False)
-    elif isinstance(op, graph.PowOp) and _power(op) is not None:
-        product.factors.extend([op.lhs] * _power(op))  # pyright: ignore
+    elif isinstance(op, graph.PowOp) and (power := _power(op)) is not None:
+        product.factors.extend([op.lhs] * power)
     else:
         product.factors.append(value)
 
@@ -134,12 +134,12 @@ class RecognizeGelu(RewritePattern):
             return
         first, second = product.factors
         for x, rest in ((first, second), (second, first)):
-            if x.type != op.output.type or not is_float(op.output.type.get_element_type()):  # pyright: ignore
+            if x.type != op.output.type or not is_float(op.output.type.get_element_type()):
                 continue
             mode = _gelu_mode(x, rest)
             if mode is None:
                 continue
-            attributes = {"approximate": StringAttr("tanh")} if mode == "tanh" else {}
+            attributes: dict[str, Attribute] = {"approximate": StringAttr("tanh")} if mode == "tanh" else {}
             gelu = graph.GeluOp(x, attributes)
             gelu.location = op.location
             gelu.output.name_hint = op.output.name_hint
@@ -209,15 +209,19 @@ def _match_normalized(div_value: SSAValue) -> tuple[SSAValue, tuple[int, ...], f
     add = sqrt.input.owner
     if not isinstance(add, graph.AddOp) or not single_use(sqrt.input):
         return None
-    var = next((v for v in (add.lhs, add.rhs) if isinstance(v.owner, graph.ReduceMeanOp)), None)
-    epsilon = None if var is None else splat_value(other_operand(add, var))
-    if var is None or epsilon is None or not _is_square_of(var.owner.input, sub.output):  # pyright: ignore
+    var = next((v.owner for v in (add.lhs, add.rhs) if isinstance(v.owner, graph.ReduceMeanOp)), None)
+    epsilon = None if var is None else splat_value(other_operand(add, var.output))
+    if var is None or epsilon is None or not _is_square_of(var.input, sub.output):
         return None
     x, mean = sub.lhs, sub.rhs
     axes = _reduce_axes(mean)
-    if axes is None or axes != _reduce_axes(var) or mean.owner.input is not x:  # pyright: ignore
+    if axes is None or axes != _reduce_axes(var.output):
         return None
-    if not all(use.operation in (div, var.owner.input.owner) for use in sub.output.uses):  # pyright: ignore
+    mean_op = mean.owner
+    assert isinstance(mean_op, graph.ReduceMeanOp)  # as `_reduce_axes` checked
+    if mean_op.input is not x:
+        return None
+    if not all(use.operation in (div, var.input.owner) for use in sub.output.uses):
         return None
     return x, axes, epsilon
 
@@ -239,7 +243,7 @@ def match_layer_norm(root: graph.AddOp | graph.MulOp) -> LayerNormMatch | None:
         return None
     x, axes, epsilon = normalized
     norm_shape = shape_of(x)[axes[0] :]
-    if root.output.type != x.type or not is_float(x.type.get_element_type()):  # pyright: ignore
+    if root.output.type != x.type or not is_float(graph.tensor_of(x).get_element_type()):
         return None
     if not all(_broadcasts_to(v, norm_shape) for v in (scale, bias) if v is not None):
         return None

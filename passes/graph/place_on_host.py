@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -163,13 +163,13 @@ def settled_segments(ops: Sequence[Operation], reasons: dict[Operation, str | No
     it would go through DRAM). Updates `reasons`; terminates because ops only move to the host."""
     while True:
         runs = segments(ops, reasons)
-        where = {op: k for k, run in enumerate(runs) for op in run.ops}
+        where: dict[Operation | Block, int] = {op: k for k, run in enumerate(runs) for op in run.ops}
         moved = False
         for op in ops:
             if reasons[op] is not None:
                 continue
             crossing = any(
-                _is_bool(v) and where.get(v.owner) != where[op]  # pyright: ignore[reportArgumentType]
+                _is_bool(v) and where.get(v.owner) != where[op]
                 for v in op.operands
                 if not isinstance(v.owner, graph.ConstantOp)
             ) or any(
@@ -216,12 +216,12 @@ class _Names:
             return self.of[value]
         owner = value.owner
         base = value.name_hint or (node_name(owner) if isinstance(owner, Operation) else "arg")
-        if isinstance(owner, Operation) and len(owner.results) > 1 and not value.name_hint:
-            base = f"{base}_{value.index}"  # pyright: ignore[reportAttributeAccessIssue]
+        if isinstance(value, OpResult) and len(value.owner.results) > 1 and not value.name_hint:
+            base = f"{base}_{value.index}"
         return self._take(value, _clean(base))
 
 
-def _attrs(names: list[str]) -> ArrayAttr:
+def _attrs(names: list[str]) -> ArrayAttr[DictionaryAttr]:
     return ArrayAttr([DictionaryAttr({"graph.name": StringAttr(n)}) for n in names])
 
 
@@ -264,7 +264,7 @@ def _outline(
     outlined.attributes[exec_dialect.PLACEMENT_ATTR] = StringAttr(segment.placement)
     outlined.arg_attrs = _attrs([names(v) for v in inputs])
     outlined.res_attrs = _attrs([names(v) for v in outputs])
-    outlined.location = function.location  # pyright: ignore[reportAttributeAccessIssue]
+    outlined.location = function.location
     return outlined
 
 
@@ -344,7 +344,7 @@ def split_function(module: ModuleOp, function: func.FuncOp, fallback: bool) -> N
         call = exec_dialect.CallOp(
             run.placement, outlined.sym_name.data, [available[v] for v in inputs], [v.type for v in outputs]
         )
-        call.location = function.location  # pyright: ignore[reportAttributeAccessIssue]
+        call.location = function.location
         schedule.add_op(call)
         for value, result in zip(outputs, call.results, strict=True):
             result.name_hint = value.name_hint

@@ -15,7 +15,7 @@ It owns the details every lowering shares:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    LocationAttr,
     MemRefType,
     StringAttr,
     UnitAttr,
@@ -34,14 +35,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import tile
 from aitc.passes.graph_to_tile.costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
-from aitc.types import numpy_dtype
+from aitc.types import element_bytes
 
 Index = int | SSAValue
 """A window index or loop bound: a constant, or an `index` value computed in the kernel."""
-
-
-def element_bytes(element_type: Attribute) -> int:
-    return numpy_dtype(element_type).itemsize
 
 
 def buffer_shape(buffer: SSAValue) -> tuple[int, ...]:
@@ -71,11 +68,11 @@ class Win:
 class KernelBuilder:
     """Builds one `tile.kernel` (see the module docstring)."""
 
-    def __init__(self, budget: Budget, name: str, location: Attribute, op_names: str):
+    def __init__(self, budget: Budget, name: str, location: LocationAttr, op_names: str):
         self.budget = budget
         self.target = budget.target
         self.kernel = tile.KernelOp(name)
-        self.kernel.location = location  # pyright: ignore
+        self.kernel.location = location
         self.location = location
         self.op_names = op_names
         self.cost = Cost(depth=budget.depth)
@@ -94,7 +91,7 @@ class KernelBuilder:
 
     # -- ops and index arithmetic
     def emit(self, op: Operation) -> Operation:
-        op.location = self.location  # pyright: ignore
+        op.location = self.location
         self._block.add_op(op)
         return op
 
@@ -103,7 +100,7 @@ class KernelBuilder:
             return value
         if value not in self._constants:
             op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-            op.location = self.location  # pyright: ignore
+            op.location = self.location
             self._prologue.append(op)
             self._constants[value] = op.result
         return self._constants[value]
@@ -146,7 +143,7 @@ class KernelBuilder:
     # -- buffers
     def alloc(self, shape: Sequence[int], element_type: Attribute, space: str) -> SSAValue:
         op = tile.AllocOp(tile.buffer_type(list(shape), element_type, space))
-        op.location = self.location  # pyright: ignore
+        op.location = self.location
         self._prologue.append(op)
         nbytes = math.prod(shape) * element_bytes(element_type)
         if space == "sram":
@@ -273,7 +270,7 @@ class KernelBuilder:
 
     # -- result
     def finish(
-        self, tiles: Sequence[int], reason: str, extra: dict[str, Attribute] | None = None
+        self, tiles: Sequence[int], reason: str, extra: Mapping[str, Attribute] | None = None
     ) -> tile.KernelOp:
         """The kernel with its prologue (constants, then allocs) and its recorded decisions
         (`extra` ones right after `tiles`)."""

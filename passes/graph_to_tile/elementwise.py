@@ -113,13 +113,14 @@ POW_EXPONENTS = (0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0)
 
 def _emit_pow(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     exponent = pow_exponent(op)
+    assert exponent is not None  # the lowering claims only these pows (`vector.py`)
     x = as_full(kb, xs[0], temps[0], sizes)
     if exponent == 0.0:
         fill(kb, dst, 1.0, sizes)
-    elif abs(exponent) == 0.5:  # pyright: ignore
-        kb.unary("sqrt" if exponent > 0 else "rsqrt", x, dst, sizes)  # pyright: ignore
-    elif abs(exponent) == 1.0:  # pyright: ignore
-        kb.unary("copy" if exponent > 0 else "recip", x, dst, sizes)  # pyright: ignore
+    elif abs(exponent) == 0.5:
+        kb.unary("sqrt" if exponent > 0 else "rsqrt", x, dst, sizes)
+    elif abs(exponent) == 1.0:
+        kb.unary("copy" if exponent > 0 else "recip", x, dst, sizes)
     else:
         kb.binary("mul", x, x, dst, sizes)
         if exponent == 3.0:
@@ -269,7 +270,7 @@ def _emit_gelu(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps,
 
 def _emit_cast(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     assert isinstance(op, graph.CastOp)
-    source, result = str(op.input.type.get_element_type()), str(op.output.type.get_element_type())  # pyright: ignore
+    source, result = str(graph.tensor_of(op.input).get_element_type()), str(op.output.type.get_element_type())
     x = as_full(kb, xs[0], dst, sizes)
     if source in ("i32", "i8") and result == "f32":
         kb.cast(x, dst, sizes)
@@ -301,7 +302,7 @@ def activation_ops(name: str | None) -> tuple[str, ...]:
     """The vector ops `apply_activation` emits for `name` (for the cost model)."""
     if name in (None, "none"):
         return ()
-    return {"relu6": ("max", "min"), "gelu_tanh": GELU_TANH_OPS}.get(name, (name,))  # pyright: ignore
+    return {"relu6": ("max", "min"), "gelu_tanh": GELU_TANH_OPS}.get(name, (name,))
 
 
 def apply_activation(kb: KernelBuilder, name: str | None, y: Win, temp: Win | None, sizes: Sizes) -> None:
@@ -314,7 +315,7 @@ def apply_activation(kb: KernelBuilder, name: str | None, y: Win, temp: Win | No
         assert temp is not None
         gelu_tanh(kb, y, y, temp, sizes)
     else:
-        kb.unary(name, y, y, sizes)  # pyright: ignore
+        kb.unary(name, y, y, sizes)
 
 
 # --------------------------------------------------------------------------- table

@@ -119,7 +119,7 @@ class LoweringContext:
         else:
             op = tile.AllocOp(tile.buffer_type(tensor_shape(value), tensor_element(value), "dram"))
             result = op.buffer
-        op.location = value.owner.location if isinstance(value.owner, Operation) else op.location  # pyright: ignore
+        op.location = value.owner.location if isinstance(value.owner, Operation) else op.location
         self.decls.append(op)
         self.buffers[value] = result
         return result
@@ -135,7 +135,7 @@ class LoweringContext:
             op = tile.ReshapeOp(buffer, shape)
             owner = buffer.owner
             if isinstance(owner, Operation):
-                op.location = owner.location  # pyright: ignore
+                op.location = owner.location
             self.decls.append(op)
             self._views[key] = op.result
         return self._views[key]

@@ -391,8 +391,8 @@ def _indices(ctx: LoweringContext, op: graph.GatherOp, count: int) -> tuple[SSAV
     values = constant_array(op.indices)
     if values is not None:
         wrapped = np.where(values < 0, values + table_rows, values).astype(np.int32).reshape(count, 1)
-        const = tile.ConstOp(array_to_attr(wrapped, "gather_indices"))  # pyright: ignore
-        const.location = op.location  # pyright: ignore
+        const = tile.ConstOp(array_to_attr(wrapped, "gather_indices"))
+        const.location = op.location
         ctx.decls.append(const)
         return const.buffer, False
     return ctx.value_view(op.indices, [count, 1]), True

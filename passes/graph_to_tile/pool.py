@@ -77,8 +77,8 @@ def _count_row(ctx: LoweringContext, op: Operation, counts: np.ndarray, pitch: i
         return None
     wide = np.ones((counts.shape[0], pitch), np.float32)
     wide[:, : counts.shape[1]] = counts
-    const = tile.ConstOp(array_to_attr(wide.reshape(1, -1), "pool_counts"))  # pyright: ignore
-    const.location = op.location  # pyright: ignore
+    const = tile.ConstOp(array_to_attr(wide.reshape(1, -1), "pool_counts"))
+    const.location = op.location
     ctx.decls.append(const)
     return const.buffer
 

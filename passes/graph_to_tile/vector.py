@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
@@ -65,14 +65,14 @@ def fuse_elementwise(
     """`ops` grouped into lowering units in order: each elementwise chain of `is_fusable` ops is
     one unit (placed at its last op), every other op a unit of its own."""
     units: list[list[Operation] | None] = []
-    unit_of: dict[Operation, int] = {}
+    unit_of: dict[Operation | Block, int] = {}
     order = {op: i for i, op in enumerate(ops)}
     for op in ops:
         members = [op]
         if is_fusable(op):
             for operand in dict.fromkeys(op.operands):
                 if fuses_into(operand, op) and operand.owner in unit_of:
-                    index = unit_of[operand.owner]  # pyright: ignore
+                    index = unit_of[operand.owner]
                     members += units[index] or []
                     units[index] = None
         members.sort(key=order.__getitem__)

@@ -139,7 +139,9 @@ def level_edges(top: SyncLevel, candidates: set[int]) -> dict[SyncLevel, list[Ed
         for level, pairs in zip(levels, pairs_per_level, strict=True):
             for signal, wait in pairs or ():
                 ops = (level.items[signal], level.items[wait])
-                edges[level].append(Edge(signal, wait, ops[0].engine_name(), ops[1].engine_name(), ops))  # pyright: ignore
+                assert isinstance(ops[0], sync.SignalOp)  # `match` pairs a signal with a wait
+                assert isinstance(ops[1], sync.WaitOp)
+                edges[level].append(Edge(signal, wait, ops[0].engine_name(), ops[1].engine_name(), ops))
     return edges
 
 
@@ -253,21 +255,29 @@ def merge_block(block: Block, single_waiter: set[int]) -> None:
         if engines is None:
             open_ops.clear()
             continue
-        mergeable = isinstance(op, sync.SignalOp) or (
-            isinstance(op, sync.WaitOp) and op.semaphore() in single_waiter
-        )
-        key = (type(op), op.semaphore(), op.engine_name()) if isinstance(op, SemaphoreOp) else None
-        if key is not None and mergeable and key in open_ops:
-            first = open_ops[key]
-            first.attributes["count"] = IntegerAttr(first.amount() + op.amount(), i64)  # pyright: ignore
+        candidate = _mergeable(op, single_waiter)
+        if candidate is not None and _merge_key(candidate) in open_ops:
+            first = open_ops[_merge_key(candidate)]
+            first.attributes["count"] = IntegerAttr(first.amount() + candidate.amount(), i64)
             op.detach()
             op.erase()
             continue
         for stale in [k for k in open_ops if k[2] in engines]:
             del open_ops[stale]
-        if key is not None and mergeable:
-            open_ops[key] = op  # pyright: ignore
+        if candidate is not None:
+            open_ops[_merge_key(candidate)] = candidate
     return
+
+
+def _mergeable(op: Operation, single_waiter: set[int]) -> SemaphoreOp | None:
+    """`op` if it may merge with an earlier repeat: a signal, or a wait on a single-waiter semaphore."""
+    if isinstance(op, sync.SignalOp) or (isinstance(op, sync.WaitOp) and op.semaphore() in single_waiter):
+        return op
+    return None
+
+
+def _merge_key(op: SemaphoreOp) -> tuple[type, int, str]:
+    return (type(op), op.semaphore(), op.engine_name())
 
 
 def single_waiter_semaphores(function: func.FuncOp) -> set[int]:

@@ -27,6 +27,7 @@ use them (`sync_to_hw_address.py`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -36,6 +37,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     IntegerAttr,
+    LocationAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -52,10 +54,11 @@ from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
 from aitc.dialects.hw import program as hw_program
 from aitc.module_target import TARGET_ATTR, module_target_spec
-from aitc.passes.legality import check_no_ops_left
-from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError, fail
+from aitc.passes.legality import check_no_ops_left, fail
+from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError
 from aitc.passes.sync_to_hw.select import SELECTORS
 from aitc.target import Target, preset_names
+from aitc.types import shape_and_element
 
 LOWERED_DIALECTS = ("tile", "sync", "func", "scf", "arith")
 """Dialects of the input that no op may remain of."""
@@ -72,7 +75,7 @@ def _offset(attr: Attribute | None, op: Operation, what: str) -> int:
     return attr.value.data
 
 
-def _arg_name(attrs: dict[str, Attribute], index: int) -> str:
+def _arg_name(attrs: Mapping[str, Attribute], index: int) -> str:
     """`graph.name` of an argument (non-ASCII names are bytes), else `arg<index>`."""
     name = attrs.get("graph.name")
     if isinstance(name, StringAttr):
@@ -105,10 +108,10 @@ def _as_tensor(
     type_ = value.get_type()
     if isinstance(type_, TensorType):
         return value
-    tensor = TensorType(type_.get_element_type(), type_.get_shape())  # pyright: ignore
     if isinstance(value, DenseResourceAttr):
-        return DenseResourceAttr(value.resource_handle, tensor)
-    return DenseIntOrFPElementsAttr(tensor, value.data)
+        shape, element = shape_and_element(type_)
+        return DenseResourceAttr(value.resource_handle, TensorType(element, shape))
+    return DenseIntOrFPElementsAttr(TensorType(value.get_element_type(), value.get_shape()), value.data)
 
 
 def place_buffers(function: func.FuncOp, at: Addressing) -> list[hw.ConstOp]:
@@ -129,12 +132,12 @@ def place_buffers(function: func.FuncOp, at: Addressing) -> list[hw.ConstOp]:
 # --------------------------------------------------------------------------- instruction stream
 
 
-def _locate(ops: list[Operation], location: Attribute) -> list[Operation]:
+def _locate(ops: list[Operation], location: LocationAttr) -> list[Operation]:
     """Gives every op in `ops` (nested ones too) without a location `location`."""
     for op in ops:
         for nested in op.walk():
             if isinstance(nested.location, UnknownLoc):
-                nested.location = location  # pyright: ignore[reportAttributeAccessIssue]
+                nested.location = location
     return ops
 
 
@@ -154,7 +157,7 @@ class CoreLowering:
     def __init__(self, at: Addressing):
         self.at = at
 
-    def block(self, block: Block, location: Attribute) -> list[Operation]:
+    def block(self, block: Block, location: LocationAttr) -> list[Operation]:
         """The instructions of `block`; ops without a location get `location` (their kernel's)."""
         lowered = []
         for op in block.ops:
@@ -162,7 +165,7 @@ class CoreLowering:
             lowered += _locate(self.op(op, here), here)
         return lowered
 
-    def op(self, op: Operation, location: Attribute) -> list[Operation]:
+    def op(self, op: Operation, location: LocationAttr) -> list[Operation]:
         if isinstance(op, scf.ForOp):
             return self.loop(op, location)
         if isinstance(op, tile.KernelOp):
@@ -175,7 +178,7 @@ class CoreLowering:
             return []  # index arithmetic and buffers: no instruction
         fail(op, f"convert-sync-to-hw cannot lower {op.name}")
 
-    def loop(self, op: scf.ForOp, location: Attribute) -> list[Operation]:
+    def loop(self, op: scf.ForOp, location: LocationAttr) -> list[Operation]:
         """scf.for -> hw.loop (trip count); 0 trips: nothing, 1 trip: the body once."""
         if op.iter_args:
             fail(op, "scf.for with iter_args has no hw.loop form")
@@ -194,7 +197,7 @@ class CoreLowering:
         self.at.depth += 1
         body = self.block(op.body.block, location)
         self.at.depth -= 1
-        return [hw.LoopOp(trips, body)] if body else []  # pyright: ignore[reportArgumentType]
+        return [hw.LoopOp(trips, body)] if body else []
 
     def compute(self, op: tile.WindowOp) -> list[Operation]:
         """Instruction selection for a compute op bound to an engine."""
@@ -222,10 +225,10 @@ def control(op: sync.SignalOp | sync.WaitOp | sync.BarrierOp) -> hw.InstructionO
     return kind(sem=op.semaphore(), engine=op.engine_name(), count=None if count == 1 else count)
 
 
-def lower_core(core: int, block: Block, at: Addressing, location: Attribute) -> hw.CoreOp:
+def lower_core(core: int, block: Block, at: Addressing, location: LocationAttr) -> hw.CoreOp:
     """The hw.core `core` running `block` (a sharded program lowers one block per core)."""
     body = CoreLowering(at).block(block, location)
-    return hw.CoreOp(core, [*body, hw.EndOp()])  # pyright: ignore[reportArgumentType]
+    return hw.CoreOp(core, [*body, hw.EndOp()])
 
 
 def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
@@ -235,7 +238,7 @@ def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
     consts = place_buffers(function, at)
     core = lower_core(0, function.body.block, at, function.location)
     program = hw.ProgramOp(function.sym_name.data, target, [*tensors, *consts, core])
-    program.location = function.location  # pyright: ignore[reportAttributeAccessIssue]
+    program.location = function.location
     return program
 
 

@@ -29,13 +29,14 @@ from xdsl.ir import Operation
 from aitc.analysis.dma import Dim, merge_dims, transfer_dims
 from aitc.dialects import hw, tile
 from aitc.dialects.sync import engine_of
-from aitc.passes.sync_to_hw.address import Address, Addressing, Window, fail
+from aitc.passes.legality import fail
+from aitc.passes.sync_to_hw.address import Address, Addressing, Window
 
 
 def nest(counts: Sequence[int], op: Operation) -> Operation:
     """`op` inside hw.loops of `counts` trips (outermost first)."""
     for count in reversed(counts):
-        op = hw.LoopOp(count, [op])  # pyright: ignore[reportArgumentType]
+        op = hw.LoopOp(count, [op])
     return op
 
 
@@ -217,8 +218,8 @@ class VectorPlan:
 
 def tile_shape(op: tile.WindowOp) -> tuple[int, int]:
     """(rows, cols) of a vector op's 2-D window (a 1-D window is one row)."""
-    box = op.box()
-    return (box[-2], box[-1]) if len(box) >= 2 else (1, box[0])
+    rows, cols = (1, *op.box())[-2:]
+    return rows, cols
 
 
 def _plan(
@@ -290,7 +291,10 @@ def select_cast(op: tile.CastOp, at: Addressing) -> list[Operation]:
         ]
         kind = dma_kind(op, src, dst)
         return [strided_dma(kind, src.address, dst.address, dims, 4, at.depth, dma_queue(op, kind))]
-    fields = {"from": dtype_of(op, at.access(op, "a")), "to": dtype_of(op, at.access(op, "dst"))}
+    fields: dict[str, Any] = {
+        "from": dtype_of(op, at.access(op, "a")),
+        "to": dtype_of(op, at.access(op, "dst")),
+    }
     fields["scale"] = op.scale.value.data if op.scale else None
     return _plan(op, at, hw.VCastOp, fields).select(at.depth)
 

@@ -1,2 +1,3 @@
 """Tile-level passes: rewrites within the `tile` dialect (buffers, DMA, tiled compute), one pass
-per module, each module named after its CLI name (`plan-memory` -> `plan_memory.py`; `multi-buffer` spans files: the package `multi_buffer/`)."""
+per module named after its CLI name (`plan-memory` -> `plan_memory.py`), or per package when it
+spans files (`multi-buffer` -> `multi_buffer/`)."""

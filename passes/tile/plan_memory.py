@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.diagnostic import Diagnostic
 from xdsl.utils.exceptions import PassFailedException
@@ -82,13 +82,13 @@ def describe(op: Operation) -> str:
     if isinstance(loc, NameLoc):
         where += f" ({loc.desc.data})"
     elif isinstance(loc, FileLineColLoc):
-        where += f" ({loc.filename.data}:{loc.line.value.data}:{loc.column.value.data})"
+        where += f" ({loc.filename.data}:{loc.line.data}:{loc.column.data})"
     return where
 
 
 def _alloc_lifetimes(allocs: list[tile.AllocOp], spans: dict[Operation, Span], space: str) -> list[Lifetime]:
     return [
-        Lifetime(op.buffer, op, byte_size(op.buffer.type), live_span(op.buffer, spans))  # pyright: ignore
+        Lifetime(op.buffer, op, byte_size(op.buffer.type), live_span(op.buffer, spans))
         for op in allocs
         if tile.space_of(op.buffer) == space
     ]
@@ -147,7 +147,7 @@ def plan_dram(
         if type_ is not None and tile.space_of(type_) == "dram":
             fixed.append(Lifetime(arg, function, byte_size(type_), WHOLE_PROGRAM))
     consts = [op for op in spans if isinstance(op, tile.ConstOp)]  # program order
-    fixed += [Lifetime(op.buffer, op, byte_size(op.buffer.type), WHOLE_PROGRAM) for op in consts]  # pyright: ignore
+    fixed += [Lifetime(op.buffer, op, byte_size(op.buffer.type), WHOLE_PROGRAM) for op in consts]
     cursor = 0
     for item in fixed:
         item.offset, cursor = cursor, align_up(cursor + item.size)
@@ -158,7 +158,11 @@ def plan_dram(
 
 def _write_offsets(function: func.FuncOp, lifetimes: list[Lifetime]) -> None:
     """`offset` on ops, `tile.offset` on the arguments (whose lifetime's op is the function)."""
-    args = {item.value.index: item.offset for item in lifetimes if item.op is function}  # pyright: ignore
+    args = {
+        item.value.index: item.offset
+        for item in lifetimes
+        if item.op is function and isinstance(item.value, BlockArgument)
+    }
     for item in lifetimes:
         if item.op is not function:
             item.op.attributes["offset"] = _i64(item.offset)
@@ -219,17 +223,19 @@ def planned_offset(value: SSAValue) -> int | None:
     owner = value.owner
     if isinstance(owner, tile.AllocOp | tile.ConstOp):
         return owner.offset.value.data if owner.offset is not None else None
-    function = owner.parent_op() if not isinstance(owner, Operation) else None
+    if not isinstance(value, BlockArgument):
+        return None
+    function = value.owner.parent_op()
     if not isinstance(function, func.FuncOp) or function.arg_attrs is None:
         return None
-    attr: Attribute | None = function.arg_attrs.data[value.index].data.get(OFFSET_ARG_ATTR)  # pyright: ignore
+    attr: Attribute | None = function.arg_attrs.data[value.index].data.get(OFFSET_ARG_ATTR)
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def _planned_buffers(function: func.FuncOp) -> list[SSAValue]:
     args = [a for a in function.body.block.args if _memref(a) is not None]
     ops = [op.buffer for op in function.walk() if isinstance(op, tile.AllocOp | tile.ConstOp)]
-    return [*args, *ops]  # pyright: ignore
+    return [*args, *ops]
 
 
 def _placed(function: func.FuncOp, target: Target, problems: list[str]) -> list[tuple[str, Lifetime]]:
@@ -238,7 +244,7 @@ def _placed(function: func.FuncOp, target: Target, problems: list[str]) -> list[
     capacity = {"sram": target.sram_bytes, "acc": target.acc_bytes, "dram": target.dram.bytes}
     placed: list[tuple[str, Lifetime]] = []
     for value in _planned_buffers(function):
-        offset, space, size = planned_offset(value), tile.space_of(value), byte_size(value.type)  # pyright: ignore
+        offset, space, size = planned_offset(value), tile.space_of(value), byte_size(tile.memref_of(value))
         if offset is None or offset % ALIGNMENT or offset + size > capacity[space]:
             problems.append(
                 f"@{function.sym_name.data}: %{value.name_hint} in {space} has a bad offset {offset}"

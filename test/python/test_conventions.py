@@ -11,8 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation
+from xdsl.ir import Dialect, Operation
 
 from aitc.ir import AITC_DIALECTS
 from aitc.passes.registry import ALL_PASSES
@@ -26,11 +25,11 @@ def _dialects() -> list[Dialect]:
     return [factory() for factory in AITC_DIALECTS.values()]
 
 
-def _ops() -> list[type[IRDLOperation]]:
-    return [op for dialect in _dialects() for op in dialect.operations]  # pyright: ignore
+def _ops() -> list[type[Operation]]:
+    return [op for dialect in _dialects() for op in dialect.operations]
 
 
-def _op_id(op: type[IRDLOperation]) -> str:
+def _op_id(op: type[Operation]) -> str:
     return op.name
 
 
@@ -44,12 +43,12 @@ def test_dialect_object_named_after_namespace(dialect: Dialect):
 
 
 @pytest.mark.parametrize("op", _ops(), ids=_op_id)
-def test_op_class_name_ends_in_op(op: type[IRDLOperation]):
+def test_op_class_name_ends_in_op(op: type[Operation]):
     assert op.__name__.endswith("Op"), f"{op.__name__} ({op.name}) should end in 'Op'"
 
 
 @pytest.mark.parametrize("op", _ops(), ids=_op_id)
-def test_op_name_is_namespaced_and_matches_class(op: type[IRDLOperation]):
+def test_op_name_is_namespaced_and_matches_class(op: type[Operation]):
     namespace, _, short = op.name.partition(".")
     assert namespace in AITC_DIALECTS, f"{op.__name__}.name = {op.name!r} has no aitc namespace"
     assert short, f"{op.__name__}.name = {op.name!r} has no op name after the namespace"
@@ -62,7 +61,7 @@ def test_op_name_is_namespaced_and_matches_class(op: type[IRDLOperation]):
 
 
 @pytest.mark.parametrize("op", _ops(), ids=_op_id)
-def test_op_docstring_has_mlir_example(op: type[IRDLOperation]):
+def test_op_docstring_has_mlir_example(op: type[Operation]):
     doc = op.__doc__ or ""
     example = re.search(r"```mlir\n(.*?)```", doc, re.DOTALL)
     assert example, f"{op.__name__} needs a docstring with a fenced ```mlir example"

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
@@ -95,7 +95,7 @@ def _spans_inner_edge(edge: Edge, program: Program, inside: dict[int, set[tuple[
     """Whether a loop strictly between the ends of forward `edge` holds an edge of its pair."""
     pair = (edge.source, edge.target)
     for item in edge.level.items[edge.after + 1 : edge.before]:
-        child = program.levels.get(item)  # pyright: ignore[reportArgumentType]
+        child = program.levels.get(item) if isinstance(item, scf.ForOp) else None
         if child is not None and pair in inside.get(id(child), ()):
             return True
     return False

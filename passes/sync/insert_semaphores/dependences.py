@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.utils.exceptions import PassFailedException
 
 from aitc.analysis.tile_footprint import (
     IndexRanges,
@@ -44,6 +43,7 @@ from aitc.analysis.tile_footprint import (
     overlap,
 )
 from aitc.dialects import sync, tile
+from aitc.passes.legality import fail
 from aitc.passes.sync.insert_semaphores.candidates import Candidates, Level, Node
 
 MAX_TRIPS = 512
@@ -68,10 +68,6 @@ class Edge:
     def key(self) -> tuple[int, int]:
         """When the wait happens: (iterations later, item index)."""
         return self.distance, self.before
-
-
-def fail(op: Operation, message: str) -> None:
-    op.emit_error(message, PassFailedException(message))
 
 
 # --------------------------------------------------------------------------- the level tree
@@ -111,9 +107,10 @@ class Program:
     def _loop(self, op: scf.ForOp, level: Level, path: tuple, loops: dict[SSAValue, Range]) -> None:
         ranges = IndexRanges(loops)
         bounds = [ranges(v) for v in (op.lb, op.ub, op.step)]
-        if any(b is None or b[0] != b[1] for b in bounds) or op.iter_args:
+        constants = [b[0] for b in bounds if b is not None and b[0] == b[1]]
+        if len(constants) != 3 or op.iter_args:
             fail(op, "insert-semaphores needs scf.for loops with constant bounds and no iter_args")
-        (first, _), (stop, _), (step, _) = bounds  # pyright: ignore
+        first, stop, step = constants
         trips = max(0, -(-(stop - first) // step)) if step > 0 else 0
         if trips == 0:
             return  # never runs: nothing inside can conflict

@@ -40,7 +40,7 @@ def working_sets(scope: Operation) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for b in buffers:
         space = tile.space_of(b)
-        sizes[space] = sizes.get(space, 0) + align_up(byte_size(b.type))  # pyright: ignore
+        sizes[space] = sizes.get(space, 0) + align_up(byte_size(tile.memref_of(b)))
     return sizes
 
 
@@ -74,10 +74,9 @@ def budgets(
         mine = [b for b in buffers if tile.space_of(b) == space]
         if not mine:
             continue
-        per_copy = sum(align_up(byte_size(b.type)) for b in mine)  # pyright: ignore
+        per_copy = sum(align_up(byte_size(tile.memref_of(b))) for b in mine)
         reused = sum(
-            align_up(byte_size(b.type)) * min(families.reusable(b, loop), depth - 1)  # pyright: ignore
-            for b in mine
+            align_up(byte_size(tile.memref_of(b))) * min(families.reusable(b, loop), depth - 1) for b in mine
         )
         base = working.get(space, 0) - reused
         result.append(Budget(space.upper(), base, per_copy, capacity))

@@ -37,7 +37,7 @@ def _name(buffer: SSAValue) -> str:
 
 
 def _engine(op: Operation) -> str:
-    return tile.ENGINE_OF.get(type(op), "?")  # pyright: ignore
+    return tile.ENGINE_OF[type(op)] if isinstance(op, tile.WindowOp) else "?"
 
 
 def _first_touch(block: Block, root: SSAValue, touching: set[Operation]) -> Operation | None:
@@ -83,15 +83,16 @@ def candidates(loop: scf.ForOp) -> list[Candidate]:
             continue  # written and read on one engine: in order anyway, nothing to overlap
         nested = first.parent_op() is not loop
         item = first
-        while item.parent_op() is not loop:
-            item = item.parent_op()  # pyright: ignore
+        while (parent := item.parent_op()) is not loop:
+            assert parent is not None  # `first` is inside `loop`
+            item = parent
         found[root] = Candidate(root, loaded, _rotation_problem(loop, root, touching), nested, item)
     return list(found.values())
 
 
 def _rotation_problem(loop: scf.ForOp, root: SSAValue, touching: set[Operation]) -> str | None:
     """Why `root` cannot rotate in `loop` (None if it can); `touching` is `holders(root)`."""
-    if loop.is_ancestor(root.owner):  # pyright: ignore
+    if isinstance(root.owner, Operation) and loop.is_ancestor(root.owner):
         return f"{_name(root)} is not a tile.alloc outside the loop"
     if not private(loop, root, touching):
         return f"{_name(root)} is read before the loop body rewrites all of it"

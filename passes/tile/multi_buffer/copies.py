@@ -58,7 +58,7 @@ def _extra_buffers(
     builder = Builder(InsertPoint.after(alloc))
     renames = []
     for k in range(first, first + count):
-        new = builder.insert(tile.AllocOp(alloc.buffer.type))  # pyright: ignore
+        new = builder.insert(tile.AllocOp(alloc.buffer.type))
         new.location = alloc.location
         new.buffer.name_hint = f"{buffer.name_hint or 'buf'}_{k}"
         renames.append({buffer: new.buffer})

@@ -34,7 +34,7 @@ def scan(
         if op not in touching or isinstance(op, NO_ACCESS):
             continue
         if isinstance(op, scf.ForOp | tile.KernelOp):
-            exposed, after = scan(op.body.block.ops, root, covered, touching)  # pyright: ignore
+            exposed, after = scan(op.body.block.ops, root, covered, touching)
             if exposed:
                 return True, covered
             if isinstance(op, tile.KernelOp):

@@ -53,7 +53,7 @@ def whole(shape: Sequence[int]) -> Box:
 
 def window_region(buffer: SSAValue, indices: Sequence[SSAValue], box: Sequence[int]) -> tuple[Box, bool]:
     """(region covered, exact?) of a window on `buffer` itself (not a view), over the whole run."""
-    shape = tuple(buffer.type.get_shape())  # pyright: ignore
+    shape = tuple(tile.memref_of(buffer).get_shape())
     ranges = StaticIndexRanges()
     starts = [ranges(index) for index in indices]
     exact = all(start is not None and start[0] == start[1] for start in starts)
@@ -92,7 +92,7 @@ def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
             region, exact = window_region(buffer, indices, window.box)
         else:
             exact = tuple(window.box) == window.view.shape and all(constant_index(i) == 0 for i in indices)
-            region = whole(root.type.get_shape())  # pyright: ignore
+            region = whole(tile.memref_of(root).get_shape())
         read = region if window.read else None
         found.append(Effect(read, region if window.write and exact else None, window.write))
     return found
@@ -175,23 +175,30 @@ def swept(loop: scf.ForOp, root: SSAValue) -> list[Box]:
         name, (buffer, indices) = op.ACCESSES[-1], op.accesses()[-1]
         if buffer is not root:
             continue
-        box, shape = op.window_shape(name), root.type.get_shape()  # pyright: ignore
+        box, shape = op.window_shape(name), tile.memref_of(root).get_shape()
         offsets = [_iv_offset(i, iv) for i in indices]
         fixed = [constant_index(i) for i in indices]
         moving = [d for d, c in enumerate(offsets) if c is not None and fixed[d] is None]
         if len(moving) != 1 or any(fixed[d] is None for d in range(len(indices)) if d != moving[0]):
             continue
         d = moving[0]
+        offset = offsets[d]
+        assert offset is not None
         others = tuple(
-            (0, 0) if e == d else (fixed[e], min(shape[e] - 1, fixed[e] + box[e] - 1))  # pyright: ignore
-            for e in range(len(indices))
+            _fixed_dim(fixed[e], box[e], shape[e]) if e != d else (0, 0) for e in range(len(indices))
         )
-        runs.setdefault((d, others), []).append((offsets[d], offsets[d] + box[d] - 1))  # pyright: ignore
+        runs.setdefault((d, others), []).append((offset, offset + box[d] - 1))
     regions = []
     for (d, others), intervals in runs.items():
         for ((first, last),) in merge([(r,) for r in intervals]):
             if last - first + 1 >= step:
-                size = root.type.get_shape()[d]  # pyright: ignore
+                size = tile.memref_of(root).get_shape()[d]
                 full = (lb + first, min(size - 1, lb + (trips - 1) * step + last))
                 regions.append((*others[:d], full, *others[d + 1 :]))
     return regions
+
+
+def _fixed_dim(start: int | None, box: int, size: int) -> Range:
+    """The rows a window with a constant `start` covers in a dim of `size`."""
+    assert start is not None  # the caller only keeps windows whose other dims are constant
+    return start, min(size - 1, start + box - 1)

@@ -94,7 +94,9 @@ def unroll(loop: scf.ForOp, depth: int, renames: Sequence[dict[SSAValue, SSAValu
     body.args[0].name_hint = loop.body.block.args[0].name_hint
     for k in range(depth):
         iv = body.args[0] if k == 0 else inside.insert(arith.AddiOp(body.args[0], offsets[k - 1])).result
-        iv.name_hint, iv.owner.location = body.args[0].name_hint, loop.location  # pyright: ignore
+        iv.name_hint = body.args[0].name_hint
+        if isinstance(iv.owner, Operation):  # the added arith.addi (k > 0), not the block argument
+            iv.owner.location = loop.location
         _clone_body(loop, inside, {loop.body.block.args[0]: iv, **renames[k]})
     inside.insert(scf.YieldOp())
     main_loop = outside.insert(scf.ForOp(loop.lb, new_ub, new_step, [], body))

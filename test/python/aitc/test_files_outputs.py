@@ -12,8 +12,9 @@ import numpy as np
 import onnx
 import pytest
 
-from aitc import files, model_zoo
+from aitc import files
 from aitc.diagnostics import AitcError
+from aitc.testing import model_zoo
 from aitc.tools.aitc_main import main
 
 EXAMPLE_HW = Path(__file__).parents[3] / "examples" / "hw" / "tiled_matmul.mlir"

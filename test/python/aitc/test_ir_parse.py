@@ -13,7 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRLexer
 
@@ -44,6 +44,7 @@ def test_xdsl_is_the_version_the_fixes_were_written_for():
 
 def test_fixes_are_installed_once():
     xdsl_fixes.apply()
+    # the lexer's private regex is what fix 1 replaces (xDSL 0.74 has no public hook: upstream gap)
     assert MLIRLexer._unescaped_characters_regex.pattern == xdsl_fixes.LINEAR_STRING_REGEX
 
 
@@ -119,7 +120,7 @@ def test_hex_floats_are_bit_patterns():
         "%4 = graph.constant dense<[1, 0x10]> : tensor<2xi32>"
     )
     values = [op.attributes.get("value") or op.properties.get("value") for op in module.ops]
-    assert [v.data.data.hex() for v in values if hasattr(v, "data")] == [
+    assert [v.data.data.hex() for v in values if isinstance(v, DenseIntOrFPElementsAttr)] == [
         "000080ff0100807f",
         "00fc017c",
         "817f817f",

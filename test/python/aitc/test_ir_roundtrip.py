@@ -18,10 +18,13 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    AnyFloat,
     BFloat16Type,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     FloatAttr,
     IndexType,
     IntegerType,
@@ -32,9 +35,8 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
 )
-from xdsl.ir import Attribute
 
-from aitc import binary, conformance, model_zoo
+from aitc import binary
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects import graph
 from aitc.frontend.onnx_import import import_onnx
@@ -42,6 +44,7 @@ from aitc.frontend.onnx_ops import ONNX_OPS
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import parse_mlir, print_mlir
 from aitc.target import load_target
+from aitc.testing import conformance, model_zoo
 from aitc.tools.aitc_main import main
 from aitc.weights import RESOURCES, array_to_attr, attr_to_array
 
@@ -94,7 +97,7 @@ def round_trip(module: ModuleOp) -> ModuleOp:
     return again
 
 
-def constants_module(attrs: Mapping[str, Attribute]) -> ModuleOp:
+def constants_module(attrs: Mapping[str, DenseIntOrFPElementsAttr | DenseResourceAttr]) -> ModuleOp:
     """`func.func @main()` returning one `graph.constant` per entry, named after its key
     (built through the parser, so the constants' text is read once already)."""
     types = {k: str(a.get_type()) for k, a in attrs.items()}
@@ -105,7 +108,7 @@ def constants_module(attrs: Mapping[str, Attribute]) -> ModuleOp:
     return parse_mlir("\n".join(lines))
 
 
-def raw_attr(element: Attribute, shape: list[int], data: bytes) -> DenseIntOrFPElementsAttr:
+def raw_attr(element: AnyDenseElement, shape: list[int], data: bytes) -> DenseIntOrFPElementsAttr:
     return DenseIntOrFPElementsAttr(TensorType(element, shape), BytesAttr(data))
 
 
@@ -192,7 +195,7 @@ def test_hex_string_literal_is_read_as_bytes():
 # --------------------------------------------------------------------------- every bit pattern
 
 
-def patterns_round_trip(element: Attribute, bits: list[int], width: int) -> None:
+def patterns_round_trip(element: AnyFloat, bits: list[int], width: int) -> None:
     """`bits` as constants of 100 elements (a non-splat list each) survive print -> parse."""
     code = {16: "H", 32: "I", 64: "Q"}[width]
     chunks = [bits[i : i + 100] for i in range(0, len(bits), 100)]
@@ -204,7 +207,7 @@ def patterns_round_trip(element: Attribute, bits: list[int], width: int) -> None
 
 
 @pytest.mark.parametrize("element", [f16, BFloat16Type()], ids=["f16", "bf16"])
-def test_every_16_bit_pattern(element: Attribute):
+def test_every_16_bit_pattern(element: AnyFloat):
     bits = list(range(1 << 16))
     bits[1], bits[2] = bits[2], bits[1]  # no chunk is a splat
     patterns_round_trip(element, bits, 16)
@@ -248,14 +251,16 @@ def test_scalar_and_array_float_attributes():
     again = round_trip(module)
     for key, attr in module.attributes.items():
         if isinstance(attr, FloatAttr):  # a scalar holds a Python float: compare its bits
-            assert struct.pack("<d", again.attributes[key].value.data) == struct.pack("<d", attr.value.data)
+            parsed = again.attributes[key]
+            assert isinstance(parsed, FloatAttr)
+            assert struct.pack("<d", parsed.value.data) == struct.pack("<d", attr.value.data)
         else:
             assert again.attributes[key] == attr, key
 
 
 def test_integer_attribute_extremes():
     module = ModuleOp([])
-    cases = {
+    cases: dict[str, tuple[IntegerType | IndexType, list[int]]] = {
         "i64": (IntegerType(64), [-(2**63), 2**63 - 1]),
         "ui64": (IntegerType(64, Signedness.UNSIGNED), [2**64 - 1]),
     }
@@ -403,8 +408,8 @@ def node_tests() -> dict[str, list[conformance.NodeTest]]:
 
 def node_test_round_trip(test: conformance.NodeTest) -> str | None:
     """None if the imported node test survives the text round trip, bit for bit."""
-    inputs, _ = conformance._load_data_set(test.data_sets()[0], test.model)  # pyright: ignore[reportPrivateUsage]
-    module = conformance._import(conformance.bind_static_inputs(test.model, inputs), inputs)  # pyright: ignore[reportPrivateUsage]
+    inputs, _ = conformance._load_data_set(test.data_sets()[0], test.model)
+    module = conformance._import(conformance.bind_static_inputs(test.model, inputs), inputs)
     if isinstance(module, conformance.Result):
         return None if module.status == "unsupported" else f"{test.name}: {module.detail}"
     text = print_mlir(module)

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 
+from aitc.dialects import graph
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import entry_function, input_names, output_names, run_module
 from aitc.ir import parse_mlir, print_mlir
@@ -242,8 +243,8 @@ def test_shape_subgraph_folds_at_import(name: str):
     assert counts["graph.gather"] == counts["graph.concat"] == 0
     batch = case(name).inputs["x"].shape[0]
     for op in case(name).module.walk():
-        if op.name == "graph.reshape" and len(op.results[0].type.get_shape()) == 4:
-            assert op.results[0].type.get_shape()[0] == batch
+        if isinstance(op, graph.ReshapeOp) and len(op.output.type.get_shape()) == 4:
+            assert op.output.type.get_shape()[0] == batch
 
 
 # --------------------------------------------------------------------------- shapes and names
@@ -255,6 +256,7 @@ def test_input_shape_pins_the_dynamic_batch(name: str):
     model, inputs = builder(**{**kwargs, "batch": 3})
     module = import_onnx(model, shapes_of(inputs))
     for type_ in entry_function(module).function_type.inputs.data:
+        assert isinstance(type_, TensorType)
         assert type_.get_shape()[0] == 3
     assert_close(run_module(module, inputs), onnxruntime_outputs(model, inputs))
 

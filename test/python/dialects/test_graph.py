@@ -121,7 +121,7 @@ def test_matmul_infer_rejects(lhs: Shape, rhs: Shape, message: str):
         graph.MatMulOp.infer(a, b)
 
 
-def conv(x: Shape, w: Shape, out: Shape = (1,), bias: Shape | None = None, **attrs: Attribute):
+def conv(x: Shape, w: Shape, out: Shape = (1,), bias: Shape | None = None, /, **attrs: Attribute):
     values = args(t(x), t(w), *([t(bias)] if bias is not None else []))
     return graph.ConvOp(
         operands=[values[0], values[1], list(values[2:])], result_types=[t(out)], attributes=attrs
@@ -199,7 +199,7 @@ def test_other_builders_infer_result_types():
         (graph.SoftmaxOp(x, -1), t((2, 3))),
         (graph.ExpOp(x), t((2, 3))),
         (graph.LeakyReluOp(x, alpha=0.1), t((2, 3))),
-        (graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(t((2,)), [1.0, 2.0])), t((2,))),
+        (graph.ConstantOp(DenseIntOrFPElementsAttr.from_list(TensorType(f32, [2]), [1.0, 2.0])), t((2,))),
     ]
     for op, expected in built:
         assert op.results[0].type == expected, op.name
@@ -334,7 +334,7 @@ def _bad_ops() -> dict[str, tuple[Callable[[], Operation], str]]:
         ),
         "constant type": (
             lambda: graph.ConstantOp.create(
-                attributes={"value": DenseIntOrFPElementsAttr.from_list(t((2,)), [1.0, 2.0])},
+                attributes={"value": DenseIntOrFPElementsAttr.from_list(TensorType(f32, [2]), [1.0, 2.0])},
                 result_types=[t((3,))],
             ),
             "differs from result type",
@@ -368,7 +368,7 @@ _dims = st.lists(st.integers(min_value=0, max_value=6), min_size=0, max_size=5)
 )
 def test_conv_verifier_never_crashes(x, w, strides, pads, dilations, group):
     """Whatever the shapes and options, the verifier either accepts or raises VerifyException."""
-    attrs = {
+    attrs: dict[str, Attribute] = {
         key: ints(*value)
         for key, value in (("strides", strides), ("pads", pads), ("dilations", dilations))
         if value is not None
@@ -459,11 +459,11 @@ def test_shape_verifiers_never_crash(shapes, out, axis, op_kind):
 # --------------------------------------------------------------------------- docstring examples
 
 
-def _graph_ops() -> list[type[IRDLOperation]]:
-    return list(graph.Graph.operations)  # pyright: ignore[reportReturnType]
+def _graph_ops() -> list[type[Operation]]:
+    return list(graph.Graph.operations)
 
 
-def _example(op: type[IRDLOperation]) -> str:
+def _example(op: type[Operation]) -> str:
     found = re.search(r"```mlir\n(.*?)```", op.__doc__ or "", re.DOTALL)
     assert found, f"{op.__name__} has no ```mlir example"
     return textwrap.dedent(found.group(1))
@@ -482,7 +482,7 @@ def _free_values(text: str) -> dict[str, Attribute]:
 
 
 @pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
-def test_docstring_example_is_valid_ir(op: type[IRDLOperation]):
+def test_docstring_example_is_valid_ir(op: type[Operation]):
     """Each example, wrapped in a function taking its free values, parses and verifies."""
     example = _example(op)
     params = ", ".join(f"%{name}: {type_}" for name, type_ in _free_values(example).items())
@@ -514,8 +514,10 @@ def test_generic_form_is_accepted_by_upstream_mlir_opt():
     ops_mlir = Path(__file__).resolve().parents[2] / "dialects" / "graph" / "ops.mlir"
     module = parse_mlir(ops_mlir.read_text(), str(ops_mlir))
     generic = print_mlir(module, generic=True)
+    mlir_opt = _upstream_mlir_opt()
+    assert mlir_opt is not None
     upstream = subprocess.run(
-        [_upstream_mlir_opt(), "--allow-unregistered-dialect", "--mlir-print-op-generic"],
+        [mlir_opt, "--allow-unregistered-dialect", "--mlir-print-op-generic"],
         input=generic,
         capture_output=True,
         text=True,

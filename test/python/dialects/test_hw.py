@@ -160,7 +160,9 @@ def test_loop_and_core_accessors():
     core = hw.CoreOp(1, [loop, hw.EndOp()])
     assert loop.trip_count() == 3
     assert core.core_id() == 1
-    assert hw.loop_depth(loop.body.block.first_op) == 1  # pyright: ignore
+    first = loop.body.block.first_op
+    assert first is not None
+    assert hw.loop_depth(first) == 1
 
 
 # --------------------------------------------------------------------------- dialect verifier
@@ -316,7 +318,7 @@ def test_access_extents_agree_with_the_simulator(op: hw.InstructionOp):
     agree on how many bytes each operand spans and on its alignment."""
     from aitc.sim.footprint import footprint
 
-    spaces = {f.name: op.get(f.name).space.data for f in op.FIELDS if f.kind == "addr"}  # pyright: ignore
+    spaces = {f.name: op.get_address(f.name).space.data for f in op.FIELDS if f.kind == "addr"}
     simulated = footprint(op.name.removeprefix("hw."), op.values(), spaces)
     assert {r.field: (r.extent, r.align) for r in simulated} == {
         a.field: (a.extent, a.align) for a in accesses(op)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import special
+from xdsl.dialects.builtin import ModuleOp
 
 from aitc.dialects.hw import BarrierOp, SemSignalOp, SemWaitOp
 from aitc.ir import parse_mlir
@@ -64,7 +65,7 @@ def test_example_matches_numpy(path):
     assert session.last_result.stats.cycles > 0
 
 
-def _mutant(text: str, index: int) -> tuple[object, str]:
+def _mutant(text: str, index: int) -> tuple[ModuleOp, str]:
     """The example with its `index`-th semaphore/barrier op deleted, and that op's text."""
     module = parse_mlir(text)
     victim = [op for op in module.walk() if isinstance(op, SYNC_OPS)][index]

@@ -35,6 +35,8 @@ def test_session_runs_an_assembled_binary_identically(tmp_path):
     from_text, from_binary = Session(EXAMPLE), Session(binary, target="tiny")
     [expected], [actual] = from_text.run(None, INPUTS), from_binary.run(None, INPUTS)
     np.testing.assert_array_equal(actual, expected)
+    assert from_binary.last_result is not None
+    assert from_text.last_result is not None
     assert from_binary.last_result.stats == from_text.last_result.stats
 
 

@@ -298,7 +298,7 @@ def test_non_ascii_names_survive_import_print_and_run(capsys, tmp_path):
     onnx.save(
         onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), tmp_path / "u.onnx"
     )
-    np.savez(tmp_path / "in.npz", **{"entrée": np.array([-1.0, 2.0], np.float32)})
+    np.savez(tmp_path / "in.npz", **{"entrée": np.array([-1.0, 2.0], np.float32)})  # pyright: ignore[reportArgumentType]  -- numpy's stub: a **dict of arrays could bind savez's allow_pickle: bool
     assert run_cli(capsys, ["import", tmp_path / "u.onnx", "-o", tmp_path / "u.mlir"])[0] == 0
     assert 'loc("n\\\\u0153ud")' in (tmp_path / "u.mlir").read_text()
     code, _, err = run_cli(

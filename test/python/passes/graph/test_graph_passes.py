@@ -384,7 +384,11 @@ def test_graph_optimize_small_model():
     assert after == Counter(
         {"graph.constant": 6, "graph.conv": 1, "graph.reshape": 1, "graph.matmul": 1, "graph.layer_norm": 1}
     )
-    activations = {op.activation.data for op in m.walk() if isinstance(op, graph.MatMulOp | graph.ConvOp)}
+    activations = {
+        op.activation.data if op.activation else None
+        for op in m.walk()
+        if isinstance(op, graph.MatMulOp | graph.ConvOp)
+    }
     assert activations == {"relu", "gelu"}
 
 

@@ -14,7 +14,7 @@ from aitc.binary import BinaryError, assemble, disassemble
 from aitc.compiler import CompileOptions, compile_module, format_report
 from aitc.diagnostics import AitcError
 from aitc.dialects.exec import CallOp, is_schedule
-from aitc.dialects.hw import ProgramOp
+from aitc.dialects.hw import ProgramOp, TensorOp
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import run_module
 from aitc.ir import print_mlir
@@ -78,14 +78,22 @@ def test_every_level_of_a_split_model_computes_the_same():
     assert_close(Simulator(hw, "tiny").run(inputs).outputs, expected, tolerance=1e-5)
 
 
+def _tensors(program: ProgramOp) -> list[tuple[str, str]]:
+    """(name, kind) of each hw.tensor of `program`."""
+    found = []
+    for op in program.body.block.ops:
+        if isinstance(op, TensorOp):
+            assert op.sym is not None
+            assert op.kind is not None
+            found.append((op.sym.data, op.kind.data))
+    return found
+
+
 def test_hand_over_tensors_are_program_io_descriptors():
     model, _ = mixed_model()
     module = compile_module(model, CompileOptions(target="tiny")).module
-    programs = {op.sym_name.data: op for op in module.ops if isinstance(op, ProgramOp)}  # pyright: ignore
-    io = {
-        name: [(t.sym.data, t.kind.data) for t in p.body.block.ops if t.name == "hw.tensor"]  # pyright: ignore
-        for name, p in programs.items()
-    }
+    programs = {op.sym_name.data: op for op in module.ops if isinstance(op, ProgramOp) and op.sym_name}
+    io = {name: _tensors(p) for name, p in programs.items()}
     assert io == {
         "main_npu1": [("x", "input"), ("fc1", "output")],
         "main_npu3": [("sin", "input"), ("cast_mask", "input"), ("logits", "output")],
@@ -169,7 +177,7 @@ def test_zero_element_tensors_pass_through_the_host(tmp_path, capsys):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     inputs = {"x": np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)}
     onnx.save(model, tmp_path / "m.onnx")
-    np.savez(tmp_path / "in.npz", **inputs)
+    np.savez(tmp_path / "in.npz", **inputs)  # pyright: ignore[reportArgumentType]  -- numpy's stub: a **dict of arrays could bind savez's allow_pickle: bool
     assert (
         main(["compile", str(tmp_path / "m.onnx"), "--target", "tiny", "-o", str(tmp_path / "m.aitb")]) == 0
     )

@@ -16,9 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     FloatAttr,
     FunctionType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -29,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.hints import isa
 
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects import graph, tile
@@ -143,6 +146,26 @@ def kernels(module: ModuleOp) -> list[tile.KernelOp]:
     return [op for op in module.walk() if isinstance(op, tile.KernelOp)]
 
 
+def int_attr(op: Operation, key: str) -> int:
+    """An integer attribute of `op` (a kernel's `sram_bytes`, `est_cycles`...)."""
+    attr = op.attributes[key]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def text_attr(op: Operation, key: str) -> str:
+    attr = op.attributes[key]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
+def ints_attr(op: Operation, key: str) -> tuple[int, ...]:
+    """An `array<i64: ...>` attribute of `op` (a kernel's `tiles`)."""
+    attr = op.attributes[key]
+    assert isa(attr, DenseArrayBase[IntegerType])
+    return attr.get_values()
+
+
 def check_contract(module: ModuleOp, target: str) -> None:
     """Every kernel records its decisions and fits SRAM/ACC; every matmul fits the engine."""
     t = load_target(target)
@@ -150,9 +173,8 @@ def check_contract(module: ModuleOp, target: str) -> None:
     for kernel in kernels(module):
         for key in ("op", "tiles", "dma_bytes", "est_cycles", "sram_bytes", "reason"):
             assert key in kernel.attributes, f"kernel {kernel.sym} lacks {key}"
-        assert kernel.attributes["sram_bytes"].value.data <= budget.sram  # pyright: ignore
-        acc = kernel.attributes.get("acc_bytes")
-        assert acc is None or acc.value.data <= budget.acc  # pyright: ignore
+        assert int_attr(kernel, "sram_bytes") <= budget.sram
+        assert "acc_bytes" not in kernel.attributes or int_attr(kernel, "acc_bytes") <= budget.acc
     for op in module.walk():
         if isinstance(op, tile.MatmulOp):
             _, k, n = op.box()
@@ -215,7 +237,7 @@ CONVS: dict[str, Callable[[], ModuleOp]] = {
 def test_conv_matches_the_graph_level(case: str, target: str):
     lowered = check_lowering(CONVS[case](), target)
     (kernel,) = kernels(lowered)
-    assert kernel.attributes["op"].data == "graph.conv"  # pyright: ignore
+    assert text_attr(kernel, "op") == "graph.conv"
 
 
 # --------------------------------------------------------------------------- pooling
@@ -262,8 +284,8 @@ def test_avg_pool_divisor_row_only_when_counts_differ():
     assert not any(isinstance(op, tile.ConstOp) for op in uniform.walk())
     padded = lower(pool_module("avg", [1, 2, 6, 6], [3, 3], pads=[1, 1, 1, 1]), "tiny")
     (const,) = [op for op in padded.walk() if isinstance(op, tile.ConstOp)]
-    pitch = const.buffer.type.get_shape()[1] // 6  # pyright: ignore  (the patch's wide row pitch)
-    assert const.buffer.type.get_shape() == (1, 6 * pitch)  # pyright: ignore
+    pitch = const.buffer.type.get_shape()[1] // 6  # the patch's wide row pitch
+    assert const.buffer.type.get_shape() == (1, 6 * pitch)
     assert pitch >= 6
 
 
@@ -282,7 +304,7 @@ def test_unfolded_batch_norm_matches_the_graph_level(shape: list[int], target: s
 @pytest.mark.parametrize("target", TARGETS)
 def test_depthwise_conv_chooses_the_engine_with_the_lower_estimate(target: str):
     (kernel,) = kernels(lower(CONVS["depthwise"](), target))
-    reason = kernel.attributes["reason"].data  # pyright: ignore
+    reason = text_attr(kernel, "reason")
     found = re.search(r"chose the (\w+) engine \(est\. (\d+) vector vs (\d+) matrix cycles\)", reason)
     assert found, reason
     engine, vector, matrix = found.group(1), int(found.group(2)), int(found.group(3))
@@ -307,18 +329,18 @@ def test_the_plan_estimate_is_the_cost_of_the_emitted_ir(case: str, target: str,
     monkeypatch.setattr(graph_to_tile_conv, "plan_window", spy)
     monkeypatch.setattr(graph_to_tile_pool, "plan_window", spy)
     (kernel,) = kernels(lower({**CONVS, **POOLS}[case](), target))
-    tiles = list(kernel.attributes["tiles"].get_values())  # pyright: ignore
+    tiles = list(ints_attr(kernel, "tiles"))
     (chosen,) = [p for p in plans if p is not None and p.tiles == tiles][:1]
-    assert chosen.cycles == kernel.attributes["est_cycles"].value.data  # pyright: ignore
-    assert chosen.dma_bytes == kernel.attributes["dma_bytes"].value.data  # pyright: ignore
-    assert chosen.sram_bytes == kernel.attributes["sram_bytes"].value.data  # pyright: ignore
+    assert chosen.cycles == int_attr(kernel, "est_cycles")
+    assert chosen.dma_bytes == int_attr(kernel, "dma_bytes")
+    assert chosen.sram_bytes == int_attr(kernel, "sram_bytes")
 
 
 def test_interior_blocks_share_one_loop():
     """Border blocks are peeled; the blocks inside the input are one scf.for, not unrolled."""
     module = lower(conv_module([1, 4, 24, 24], [8, 4, 3, 3], pads=[1, 1, 1, 1]), "tiny")
     (kernel,) = kernels(module)
-    rows, _, tc, _ = kernel.attributes["tiles"].get_values()  # pyright: ignore
+    rows, _, tc, _ = ints_attr(kernel, "tiles")
     assert rows < 24
     assert tc == 4
     stage_loads = [

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.hints import isa
 
 from aitc.dialects import graph, tile
 from aitc.frontend.onnx_import import import_onnx
@@ -50,7 +51,13 @@ CASES_FILE = Path(__file__).with_name("graph_to_tile_cases.mlir")
 def _cases() -> dict[str, str]:
     """Case name -> graph-level module text (one function per `// -----` chunk)."""
     chunks = CASES_FILE.read_text().split("// -----")
-    return {re.search(r"func\.func @(\w+)", c).group(1): c for c in chunks}  # pyright: ignore
+    return {_case_name(c): c for c in chunks}
+
+
+def _case_name(chunk: str) -> str:
+    found = re.search(r"func\.func @(\w+)", chunk)
+    assert found is not None, f"a case without a function: {chunk[:80]!r}"
+    return found.group(1)
 
 
 CASES = _cases()
@@ -84,7 +91,7 @@ def _alloc_bytes(kernel: tile.KernelOp, space: str) -> int:
     total = 0
     for op in kernel.walk():
         if isinstance(op, tile.AllocOp) and tile.space_of(op.buffer) == space:
-            shape, element = op.buffer.type.get_shape(), op.buffer.type.get_element_type()  # pyright: ignore
+            shape, element = op.buffer.type.get_shape(), op.buffer.type.get_element_type()
             total += math.prod(shape) * element_bytes(element)
     return total
 
@@ -99,7 +106,7 @@ def check_tile_module(module: ModuleOp, target: Target) -> None:
         for key in ("op", "tiles", "dma_bytes", "est_cycles", "sram_bytes", "reason"):
             assert key in kernel.attributes, f"kernel {kernel.sym} lacks {key}"
         sram = _alloc_bytes(kernel, "sram")
-        assert sram == kernel.attributes["sram_bytes"].value.data  # pyright: ignore
+        assert sram == int_attr(kernel, "sram_bytes")
         # a matmul's block summed in SRAM is not double-buffered: it may take more than half
         # (graph_to_tile_costs.sram_need, with the rotated tiles, stays within the target)
         limit = target.sram_bytes if "graph.matmul" in str(kernel.attributes["op"]) else budget.sram
@@ -127,6 +134,26 @@ def differential(module: ModuleOp, target: str, inputs: dict[str, np.ndarray] | 
 
 def kernels(module: ModuleOp) -> list[tile.KernelOp]:
     return [op for op in module.walk() if isinstance(op, tile.KernelOp)]
+
+
+def int_attr(op: Operation, key: str) -> int:
+    """An integer attribute of `op` (a kernel's `sram_bytes`, `est_cycles`...)."""
+    attr = op.attributes[key]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def text_attr(op: Operation, key: str) -> str:
+    attr = op.attributes[key]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
+def ints_attr(op: Operation, key: str) -> tuple[int, ...]:
+    """An `array<i64: ...>` attribute of `op` (a kernel's `tiles`)."""
+    attr = op.attributes[key]
+    assert isa(attr, DenseArrayBase[IntegerType])
+    return attr.get_values()
 
 
 # --------------------------------------------------------------------------- differential execution
@@ -160,7 +187,7 @@ def test_zoo_model_computes_what_the_graph_computes(name: str, target: str):
 def test_transformer_keeps_its_elementwise_work_in_few_kernels():
     module, _ = _zoo("transformer")
     lower(module, "tiny")
-    ops = [k.attributes["op"].data for k in kernels(module)]  # pyright: ignore
+    ops = [text_attr(k, "op") for k in kernels(module)]
     assert "graph.div,graph.add" in ops  # attention scale + mask: one kernel
     assert "graph.sub,graph.mul" in ops  # the extended mask: one kernel
 
@@ -237,7 +264,7 @@ def test_chain_loads_each_input_once_per_tile_and_stores_once():
     stores = [c for c in copies if tile.space_of(c.access("dst")[0]) == "dram"]
     assert len(loads) == 3  # x, the bias row, the column s
     assert len(stores) == 1
-    assert kernel.attributes["op"].data.count("graph.") == 8  # pyright: ignore  (distinct op names)
+    assert text_attr(kernel, "op").count("graph.") == 8  # distinct op names
 
 
 def test_multi_use_values_end_a_chain():
@@ -269,15 +296,27 @@ def test_signature_is_destination_passing():
     assert f.arg_attrs is not None
     assert "tile.output" in f.arg_attrs.data[2].data
     assert "tile.output" not in f.arg_attrs.data[0].data
-    assert module.attributes["tile.sram_budget"].value.data == 8192  # pyright: ignore
+    assert int_attr(module, "tile.sram_budget") == 8192
 
 
 def test_reshape_is_a_view_and_needs_no_kernel():
     module = lower(parse_mlir(CASES["normalization_reductions"]), "tiny")
-    assert not any(k.attributes["op"].data == "graph.reshape" for k in kernels(module))  # pyright: ignore
+    assert not any(text_attr(k, "op") == "graph.reshape" for k in kernels(module))
     views = [op for op in module.walk() if isinstance(op, tile.ReshapeOp)]
     assert views
     assert all(not isinstance(v.source.owner, tile.ReshapeOp) for v in views), "views of the root buffer"
+
+
+def _index_constant(value: SSAValue) -> int:
+    assert isinstance(value.owner, arith.ConstantOp)
+    attr = value.owner.value
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def _literal(op: arith.ConstantOp) -> int | float:
+    assert isinstance(op.value, IntegerAttr | FloatAttr)
+    return op.value.value.data
 
 
 def _trips(op: Operation) -> int:
@@ -285,7 +324,7 @@ def _trips(op: Operation) -> int:
     count, parent = 1, op.parent_op()
     while parent is not None:
         if isinstance(parent, scf.ForOp):
-            lb, ub, step = (p.owner.value.value.data for p in (parent.lb, parent.ub, parent.step))  # pyright: ignore
+            lb, ub, step = (_index_constant(p) for p in (parent.lb, parent.ub, parent.step))
             count *= -(-(ub - lb) // step)
         parent = parent.parent_op()
     return count
@@ -295,7 +334,7 @@ def test_kernels_keep_loops_structured():
     module = lower(parse_mlir(CASES["matmul"]), "tiny")
     (kernel,) = kernels(module)
     matmuls = [op for op in kernel.walk() if isinstance(op, tile.MatmulOp)]
-    tm, _, tn = kernel.attributes["tiles"].get_values()  # pyright: ignore
+    tm, _, tn = ints_attr(kernel, "tiles")
     # 32x48 @ 48x20 on a 4x4 engine: 12 row chunks of K x 5 column groups per block of tm rows,
     # each one tile.matmul when it runs, but the IR holds one per loop body, not one per tile:
     # per K step kind (peeled first, loop, peeled last) at most MAX_UNROLL column groups, each
@@ -306,7 +345,7 @@ def test_kernels_keep_loops_structured():
     assert any(isinstance(op.parent_op(), scf.ForOp) for op in matmuls)
     larger = kernels(lower(parse_mlir(CASES["matmul"].replace("48", "480")), "tiny"))[0]
     assert len([op for op in larger.walk() if isinstance(op, tile.MatmulOp)]) <= 3 * MAX_UNROLL * 2
-    constants = [op.value.value.data for op in kernel.walk() if isinstance(op, arith.ConstantOp)]  # pyright: ignore
+    constants = [_literal(op) for op in kernel.walk() if isinstance(op, arith.ConstantOp)]
     assert len(constants) == len(set(constants)), "one arith.constant per value per kernel"
 
 
@@ -419,9 +458,9 @@ def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     MultiBufferPass(depth=budget.depth + 1, target=target).apply(make_context(), rotated)
     rotated.verify()
     assert_same(expected, run_module(rotated, inputs))
-    recorded = {key: kernel.attributes[key].value.data for key in ("est_cycles", "dma_bytes", "sram_bytes")}  # pyright: ignore
+    recorded = {key: int_attr(kernel, key) for key in ("est_cycles", "dma_bytes", "sram_bytes")}
     assert recorded == {"est_cycles": plan.cycles, "dma_bytes": plan.dma_bytes, "sram_bytes": plan.sram_bytes}
-    assert kernel.attributes["acc_bytes"].value.data == plan.acc_bytes  # pyright: ignore
+    assert int_attr(kernel, "acc_bytes") == plan.acc_bytes
 
 
 def test_the_estimate_follows_the_depth():
@@ -436,7 +475,9 @@ def test_the_estimate_follows_the_depth():
         pipelined = estimate_matmul(problem, Budget.of(edge, 2), *args)
         assert pipelined.cycles < serial.cycles
         assert (pipelined.dma_bytes, pipelined.sram_bytes) == (serial.dma_bytes, serial.sram_bytes)
-    assert plan_matmul(problem, Budget.of(edge, 1)).depth == 1  # pyright: ignore
+    plan = plan_matmul(problem, Budget.of(edge, 1))
+    assert plan is not None
+    assert plan.depth == 1
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -453,10 +494,9 @@ def test_recorded_decisions_are_the_plan(target: str, shape: tuple[int, int, int
     (kernel,) = kernels(lower(parse_mlir(text), target))
     plan = plan_matmul(MatmulProblem(1, m, k, n), Budget.of(load_target(target)))
     assert plan is not None
-    attrs = kernel.attributes
-    assert tuple(attrs["tiles"].get_values()) == (plan.tm, plan.tk, plan.tn)  # pyright: ignore
-    assert attrs["dma_bytes"].value.data == plan.dma_bytes  # pyright: ignore
-    assert attrs["est_cycles"].value.data == plan.cycles  # pyright: ignore
+    assert ints_attr(kernel, "tiles") == (plan.tm, plan.tk, plan.tn)
+    assert int_attr(kernel, "dma_bytes") == plan.dma_bytes
+    assert int_attr(kernel, "est_cycles") == plan.cycles
 
 
 def test_edge_picks_bigger_tiles_than_tiny():
@@ -591,7 +631,7 @@ def test_a_new_table_entry_is_dispatched(monkeypatch: pytest.MonkeyPatch):
     )
     module = lower(parse_mlir(text), "tiny")
     (kernel,) = kernels(module)
-    assert kernel.attributes["op"].data == "graph.sin"  # pyright: ignore
+    assert text_attr(kernel, "op") == "graph.sin"
 
 
 _PIPELINED = [
@@ -641,7 +681,10 @@ _LOWERING_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("op_type", sorted(LOWERINGS, key=lambda t: t.name), ids=lambda t: t.name)
+_LOWERED = sorted(LOWERINGS, key=lambda t: t.name)
+
+
+@pytest.mark.parametrize("op_type", _LOWERED, ids=[t.name for t in _LOWERED])
 def test_every_table_entry_is_exercised_by_a_test_file(op_type: type[Operation]):
     """Each lowering in the table is run by a lit file or the executed cases file."""
     text = "".join(path.read_text() for path in _LOWERING_TESTS)

@@ -131,7 +131,7 @@ def test_matmul_program_shape_loops_strides_and_locations():
     assert load.get("src") == hw.AddressAttr("dram", 0, [128])  # 4 rows x 32 bytes per iteration
     matmuls = [op for op in loop.walk() if isinstance(op, hw.MatmulOp)]
     assert [m.get("lhs_stride") for m in matmuls] == [8, 8]
-    assert [m.get("lhs").base.data for m in matmuls] == [0, 16]  # pyright: ignore
+    assert [m.get_address("lhs").base.data for m in matmuls] == [0, 16]
     assert [m.get("accumulate") for m in matmuls] == [False, True]
     names = {op.location.desc.data for op in instructions(program) if isinstance(op.location, NameLoc)}
     assert names == {"fc1"}

@@ -371,7 +371,7 @@ def test_sram_budget_falls_back_and_bigger_target_does_not():
     text = single(4, cols=320)  # 5 KiB tiles: 2 + 1 fit the tiny target's 16 KiB, 2 + 2 do not
     loop = ops_of(multi_buffer(text, 3), scf.ForOp)[0]
     assert loop.attributes[DEPTH_ATTR] == IntegerAttr(2, 64)
-    assert "SRAM budget: depth 3 needs 20 KiB of 16 KiB" in loop.attributes[REASON_ATTR].data  # pyright: ignore
+    assert "SRAM budget: depth 3 needs 20 KiB of 16 KiB" in loop.attributes[REASON_ATTR].data
     loop = ops_of(multi_buffer(text, 3, "edge"), scf.ForOp)[0]
     assert loop.attributes[DEPTH_ATTR] == IntegerAttr(3, 64)
 

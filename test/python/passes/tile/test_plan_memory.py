@@ -21,7 +21,7 @@ from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.scf import ScfFunctions
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.analysis.liveness import align_up, byte_size, live_span, program_spans
@@ -30,7 +30,7 @@ from aitc.interp.run import entry_function, is_output_arg, random_inputs, run_mo
 from aitc.interp.tile import TileFunctions
 from aitc.ir import make_context, parse_mlir, print_mlir
 from aitc.passes.tile.plan_memory import PEAK_ATTRS, PlanMemoryPass, check_plan, planned_offset
-from aitc.types import numpy_dtype
+from aitc.types import numpy_dtype, shape_and_element
 
 CTX = make_context()
 HEAD = "%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n%c2 = arith.constant 2 : index\n"
@@ -64,6 +64,12 @@ def plan(module: ModuleOp, target: str = "tiny") -> ModuleOp:
     return module
 
 
+def _offset(buffer: SSAValue) -> int:
+    offset = planned_offset(buffer)
+    assert offset is not None
+    return offset
+
+
 def attr(op: Operation, key: str) -> int:
     value = op.attributes[key]
     assert isinstance(value, IntegerAttr)
@@ -83,21 +89,23 @@ class ShadowMemory(Interpreter.Listener):
         initialised = [a for i, a in enumerate(function.args) if not is_output_arg(function, i)]
         initialised += [op.buffer for op in function.walk() if isinstance(op, tile.ConstOp)]
         for value in initialised:
-            self._mark(value, np.arange(byte_size(value.type)))  # pyright: ignore
+            self._mark(value, np.arange(byte_size(tile.memref_of(value))))
 
     def _id(self, value: SSAValue) -> int:
         return self.ids.setdefault(value, len(self.ids))
 
     def _mark(self, root: SSAValue, local: np.ndarray) -> None:
-        self.owner[tile.space_of(root)][planned_offset(root) + local] = self._id(root)  # pyright: ignore
+        self.owner[tile.space_of(root)][_offset(root) + local] = self._id(root)
 
     def _bytes(self, op: tile.WindowOp, name: str, buffer: SSAValue, starts: PythonValues) -> np.ndarray:
         """Byte offsets (from the root buffer's start) of window `name`: reshape keeps row-major
         order, so flat element indices in a view are those of its source."""
-        box, shape = op.window_shape(name), buffer.type.get_shape()  # pyright: ignore
+        type_ = tile.memref_of(buffer)
+        box, shape = op.window_shape(name), type_.get_shape()
         grid = np.indices(box).reshape(len(box), -1) + np.asarray(starts, dtype=np.int64)[:, None]
-        item = numpy_dtype(buffer.type.get_element_type()).itemsize  # pyright: ignore
-        return (np.ravel_multi_index(tuple(grid), shape)[:, None] * item + np.arange(item)).ravel()
+        item = numpy_dtype(type_.get_element_type()).itemsize
+        flat = np.asarray(np.ravel_multi_index(tuple(grid), shape))
+        return (flat[:, None] * item + np.arange(item)).ravel()
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         if not isinstance(op, tile.WindowOp):
@@ -118,11 +126,16 @@ class ShadowMemory(Interpreter.Listener):
 
     def _check_read(self, op: Operation, root: SSAValue, local: np.ndarray) -> None:
         space = tile.space_of(root)
-        seen = self.owner[space][planned_offset(root) + local]  # pyright: ignore
+        seen = self.owner[space][_offset(root) + local]
         if np.any((seen != self._id(root)) & (seen != -1)):
             self.problems.append(
                 f"{op.name} reads %{root.name_hint}: bytes overwritten through another buffer"
             )
+
+
+def _zeros(type_: Attribute) -> np.ndarray:
+    shape, element = shape_and_element(type_)
+    return np.zeros(shape, numpy_dtype(element))
 
 
 def shadow_run(module: ModuleOp) -> list[str]:
@@ -134,9 +147,7 @@ def shadow_run(module: ModuleOp) -> list[str]:
         interpreter.register_implementations(functions)
     inputs = iter(random_inputs(function).values())
     args = [
-        np.zeros(t.get_shape(), numpy_dtype(t.get_element_type()))
-        if is_output_arg(function, i)
-        else next(inputs)  # pyright: ignore
+        _zeros(t) if is_output_arg(function, i) else next(inputs)
         for i, t in enumerate(function.function_type.inputs.data)
     ]
     interpreter.call_op(function, tuple(args))
@@ -182,7 +193,7 @@ def test_reuse_across_kernels_shares_bytes():
     allocs = _allocs(module)
     assert attr(allocs["a"], "offset") == attr(allocs["b"], "offset") == 0
     peak = attr(entry_function(module), "tile.sram_peak")
-    assert peak == 512 < sum(byte_size(op.buffer.type) for op in allocs.values())  # pyright: ignore
+    assert peak == 512 < sum(byte_size(op.buffer.type) for op in allocs.values())
     assert check_plan(module) == []
     assert shadow_run(module) == []
 
@@ -248,7 +259,7 @@ def test_dram_arguments_constants_and_intermediates():
     module = plan(module_of(DRAM))
     function = entry_function(module)
     const = next(op for op in module.walk() if isinstance(op, tile.ConstOp))
-    args_end = max(planned_offset(a) + byte_size(a.type) for a in function.args)  # pyright: ignore
+    args_end = max(_offset(a) + byte_size(tile.memref_of(a)) for a in function.args)
     assert attr(const, "offset") >= args_end
     allocs = _allocs(module)
     assert attr(allocs["t1"], "offset") == attr(allocs["t2"], "offset") > attr(const, "offset")
@@ -308,7 +319,7 @@ def _max_live_bytes(function: func.FuncOp) -> int:
         (live_span(op.buffer, spans), byte_size(op.buffer.type))
         for op in function.walk()
         if isinstance(op, tile.AllocOp)
-    ]  # pyright: ignore
+    ]
     return max((sum(n for (a, b), n in lives if a <= p <= b) for p in spans.values() for p in p), default=0)
 
 
@@ -319,6 +330,6 @@ def test_random_programs_are_planned_soundly(body: str):
     assert check_plan(module) == []
     assert shadow_run(module) == []
     function = entry_function(module)
-    sizes = [byte_size(op.buffer.type) for op in module.walk() if isinstance(op, tile.AllocOp)]  # pyright: ignore
+    sizes = [byte_size(op.buffer.type) for op in module.walk() if isinstance(op, tile.AllocOp)]
     peak = attr(function, "tile.sram_peak")
     assert _max_live_bytes(function) <= peak <= sum(align_up(n) for n in sizes)
