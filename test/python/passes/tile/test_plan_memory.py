@@ -29,7 +29,7 @@ from aitc.dialects import tile
 from aitc.interp.run import entry_function, is_output_arg, random_inputs, run_module
 from aitc.interp.tile import TileFunctions
 from aitc.ir import make_context, parse_mlir, print_mlir
-from aitc.passes.tile.plan_memory import PEAK_ATTRS, PlanMemoryPass, check_plan, planned_offset
+from aitc.passes.tile.plan_memory import PEAK_ATTRS, PlanMemoryPass, check_plan, describe, planned_offset
 from aitc.types import numpy_dtype, shape_and_element
 
 CTX = make_context()
@@ -333,3 +333,20 @@ def test_random_programs_are_planned_soundly(body: str):
     sizes = [byte_size(op.buffer.type) for op in module.walk() if isinstance(op, tile.AllocOp)]
     peak = attr(function, "tile.sram_peak")
     assert _max_live_bytes(function) <= peak <= sum(align_up(n) for n in sizes)
+
+
+def test_describe_names_a_kernel_with_a_file_location():
+    """Error messages name the kernel around a buffer with its location; a file location
+    (as a hand-written .mlir gives) used to crash describe() with AttributeError."""
+    text = """
+func.func @f(%x: memref<8xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  tile.kernel "k" {
+    %a = tile.alloc : memref<8xf32, "sram">
+    tile.copy %x[%c0] to %a[%c0] sizes [8] : memref<8xf32, "dram">, memref<8xf32, "sram">
+  } loc("model.mlir":3:5)
+  func.return
+}"""
+    module = parse_mlir(text)
+    alloc = next(op for op in module.walk() if isinstance(op, tile.AllocOp))
+    assert describe(alloc) == 'kernel "k" (model.mlir:3:5)'
