@@ -42,20 +42,14 @@ from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.movement import kernel_view
-from aitc.passes.graph_to_tile.window import (
-    Block,
-    Geometry,
-    Im2col,
-    VectorWindow,
-    for_blocks,
-    window_dims,
-)
+from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
     WindowPlan,

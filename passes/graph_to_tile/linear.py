@@ -58,17 +58,15 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile.matmul_costs import (
+from aitc.passes.graph_to_tile.matmul_costs import block_waits, matmul_minimum, plan_matmul
+from aitc.passes.graph_to_tile.matmul_tiling import (
     MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,
-    block_waits,
     group_slots,
     matmul_buffers,
-    matmul_minimum,
     matmul_steps,
     peeled_tiles,
-    plan_matmul,
     slot_role,
     step_tile,
 )

@@ -1,15 +1,14 @@
-"""The matmul part of convert-graph-to-tile's cost model: how a matmul is tiled (`MatmulPlan`),
-the buffers each plan needs, and its estimate, charged with `Cost` on the nest that
-graph_to_tile_linear emits for it; `plan_matmul` picks the cheapest plan that fits.
+"""The matmul part of convert-graph-to-tile's cost model: the estimate of how a matmul is tiled
+(`MatmulPlan`, with the buffers each plan needs: `matmul_tiling`), charged with `Cost` on the
+nest that graph_to_tile_linear emits for it; `plan_matmul` picks the cheapest plan that fits.
 
 The per-instruction costs and the pipelining model are `graph_to_tile_costs`'s.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import replace
 from itertools import product
 
 from aitc.passes.graph_to_tile.costs import (
@@ -22,201 +21,20 @@ from aitc.passes.graph_to_tile.costs import (
     split,
     vector_cycles,
 )
+from aitc.passes.graph_to_tile.matmul_tiling import (
+    MatmulPlan,
+    MatmulProblem,
+    block_rotates,
+    column_groups,
+    footprint,
+    group_slots,
+    matmul_buffers,
+    matmul_sram_bytes,
+    matmul_steps,
+    peeled_tiles,
+    sram_need,
+)
 from aitc.target import Target
-
-
-@dataclass(frozen=True)
-class MatmulProblem:
-    """C[batches x m x n] = A[m x k] @ B[k x n] (+ bias row) per batch, f32; `temps` extra
-    tm x tn SRAM tiles the epilogue needs (a composite activation after a bias), `epilogue` the
-    vector ops it runs per output tile (acc_read, or the bias add and the activation's ops)."""
-
-    batches: int
-    m: int
-    k: int
-    n: int
-    bias: bool = False
-    temps: int = 0
-    epilogue: tuple[str, ...] = ("acc_read",)
-
-    @property
-    def activation(self) -> tuple[str, ...]:
-        """The activation's vector ops when they cannot ride on acc_read (after an add)."""
-        if self.bias:
-            return self.epilogue[1:]
-        return () if self.epilogue == ("acc_read",) else activation_ops_of(self.epilogue[0])
-
-
-def activation_ops_of(name: str) -> tuple[str, ...]:
-    """The vector ops of an activation applied in place (graph_to_tile_elementwise)."""
-    from aitc.passes.graph_to_tile.elementwise import activation_ops
-
-    return activation_ops(name)
-
-
-@dataclass(frozen=True)
-class MatmulPlan:
-    """How graph_to_tile_linear tiles a matmul (see its module docstring).
-
-    C is computed in blocks of tm x bn; each block runs over K in steps of tk, every step
-    loading a tm x tk tile of A and a tk x bn tile of B (unless a panel is kept: `keep` "lhs"
-    holds the tm x K row panel of A across the blocks of a row, loop order "m"; "rhs" the K x bn
-    column panel of B across the blocks of a column, loop order "n"), and issuing one
-    tile.matmul of m = tm, k <= matrix rows, n = tn <= matrix cols per (column group, row chunk).
-    `mode` "acc": the block accumulates in ACC over all steps (tm x bn of ACC; tm x tn when
-    one step covers K); "sram": each step's group products go through a tm x tn ACC tile and are
-    added into the block in SRAM by the vector engine (the ACC holds one group, so blocks can be
-    larger). The estimate (`cycles`, `dma_bytes`) is `Cost` applied to that nest. `sram_bytes`:
-    one copy of the buffers; `sram_need`: with the copies multi-buffer adds (`sram_need`);
-    `rotates`: whether a second copy of the block fits too (`block_rotates`)."""
-
-    tm: int
-    tk: int
-    tn: int
-    order: str
-    keep: str
-    dma_bytes: int
-    cycles: int
-    sram_bytes: int
-    acc_bytes: int
-    work: int = 0
-    candidates: int = 0
-    bn: int = 0
-    mode: str = "acc"
-    depth: int = 2
-    sram_need: int = 0
-    rotates: bool = True
-
-    def key(self) -> tuple[int, int, int, int]:
-        """Fewest cycles, then DMA bytes, then engine work (matrix + vector cycles: fewer,
-        larger matmuls), then SRAM."""
-        return (self.cycles, self.dma_bytes, self.work, self.sram_bytes)
-
-
-def matmul_steps(k: int, tk: int, mode: str) -> list[tuple[str, int, int]]:
-    """The K steps of a block in emission order as (kind, size, count): one step ("only") when
-    tk covers K; "acc" mode peels the first step (its matmuls start the sum) and loops over the
-    rest; "sram" mode peels the first step (it writes the block) and the last one (it finishes
-    and stores each column group) around a loop over the steps between them."""
-    first = min(tk, k)
-    if first == k:
-        return [("only", k, 1)]
-    if mode == "acc":
-        return [("first", first, 1)] + [("next", size, count) for size, count in split(k - first, tk)]
-    last = (k - first) % tk or tk
-    middle = k - first - last
-    return [("first", first, 1)] + ([("next", tk, middle // tk)] if middle else []) + [("last", last, 1)]
-
-
-MAX_UNROLL = 8
-"""Column groups per step up to which graph_to_tile_linear emits each group's ops one after the
-other instead of an scf.for: insert-semaphores then orders the ops of consecutive groups one by
-one (a loop as a whole waits for the whole previous one: a bubble of one vector op per step)."""
-
-
-def column_groups(nsz: int, tn: int) -> list[tuple[int, int, int]]:
-    """(offset, size, count) of the column groups of a block of nsz columns: one entry per group
-    when they are unrolled, else one per group size (the loop and its remainder)."""
-    if -(-nsz // tn) <= MAX_UNROLL:
-        return [(j0, min(tn, nsz - j0), 1) for j0 in range(0, nsz, tn)]
-    return [(j0 * tn, size, count) for j0, (size, count) in zip((0, nsz // tn), split(nsz, tn), strict=False)]
-
-
-def group_slots(bn: int, tn: int) -> int:
-    """ACC (and output) tiles the unrolled groups of a block take turns on: two, three when the
-    count is odd (group 0 of the next step must not take the tile of the last group of this
-    one), one when there is one group or a loop (then multi-buffer rotates)."""
-    groups = -(-bn // tn)
-    if groups == 1 or groups > MAX_UNROLL:
-        return 1
-    return 2 if groups % 2 == 0 else 3
-
-
-def peeled_tiles(k: int, tk: int, mode: str) -> tuple[str, ...]:
-    """The peeled K steps that load into tiles of their own (graph_to_tile_linear): straight-line
-    steps that shared tiles would run one after the other (multi-buffer only rotates loops);
-    and next to the loop over the steps between them, the loop neither waits at its entry for
-    the first step's matmuls nor makes the last step's loads wait for its own (insert-semaphores
-    orders a loop after, and before, everything that touches the same buffers). The last step's
-    tiles are loaded before the loop."""
-    steps = matmul_steps(k, tk, mode)
-    if steps[0][0] == "only":
-        return ()
-    return ("first", "last") if mode == "sram" else ("first",)
-
-
-def step_tile(role: str, kind: str, peeled: tuple[str, ...]) -> str:
-    """The buffer role of A/B tile `role` ("a" or "b") in a step of `kind`."""
-    return f"{role}_{kind}" if kind in peeled else role
-
-
-def matmul_buffers(
-    p: MatmulProblem, tm: int, tk: int, tn: int, bn: int, mode: str, keep: str
-) -> dict[str, tuple]:
-    """The kernel's SRAM/ACC buffers by role: (shape, space); graph_to_tile_linear allocates
-    exactly these ("acc1", "y1", ..: the tiles unrolled groups take turns on; "a_first", ..:
-    the tiles of peeled steps, `peeled_tiles`)."""
-    ktile = min(tk, p.k)
-    single = ktile == p.k
-    slots = group_slots(bn, tn)
-    buffers: dict[str, tuple] = {
-        "a": ((tm, p.k if keep == "lhs" else ktile), "sram"),
-        "b": ((p.k if keep == "rhs" else ktile, bn), "sram"),
-    }
-    for kind in peeled_tiles(p.k, tk, mode):
-        if keep != "lhs":
-            buffers[f"a_{kind}"] = ((tm, ktile), "sram")
-        if keep != "rhs":
-            buffers[f"b_{kind}"] = ((ktile, bn), "sram")
-    if mode == "sram" and not single:
-        buffers["c"] = ((tm, bn), "sram")
-        buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
-    else:
-        if single:
-            buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
-        else:
-            buffers["acc"] = ((tm, bn), "acc")
-        buffers.update((slot_role("y", s), ((tm, tn), "sram")) for s in range(slots))
-    if p.bias:
-        buffers["bias"] = ((1, p.n), "sram")
-    if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
-        buffers.update((f"temp{t}", ((tm, tn), "sram")) for t in range(p.temps))
-    return buffers
-
-
-def slot_role(role: str, slot: int) -> str:
-    """The buffer role of `role`'s tile for group slot `slot` (`matmul_buffers`)."""
-    return role if slot == 0 else f"{role}{slot}"
-
-
-def _footprint(buffers: dict[str, tuple], space: str) -> int:
-    return sum(F32 * math.prod(shape) for shape, where in buffers.values() if where == space)
-
-
-def _bytes(buffers: dict[str, tuple], roles: Sequence[str]) -> int:
-    return _footprint({role: buffers[role] for role in roles if role in buffers}, "sram")
-
-
-def sram_need(buffers: dict[str, tuple], depth: int, keep: str = "none") -> int:
-    """SRAM the kernel needs once multi-buffer has rotated the tiles its step loop loads (A and
-    B unless kept as a panel, `depth` copies): that must fit the target's SRAM. (Other kernels
-    get half of it for one copy of everything; a matmul's block in SRAM and its panels are too
-    large to be counted twice: whether a second block fits is `block_rotates`.)"""
-    streamed = [role for role, kept in (("a", "lhs"), ("b", "rhs")) if keep != kept]
-    return _footprint(buffers, "sram") + (depth - 1) * _bytes(buffers, streamed)
-
-
-def block_rotates(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
-    """Whether multi-buffer can also give the block summed in SRAM a second copy (the next
-    block then never waits for this one's stores)."""
-    need = sram_need(buffers, budget.depth, keep) + _bytes(buffers, ["c"])
-    return need <= budget.target.sram_bytes
-
-
-def matmul_sram_bytes(
-    p: MatmulProblem, tm: int, tk: int, tn: int, bn: int = 0, mode: str = "acc", keep: str = "none"
-) -> int:
-    return _footprint(matmul_buffers(p, tm, tk, tn, bn or tn, mode, keep), "sram")
 
 
 def _flush_ops(p: MatmulProblem, kind: str) -> tuple[str, ...]:
@@ -378,7 +196,7 @@ def estimate_matmul(
     charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates)
     return MatmulPlan(
         tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),
-        _footprint(buffers, "sram"), _footprint(buffers, "acc"), cost.matrix + cost.vector,
+        footprint(buffers, "sram"), footprint(buffers, "acc"), cost.matrix + cost.vector,
         bn=bn, mode=mode if min(tk, p.k) < p.k else "acc", depth=budget.depth,
         sram_need=sram_need(buffers, budget.depth, keep), rotates=rotates,
     )  # fmt: skip
@@ -422,7 +240,7 @@ def matmul_fits(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
     """ACC within its budget; SRAM: the buffers with their rotated copies (`sram_need`) within
     the target's SRAM."""
     need = sram_need(buffers, budget.depth, keep)
-    return _footprint(buffers, "acc") <= budget.acc and need <= budget.target.sram_bytes
+    return footprint(buffers, "acc") <= budget.acc and need <= budget.target.sram_bytes
 
 
 _PLANS: dict[tuple[object, ...], MatmulPlan | None] = {}

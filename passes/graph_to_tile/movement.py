@@ -1,5 +1,5 @@
-"""Data movement for convert-graph-to-tile: reshape, transpose, concat, slice, split, tile,
-pad, gather, and the copy of an output that is an input or a constant.
+"""Data movement for convert-graph-to-tile: reshape, concat, slice, split, tile, pad, and the
+copy of an output that is an input or a constant (transpose.py and gather.py move data too).
 
 Everything but reshape (a `tile.reshape` view, no kernel) moves DRAM -> SRAM -> DRAM in tiles
 that fit the SRAM budget. `copy_box` is the workhorse: an n-d box of the source (per dim an
@@ -9,12 +9,6 @@ destination; dims with step 1 on both sides are tiled (innermost first), the oth
     for each tile of the box:      (one scf.for per dim that needs more than one tile)
       tile.copy src[...] to stage[0, ...]        sizes = tile
       tile.copy stage[0, ...] to dst[...]        sizes = tile
-
-A transpose first drops unit dims and merges input dims that stay adjacent and in order
-(`collapse_transpose`), then reads a 2-D block of output dims per iteration of the other output
-dims: the last two, or when the last dim stays last, the last and the longest other one (one
-DMA each way per block); when the input holds the block column-major, a `tile.transpose` writes
-it out (one DMA per row of the shorter side).
 """
 
 from __future__ import annotations
@@ -23,11 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.graph_matching import constant_array
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import (
     Index,
@@ -46,7 +37,6 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_element,
     tensor_shape,
 )
-from aitc.weights import array_to_attr
 
 
 @dataclass(frozen=True)
@@ -241,213 +231,8 @@ def lower_pad(ctx: LoweringContext, ops: list[Operation]) -> None:
     )
 
 
-# --------------------------------------------------------------------------- transpose
-
-
-def collapse_transpose(shape: Sequence[int], perm: Sequence[int]) -> tuple[list[int], list[int]]:
-    """The same data movement on fewer dims: unit dims dropped, and input dims that stay next to
-    each other and in order merged. A head split [16, 4, 16] -> [4, 16, 16] (perm 1, 0, 2) stays
-    3-D, but [16, 4, 16] -> [4, 16, 16] with perm (1, 2, 0) is the 2-D transpose [16, 64] ->
-    [64, 16]: one DMA per input row instead of one per input row and head."""
-    kept = [d for d in range(len(shape)) if shape[d] != 1]
-    where = {d: i for i, d in enumerate(kept)}
-    runs: list[list[int]] = []  # runs of consecutive kept input dims, in output order
-    for position in (where[d] for d in perm if shape[d] != 1):
-        if runs and runs[-1][-1] + 1 == position:
-            runs[-1].append(position)
-        else:
-            runs.append([position])
-    by_input = sorted(range(len(runs)), key=lambda r: runs[r][0])
-    merged = [math.prod(shape[kept[i]] for i in runs[r]) for r in by_input]
-    return merged, [by_input.index(r) for r in range(len(runs))]
-
-
-@dataclass(frozen=True)
-class _TransposeBlocks:
-    """How lower_transpose cuts the (collapsed) output: blocks of `tiles` over output dims
-    `dims` (rows, cols), looped over the other ("lead") output dims; `copy`: the block's two
-    dims keep their order (it is copied out, else transposed)."""
-
-    perm: tuple[int, ...]
-    out_shape: tuple[int, ...]
-    dims: tuple[int, int]
-    tiles: tuple[int, int]
-
-    @property
-    def copy(self) -> bool:
-        return self.perm[self.dims[0]] < self.perm[self.dims[1]]
-
-    @property
-    def lead(self) -> list[int]:
-        return [d for d in range(len(self.perm)) if d not in self.dims]
-
-
-def _transpose_block(
-    kb: KernelBuilder, plan: _TransposeBlocks, bufs: tuple, lead: list[Index], at: tuple
-) -> None:
-    """Output block [.., r0:r0+rs (dim i), .., c0:c0+cs (dim j)] at `lead` from the input (see the
-    module docstring): one DMA in, one DMA out (a tile.transpose out when it turns)."""
-    src, out, stage_in, stage_out = bufs
-    r0, rs, c0, cs = at
-    n, (i, j) = len(plan.perm), plan.dims
-    out_idx: list[Index] = [0] * n
-    for d, o in zip(plan.lead, lead, strict=True):
-        out_idx[d] = o
-    out_idx[i], out_idx[j] = r0, c0
-    src_idx: list[Index] = [0] * n
-    sizes = [1] * n
-    for d in range(n):
-        src_idx[plan.perm[d]] = out_idx[d]
-    sizes[plan.perm[i]], sizes[plan.perm[j]] = rs, cs
-    kb.copy(Win(src, tuple(src_idx)), Win.at(stage_in), sizes)
-    out_sizes = [1] * n
-    out_sizes[i], out_sizes[j] = rs, cs
-    if plan.copy:  # the block keeps its layout: copy it out
-        kb.copy(Win.at(stage_out), Win(out, tuple(out_idx)), out_sizes)
-        return
-    # column-major in the stage: transpose it out, into the output viewed as rows x last dim
-    strides = [math.prod(plan.out_shape[d + 1 : n - 1]) for d in range(n - 1)]
-    row = kb.linear([(out_idx[d], strides[d]) for d in range(n - 1)])
-    kb.transpose(Win.at(stage_out), Win(out, (row, c0)), [cs, rs])
-
-
-def _transpose_plan(
-    ctx: LoweringContext, op: Operation, perm: list[int], out_shape: list[int]
-) -> _TransposeBlocks:
-    """Blocks over the last two output dims, or when the last dim stays last (a copy of whole
-    rows), over the last dim and the longest other one (fewest DMAs: one per block each way)."""
-    n = len(perm)
-    dims = (n - 2, n - 1)
-    if perm[-1] == n - 1:
-        dims = (max(range(n - 1), key=lambda d: (out_shape[d], d)), n - 1)
-    element = element_bytes(tensor_element(op.operands[0]))
-    tiles = plan_rows(out_shape[dims[0]], out_shape[dims[1]], RowFootprint(element), ctx.budget.sram, False)
-    if tiles is None:
-        raise CannotFit(op, "one element", element, ctx.budget)
-    return _TransposeBlocks(tuple(perm), tuple(out_shape), dims, tiles)
-
-
-def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
-    assert isinstance(op, graph.TransposeOp)
-    shape, perm = collapse_transpose(tensor_shape(op.input), op.permutation())
-    if len(perm) < 2 or perm == sorted(perm):
-        copy_value(ctx, op, ctx.buffer(op.input), ctx.buffer(op.output))
-        return
-    out_shape = [shape[p] for p in perm]
-    plan = _transpose_plan(ctx, op, perm, out_shape)
-    (i, j), (tr, tc), n = plan.dims, plan.tiles, len(perm)
-    element_type = tensor_element(op.input)
-    kb = ctx.kernel([op])
-    kb.cost.staged = True  # loads and stores share the stage
-    stage = kb.alloc([tr, tc] if plan.copy else [tc, tr], element_type, "sram")
-    box_in, box_out = [1] * n, [1] * n
-    box_in[perm[i]], box_in[perm[j]] = tr, tc
-    box_out[i], box_out[j] = tr, tc
-    stage_in = kernel_view(kb, stage, box_in)
-    out = ctx.value_view(op.output, out_shape)
-    if plan.copy:
-        stage_out, dst = kernel_view(kb, stage, box_out), out
-    else:  # tile.transpose works on 2-D windows: the output as rows of dim i, columns of dim j
-        stage_out, dst = stage, ctx.value_view(op.output, [math.prod(out_shape[:-1]), out_shape[-1]])
-    bufs = (ctx.value_view(op.input, shape), dst, stage_in, stage_out)
-
-    def block(lead: list[Index]) -> None:
-        def tile(r0: Index, rs: int, c0: Index, cs: int) -> None:
-            _transpose_block(kb, plan, bufs, lead, (r0, rs, c0, cs))
-
-        kb.tiles(
-            out_shape[i], tr, lambda r0, rs: kb.tiles(out_shape[j], tc, lambda c0, cs: tile(r0, rs, c0, cs))
-        )
-
-    kb.nest([out_shape[d] for d in plan.lead], block)
-    how = "copied" if plan.copy else "transposed (tile.transpose)"
-    ctx.add(kb, [tr, tc], f"output blocks of {tr} x {tc} read from the input and {how} out")
-
-
 def kernel_view(kb: KernelBuilder, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
     """A tile.reshape view of a kernel's SRAM buffer (emitted in the kernel, after the allocs)."""
     if buffer_shape(buffer) == tuple(shape):
         return buffer
     return kb.emit(tile.ReshapeOp(buffer, shape)).results[0]
-
-
-# --------------------------------------------------------------------------- gather
-
-
-def gather_unsupported(op: Operation) -> str | None:
-    assert isinstance(op, graph.GatherOp)
-    if (op.axis.value.data if op.axis else 0) != 0:
-        return "only gather on axis 0 (embedding lookup) is lowered"
-    if str(tensor_element(op.indices)) not in ("i64", "i32"):
-        return f"gather indices must be i64 or i32, got {tensor_element(op.indices)}"
-    return None
-
-
-def _indices(ctx: LoweringContext, op: graph.GatherOp, count: int) -> tuple[SSAValue, bool]:
-    """The indices as a [count, 1] DRAM view and whether they may be negative. Constant indices
-    become an i32 tile.const with negatives already wrapped."""
-    table_rows = tensor_shape(op.input)[0]
-    values = constant_array(op.indices)
-    if values is not None:
-        wrapped = np.where(values < 0, values + table_rows, values).astype(np.int32).reshape(count, 1)
-        const = tile.ConstOp(array_to_attr(wrapped, "gather_indices"))
-        const.location = op.location
-        ctx.decls.append(const)
-        return const.buffer, False
-    return ctx.value_view(op.indices, [count, 1]), True
-
-
-def _load_indices(
-    kb: KernelBuilder, src: SSAValue, bufs: dict, r0: Index, rs: int, table_rows: int, signed: bool
-) -> None:
-    """idx[0:rs] = indices[r0:r0+rs] as i32 in [0, table_rows)."""
-    idx = Win.at(bufs["idx"])
-    if "wide" in bufs:  # i64 indices: narrowed by tile.cast
-        kb.copy(Win(src, (r0, 0)), Win.at(bufs["wide"]), [rs, 1])
-        kb.cast(Win.at(bufs["wide"]), idx, [rs, 1])
-    else:
-        kb.copy(Win(src, (r0, 0)), idx, [rs, 1])
-    if signed:  # idx += (idx < 0) * table_rows
-        mask = Win.at(bufs["mask"])
-        kb.binary_imm("cmp_lt", idx, 0, mask, [rs, 1])
-        kb.binary_imm("mul", mask, table_rows, mask, [rs, 1])
-        kb.binary("add", idx, mask, idx, [rs, 1])
-
-
-def lower_gather(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
-    assert isinstance(op, graph.GatherOp)
-    table_shape = tensor_shape(op.input)
-    count, length = math.prod(tensor_shape(op.indices)), math.prod(table_shape[1:])
-    element_type = tensor_element(op.input)
-    footprint = RowFootprint(element_bytes(element_type), per_row=16)
-    tiles = plan_rows(count, length, footprint, ctx.budget.sram, False)
-    if tiles is None:
-        raise CannotFit(op, "one gathered element and its index", footprint.bytes(1, 1), ctx.budget)
-    tr, tc = tiles
-    indices, signed = _indices(ctx, op, count)
-    table = ctx.value_view(op.input, [table_shape[0], length])
-    out = ctx.value_view(op.output, [count, length])
-    kb = ctx.kernel([op])
-    kb.cost.staged = True  # loads and stores share the stage
-    bufs = {"idx": kb.alloc([tr, 1], i32, "sram"), "rows": kb.alloc([tr, tc], element_type, "sram")}
-    if str(buffer_element(indices)) == "i64":
-        bufs["wide"] = kb.alloc([tr, 1], buffer_element(indices), "sram")
-    if signed:
-        bufs["mask"] = kb.alloc([tr, 1], i32, "sram")
-
-    def row_tile(r0: Index, rs: int) -> None:
-        _load_indices(kb, indices, bufs, r0, rs, table_shape[0], signed)
-        kb.tiles(length, tc, lambda c0, cs: _gather_cols(kb, table, bufs, out, (r0, rs, c0, cs)))
-
-    kb.tiles(count, tr, row_tile)
-    ctx.add(
-        kb, [tr, tc], "indices narrowed to i32 in SRAM (negative ones wrapped), rows fetched by tile.gather"
-    )
-
-
-def _gather_cols(kb: KernelBuilder, table: SSAValue, bufs: dict, out: SSAValue, at: tuple) -> None:
-    r0, rs, c0, cs = at
-    kb.gather(Win(table, (0, c0)), Win.at(bufs["idx"]), Win.at(bufs["rows"]), [rs, cs])
-    kb.copy(Win.at(bufs["rows"]), Win(out, (r0, c0)), [rs, cs])

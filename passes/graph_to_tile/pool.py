@@ -2,7 +2,7 @@
 that graph-fold-batch-norm left unfolded, for convert-graph-to-tile. Registered by importing
 graph_to_tile_conv.
 
-Pooling is a vector-engine window kernel (graph_to_tile_window.VectorWindow) whose N*C rows are
+Pooling is a vector-engine window kernel (im2col.VectorWindow) whose N*C rows are
 independent channels. Per chunk, with the tap-major patch:
 
     y = tap0 <op> tap1;  y = y <op> tap for the other taps     (tile.binary max / add)
@@ -29,21 +29,15 @@ from xdsl.ir import Operation
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.costs import F32, RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile.window import (
-    Block,
-    Geometry,
-    Im2col,
-    PatchLayout,
-    VectorWindow,
-    WindowDim,
-    window_dims,
-)
+from aitc.passes.graph_to_tile.patch_layout import PatchLayout
+from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims
 from aitc.passes.graph_to_tile.window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
 from aitc.weights import array_to_attr
 

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile import conv, linear, movement, pool, rows, vector, window
+from aitc.passes.graph_to_tile import conv, gather, linear, movement, pool, rows, transpose, vector, window
 from aitc.passes.graph_to_tile.elementwise import EMITTERS
 from aitc.passes.graph_to_tile.lowering import Lowering
 
@@ -36,8 +36,8 @@ LOWERINGS: dict[type[Operation], Lowering] = _table(
     ((graph.SliceOp,), Lowering(movement.lower_slice)),
     ((graph.TileOp,), Lowering(movement.lower_tile)),
     ((graph.PadOp,), Lowering(movement.lower_pad, movement.pad_unsupported)),
-    ((graph.TransposeOp,), Lowering(movement.lower_transpose)),
-    ((graph.GatherOp,), Lowering(movement.lower_gather, movement.gather_unsupported)),
+    ((graph.TransposeOp,), Lowering(transpose.lower_transpose)),
+    ((graph.GatherOp,), Lowering(gather.lower_gather, gather.gather_unsupported)),
     # matrix engine
     ((graph.MatMulOp,), Lowering(linear.lower_matmul, linear.matmul_unsupported)),
     ((graph.ConvOp,), Lowering(conv.lower_conv, window.window_problem)),

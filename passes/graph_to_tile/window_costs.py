@@ -25,10 +25,10 @@ from aitc.passes.graph_to_tile.costs import (
     split,
     vector_cycles,
 )
+from aitc.passes.graph_to_tile.patch_layout import PatchLayout
 from aitc.passes.graph_to_tile.window import (
     BlockRun,
     Geometry,
-    PatchLayout,
     block_runs,
     fill_windows,
     padding_strips,
@@ -227,7 +227,7 @@ def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
 
 
 def estimate_vector(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
-    """The loop nest of graph_to_tile_window.VectorWindow, op for op."""
+    """The loop nest of im2col.VectorWindow, op for op."""
     g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
     layout = _layout(p, plan)
     loads = [n for n in (g.taps if p.weights else 0, int(p.bias)) if n]  # per channel: weights, bias

@@ -28,7 +28,7 @@ Layers, lowest first (`LAYERS` below is the table the test uses):
                                                                        the one pipeline runner
     6   passes.graph          aitc.passes.graph.*                      graph -> graph
     7   passes.graph_to_tile  aitc.passes.graph_to_tile.*              graph -> tile
-    8   passes.placement      aitc.passes.graph.place_on_host          graph -> graph + exec: asks the
+    8   passes.placement      aitc.passes.graph.place_on_host.*        graph -> graph + exec: asks the
                                                                        conversion's dispatch table
                                                                        which ops the NPU runs
     9   passes.tile           aitc.passes.tile.*                       tile -> tile
@@ -77,7 +77,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes.common", ("aitc.passes.legality", "aitc.passes.runner")),
     ("passes.graph", ("aitc.passes.graph.*",)),
     ("passes.graph_to_tile", ("aitc.passes.graph_to_tile.*",)),
-    ("passes.placement", ("aitc.passes.graph.place_on_host",)),
+    ("passes.placement", ("aitc.passes.graph.place_on_host.*",)),
     ("passes.tile", ("aitc.passes.tile.*",)),
     ("passes.tile_to_sync", ("aitc.passes.tile_to_sync",)),
     ("passes.sync", ("aitc.passes.sync.*",)),

@@ -30,7 +30,8 @@ from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.graph_to_tile.builder import element_bytes
 from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, balanced, plan_box, plan_rows, split
 from aitc.passes.graph_to_tile.lowering import Lowering, LoweringContext
-from aitc.passes.graph_to_tile.matmul_costs import MAX_UNROLL, MatmulProblem, matmul_candidates, plan_matmul
+from aitc.passes.graph_to_tile.matmul_costs import matmul_candidates, plan_matmul
+from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL, MatmulProblem
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.table import LOWERINGS, is_fusable
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
