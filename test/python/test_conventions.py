@@ -92,6 +92,35 @@ def test_pass_registry_key_is_pass_name(key: str):
     )
 
 
+LEVELS = ("graph", "tile", "sync")
+"""The folders of in-dialect passes (`passes/<level>/`)."""
+
+
+def expected_pass_module(key: str) -> str:
+    """Where pass `key` lives: `convert-<a>-to-<b>` is the module or package
+    `aitc.passes.<a>_to_<b>` (as MLIR's lib/Conversion/<A>To<B>/); any other pass is the module or
+    package `<key with _>` in the folder of the level it rewrites (`multi-buffer` ->
+    `aitc.passes.tile.multi_buffer`); this returns that last name."""
+    conversion = re.fullmatch(r"convert-(\w+)-to-(\w+)", key)
+    if conversion:
+        return f"aitc.passes.{conversion[1]}_to_{conversion[2]}"
+    return key.replace("-", "_")
+
+
+@pytest.mark.parametrize("key", sorted(ALL_PASSES))
+def test_pass_module_is_named_after_the_pass(key: str):
+    module = ALL_PASSES[key]().__module__
+    expected = expected_pass_module(key)
+    if key.startswith("convert-"):
+        assert module == expected, f"{key} lives in {module}; a conversion belongs in {expected}"
+        return
+    package, _, leaf = module.rpartition(".")
+    assert leaf == expected, f"{key} lives in {module}; name its module or package {expected}"
+    assert package in {f"aitc.passes.{level}" for level in LEVELS}, (
+        f"{key} lives in {package}; an in-dialect pass belongs in aitc.passes.<level> ({', '.join(LEVELS)})"
+    )
+
+
 @pytest.mark.parametrize("key", sorted(ALL_PASSES))
 def test_pass_docstring_has_contract_headings(key: str):
     pass_class = ALL_PASSES[key]()
