@@ -63,8 +63,15 @@ def _exec() -> Dialect:
     return Exec
 
 
+def _shard() -> Dialect:
+    from aitc.dialects.shard import Shard
+
+    return Shard
+
+
 AITC_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "graph": _graph,
+    "shard": _shard,
     "tile": _tile,
     "sync": _sync,
     "hw": _hw,

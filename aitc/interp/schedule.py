@@ -24,6 +24,7 @@ from xdsl.ir import Operation, SSAValue
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.interp.graph import GraphFunctions
+from aitc.interp.shard import ShardFunctions
 
 RunNpu = Callable[[exec_dialect.CallOp, Operation, list[np.ndarray]], list[np.ndarray]]
 
@@ -56,6 +57,7 @@ class HostRunner:
         self.interpreter = Interpreter(module)
         self.interpreter.register_implementations(FuncFunctions())
         self.interpreter.register_implementations(GraphFunctions())
+        self.interpreter.register_implementations(ShardFunctions())
 
     def __call__(self, function: func.FuncOp, args: list[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(r) for r in self.interpreter.call_op(function, tuple(args))]
