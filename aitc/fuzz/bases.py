@@ -84,6 +84,30 @@ def graph_mlir(name: str) -> str:
     return run_for_artifact(["aitc", "import", "m.onnx"], {"m.onnx": model_bytes(name)}).decode()
 
 
+SHARD_MLIR = """shard.grid @cores(shape = 4)
+shard.grid @mesh(shape = 2x2)
+func.func @main(%x: tensor<8x16xf32> {graph.name = "x"}, %w: tensor<16x4xf32> {graph.name = "w"})
+    -> (tensor<8x16xf32> {graph.name = "y"}) {
+  %s = shard.sharding @cores split_axes = [[], [0]] : !shard.sharding
+  %u = shard.sharding @cores split_axes = [[0]] sharded_dims_offsets = [0, 3, 5, 7, 8] : !shard.sharding
+  %a = shard.shard %x to %s : tensor<8x16xf32>
+  %b = shard.shard %a to %u annotate_for_users : tensor<8x16xf32>
+  %p = graph.matmul %b, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %g = shard.all_gather %p on @cores grid_axes = [0] gather_axis = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
+  %r = shard.all_reduce %g on @mesh grid_axes = [1, 0] reduction = max : tensor<8x16xf32> -> tensor<8x16xf32>
+  %c = shard.reduce_scatter %r on @cores grid_axes = [0] scatter_axis = 0
+    : tensor<8x16xf32> -> tensor<2x16xf32>
+  %l = shard.all_slice %c on @mesh grid_axes = [1] slice_axis = 1 : tensor<2x16xf32> -> tensor<2x8xf32>
+  %t = shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0
+    : tensor<2x8xf32> -> tensor<8x2xf32>
+  %y = shard.broadcast %x on @mesh grid_axes = [0, 1] root = [1, 0] : tensor<8x16xf32> -> tensor<8x16xf32>
+  %i = shard.process_linear_index on @mesh : index
+  func.return %y : tensor<8x16xf32>
+}
+"""
+"""A per-core (SPMD) module with every shard op: the seed of the sharded .mlir cases."""
+
+
 @cache
 def level_mlir(name: str, level: str) -> str:
     """`aitc compile --target tiny --emit LEVEL` of a base model."""

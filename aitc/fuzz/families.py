@@ -78,8 +78,10 @@ def onnx_semantic_case(rng: random.Random) -> Case:
 
 
 def _mlir_seed(rng: random.Random) -> tuple[str, str, str]:
-    """(level, name, text) of a valid .mlir file: graph, tile, sync or hw level."""
-    kind = rng.choice(["graph", "lowered", "example"])
+    """(level, name, text) of a valid .mlir file: graph (plain or sharded), tile, sync or hw level."""
+    kind = rng.choice(["graph", "lowered", "example", "sharded"])
+    if kind == "sharded":
+        return "graph", "shard", bases.SHARD_MLIR
     programs = bases.example_programs()
     if kind == "example" and programs:
         name = rng.choice(sorted(programs))
