@@ -101,6 +101,12 @@ def _place_on_host() -> type[ModulePass]:
     return PlaceOnHostPass
 
 
+def _shard_simplify() -> type[ModulePass]:
+    from aitc.passes.shard.shard_simplify import ShardSimplifyPass
+
+    return ShardSimplifyPass
+
+
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-canonicalize": _graph_canonicalize,
     "graph-fold-constants": _graph_fold_constants,
@@ -110,6 +116,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-optimize": _graph_optimize,
     "graph-legalize-axes": _graph_legalize_axes,
     "place-on-host": _place_on_host,
+    "shard-simplify": _shard_simplify,
     "convert-graph-to-tile": _convert_graph_to_tile,
     "multi-buffer": _multi_buffer,
     "plan-memory": _plan_memory,

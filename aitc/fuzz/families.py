@@ -101,7 +101,7 @@ PASS_SPECS = (
     "convert-graph-to-tile{target=nosuch}", "multi-buffer{target=tiny depth=3}", "plan-memory{target=tiny}",
     "plan-memory", "convert-tile-to-sync{target=tiny}", "insert-semaphores{target=tiny}", "optimize-sync",
     "convert-sync-to-hw{target=tiny}", "place-on-host{target=tiny}",
-    "place-on-host{target=edge fallback=false}", "cse", "canonicalize", "dce",
+    "place-on-host{target=edge fallback=false}", "shard-simplify", "cse", "canonicalize", "dce",
 )  # fmt: skip
 """Passes (with odd options) for `aitc-opt -p`; fixed so cases do not change with the registry."""
 

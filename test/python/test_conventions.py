@@ -92,7 +92,7 @@ def test_pass_registry_key_is_pass_name(key: str):
     )
 
 
-LEVELS = ("graph", "tile", "sync")
+LEVELS = ("graph", "shard", "tile", "sync")
 """The folders of in-dialect passes (`passes/<level>/`)."""
 
 
