@@ -236,11 +236,26 @@ def load_target(name_or_path: str | Path) -> Target:
         resource = resources.files("aitc") / "targets" / f"{text}.toml"
         return target_from_dict(_parse_toml(resource.read_text(), f"preset {text}"), f"preset {text}")
     path = Path(text)
-    if path.suffix == ".toml" or path.exists():
-        if not path.exists():
-            raise AitcError(f"no such target file: {path}")
+    exists = _exists(path)
+    if path.suffix == ".toml" or exists:
+        if not exists:
+            raise AitcError(f"no such target file: {_clip(text)}")
         return target_from_dict(_parse_toml(read_text(path), str(path)), str(path))
-    raise AitcError(f"unknown target '{text}' (presets: {', '.join(preset_names())}; or pass FILE.toml)")
+    raise AitcError(
+        f"unknown target '{_clip(text)}' (presets: {', '.join(preset_names())}; or pass FILE.toml)"
+    )
+
+
+def _exists(path: Path) -> bool:
+    """Whether `path` names a file system entry; a name the OS refuses (too long, NUL bytes) does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def describe(target: Target) -> str:

@@ -63,6 +63,14 @@ def test_a_copied_preset_has_the_presets_fingerprint(tmp_path: Path):
     assert load_target(toml_file(tmp_path, TINY_TOML)).fingerprint() == load_target("tiny").fingerprint()
 
 
+@pytest.mark.parametrize("name", ["x" * 5000, "a\0b", "tiny" + "(" * 100000])
+def test_a_name_the_file_system_refuses_is_an_unknown_target(name: str):
+    """Too long for a file name, or holding a NUL: not an OSError, the usual message (clipped)."""
+    with pytest.raises(AitcError, match="unknown target") as error:
+        load_target(name)
+    assert len(str(error.value)) < 300
+
+
 def test_unknown_target_name():
     with pytest.raises(AitcError, match="unknown target 'huge'"):
         load_target("huge")
