@@ -5,6 +5,7 @@
     aitc compile MODEL.onnx|FILE.mlir -o OUT.aitb [--target NAME|FILE.toml] [--emit LEVEL]
     aitc compile MODEL.onnx|FILE.mlir --print-pipeline [--target ...] [--emit LEVEL]
     aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
+                                             [--stats] [--stats-json S.json]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
@@ -151,22 +152,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from aitc.files import PathLike, arrays_to_npz, check_outputs, load_arrays, write_outputs
     from aitc.report import summarize_outputs
 
-    check_outputs([args.outputs, args.trace], [args.file, args.inputs, args.target])
+    check_outputs([args.outputs, args.trace, args.stats_json], [args.file, args.inputs, args.target])
     inputs = load_arrays(args.inputs) if args.inputs else None
     module = None if args.file.endswith(".aitb") else _load_module(args.file, args.input_shape)
-    trace = None
+    files: dict[PathLike, str | bytes] = {}
     if module is None or _holds_hw_program(module):
-        outputs, trace = _simulate(args, module, inputs)
+        outputs, reports = _simulate(args, module, inputs)
+        files.update(reports)
     else:
         outputs = _interpret(args, module, inputs)
-    files: dict[PathLike, str | bytes] = {}
     if args.outputs is not None:
         files[args.outputs] = arrays_to_npz(outputs)
-    if trace is not None:
-        files[args.trace] = trace
     write_outputs(files, [args.file, args.inputs, args.target])
     if args.trace is not None:
         print(f"trace written to {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    if args.stats_json is not None:
+        print(f"statistics written to {args.stats_json}")
     if args.outputs is not None:
         print(f"wrote {len(outputs)} output(s) to {args.outputs}")
     else:
@@ -187,8 +188,10 @@ def _holds_hw_program(module) -> bool:
 def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
     from aitc.interp.run import entry_function, input_names, random_inputs, run_module
 
-    if args.trace is not None or args.stats or args.target:
-        raise AitcError("--trace, --stats and --target apply to hw programs; this file is graph-level IR")
+    if args.trace is not None or args.stats or args.stats_json is not None or args.target:
+        raise AitcError(
+            "--trace, --stats, --stats-json and --target apply to hw programs; this file is graph-level IR"
+        )
     if inputs is None:
         function = entry_function(module, args.entry)
         inputs = random_inputs(function, args.seed)
@@ -196,9 +199,10 @@ def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray
     return run_module(module, inputs, args.entry)
 
 
-def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.ndarray], str | None]:
-    """The outputs of the program on the simulator, and its trace as JSON text when --trace."""
-    from aitc.sim import Session, format_stats, trace_json
+def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The outputs of the program on the simulator, and the report files asked for (the trace
+    for --trace, the statistics for --stats-json) as {path: JSON text}."""
+    from aitc.sim import Session, format_stats, stats_json, trace_json
 
     session = Session(module if module is not None else args.file, target=args.target)
     if inputs is None:
@@ -210,8 +214,12 @@ def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.nd
     assert result is not None
     if args.stats:
         print(format_stats(result.stats))
-    trace = trace_json(result.trace) if args.trace is not None and result.trace is not None else None
-    return dict(zip(names, values, strict=True)), trace
+    reports = {}
+    if args.trace is not None and result.trace is not None:
+        reports[args.trace] = trace_json(result.trace)
+    if args.stats_json is not None:
+        reports[args.stats_json] = stats_json(result.stats)
+    return dict(zip(names, values, strict=True)), reports
 
 
 def _random_program_inputs(session, seed: int) -> dict[str, np.ndarray]:
@@ -369,6 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="hw programs: target preset NAME or FILE.toml (default: the program's)")
     p.add_argument("--trace", metavar="TRACE.json", help="hw programs: write a Chrome/Perfetto trace")
     p.add_argument("--stats", action="store_true", help="hw programs: print cycle and engine statistics")
+    p.add_argument(
+        "--stats-json",
+        metavar="STATS.json",
+        help="hw programs: write the statistics as JSON (cycles, per core/engine)",
+    )
     p.set_defaults(handler=cmd_run)
     _add_binary_commands(sub)
     return parser

@@ -33,10 +33,10 @@ from aitc.sim.program import Program, decode_program
 from aitc.sim.run_program import SimResult
 from aitc.sim.session import Session
 from aitc.sim.simulator import Simulator
-from aitc.sim.stats import SimStats, format_stats
+from aitc.sim.stats import SimStats, format_stats, stats_json
 from aitc.sim.trace import trace_json, write_trace
 
 __all__ = [
     "Program", "Session", "SimOptions", "SimResult", "SimStats", "SimulationError", "Simulator",
-    "decode_program", "format_stats", "trace_json", "write_trace",
+    "decode_program", "format_stats", "stats_json", "trace_json", "write_trace",
 ]  # fmt: skip

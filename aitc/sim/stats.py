@@ -11,6 +11,7 @@ every core of the program).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -80,10 +81,33 @@ class SimStats:
         return self.cycles / (self.clock_mhz * 1e6)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready statistics, derived totals included."""
+        """JSON-ready statistics, derived totals and a summary per core included."""
         data = asdict(self)
         data.update(instructions=self.instructions, macs=self.macs, utilisation=self.utilisation())
+        data["per_core"] = [
+            {
+                "core": c,
+                "cycles": self.core_cycles(c),
+                "macs": self.core_macs(c),
+                "utilisation": self.utilisation(c),
+            }
+            for c in self.cores
+        ]
         return data
+
+    def _core_summary(self, core: int) -> dict[str, Any]:
+        return {
+            "core": core,
+            "cycles": self.core_cycles(core),
+            "macs": self.core_macs(core),
+            "utilisation": self.utilisation(core),
+        }
+
+
+def stats_json(stats: SimStats) -> str:
+    """`aitc run --stats-json`: the statistics as indented JSON with sorted keys (the same run
+    gives the same text, except a schedule's host wall times)."""
+    return json.dumps(stats.to_dict(), indent=2, sort_keys=True) + "\n"
 
 
 def collect_stats(scheduler: Scheduler, cycles: int) -> SimStats:

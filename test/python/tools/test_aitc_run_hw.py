@@ -88,3 +88,32 @@ def test_session_is_exported_from_the_package(inputs):
     data = np.load(inputs)
     [c] = aitc.Session(EXAMPLE).run(None, {"a": data["a"], "b": data["b"]})
     np.testing.assert_allclose(c, data["a"] @ data["b"], rtol=1e-5, atol=1e-5)
+
+
+def test_stats_json_holds_what_stats_prints(capsys, tmp_path, inputs):
+    """--stats-json: total cycles, per core and per engine busy/stall/idle, deterministic."""
+    two_core = EXAMPLE.with_name("two_core_allreduce.mlir")
+    argv = ["run", two_core, "--seed", "3", "--stats", "--stats-json", tmp_path / "s.json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert f"cycles           {stats['cycles']} " in out
+    assert [c["core"] for c in stats["per_core"]] == [0, 1]
+    assert max(c["cycles"] for c in stats["per_core"]) == stats["cycles"]
+    for engine in stats["engines"]:
+        assert engine["busy"] + engine["stall"] + engine["idle"] == stats["cycles"]
+    first = (tmp_path / "s.json").read_bytes()
+    assert run_cli(capsys, *argv)[0] == 0
+    assert (tmp_path / "s.json").read_bytes() == first
+
+
+def test_stats_json_refuses_graph_level_ir(capsys, tmp_path):
+    graph = tmp_path / "g.mlir"
+    graph.write_text(
+        'func.func @main(%x: tensor<4xf32> {graph.name = "x"}) -> (tensor<4xf32> {graph.name = "y"}) {\n'
+        "  %y = graph.relu %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>\n}\n"
+    )
+    code, _, err = run_cli(capsys, "run", graph, "--stats-json", tmp_path / "s.json")
+    assert code == 1
+    assert "--stats-json" in err
+    assert not (tmp_path / "s.json").exists()
