@@ -284,9 +284,7 @@ def _read_npz(where: str, data: bytes) -> dict[str, np.ndarray]:
                     arrays[name] = _read_npy(member, info.file_size, f"{where}: entry '{name}'")
     except AitcError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, RuntimeError, ValueError) as error:
-        raise AitcError(f"{where} is a damaged .npz file ({type(error).__name__})", hint=_NPZ_HINT) from None
-    except Exception as error:  # zlib.error, NotImplementedError (unknown compression), ...
+    except Exception as error:  # BadZipFile, EOFError, OSError, zlib.error, NotImplementedError, ...
         raise AitcError(f"{where} is a damaged .npz file ({type(error).__name__})", hint=_NPZ_HINT) from None
     return arrays
 

@@ -177,11 +177,16 @@ def _dim(parser: Parser, text: str) -> int:
     return int(text)
 
 
+def _module_of(op: Operation) -> ModuleOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        parent = parent.parent_op()
+    return parent
+
+
 def grid_of(op: Operation, name: str) -> GridOp | None:
     """The `shard.grid @name` at the top level of the module around `op`."""
-    module = op.parent_op()
-    while module is not None and not isinstance(module, ModuleOp):
-        module = module.parent_op()
+    module = _module_of(op)
     if module is None:
         return None
     for top in module.body.block.ops:
@@ -197,17 +202,9 @@ def _grid_name(attr: SymbolRefAttr) -> str:
 def _required_grid(op: Operation, attr: SymbolRefAttr) -> GridOp | None:
     """The grid `op` names; None when `op` is not in a module yet (verified later)."""
     grid = grid_of(op, _grid_name(attr))
-    in_module = op.parent_op() is not None
-    if grid is None and in_module and _module_of(op) is not None:
+    if grid is None and _module_of(op) is not None:
         raise VerifyException(f"{op.name}: no shard.grid @{_grid_name(attr)} in the module")
     return grid
-
-
-def _module_of(op: Operation) -> ModuleOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, ModuleOp):
-        parent = parent.parent_op()
-    return parent
 
 
 def check_axes(op_name: str, axes: Sequence[int], grid: GridOp) -> None:

@@ -26,22 +26,21 @@ TESTS = {"tests": REPO / "test" / "python"}
 """Folder under TREE -> the test folder linked there."""
 
 
-def package_dirs() -> dict[str, Path]:
+def package_dirs(config: dict) -> dict[str, Path]:
     """Package name -> source folder, from pyproject's [tool.setuptools] package-dir."""
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())
     mapping = config["tool"]["setuptools"]["package-dir"]
     return {package: REPO / folder for package, folder in mapping.items()}
 
 
-def build_tree() -> dict[Path, Path]:
+def build_tree(packages: dict[str, Path]) -> dict[Path, Path]:
     """Mirrors every mapped package's .py files, and the tests, under TREE; returns link -> source."""
     shutil.rmtree(TREE, ignore_errors=True)
     links: dict[Path, Path] = {}
-    for package, folder in package_dirs().items():
+    for package, folder in packages.items():
         target = TREE.joinpath(*package.split("."))
         for source in folder.rglob("*.py"):
             relative = source.relative_to(folder)
-            if not _inside_other_package(package, relative):
+            if not _inside_other_package(package, relative, packages):
                 _link(source, target / relative, links)
     for name, folder in TESTS.items():
         for source in folder.rglob("*.py"):
@@ -57,16 +56,17 @@ def _link(source: Path, link: Path, links: dict[Path, Path]) -> None:
     links[link] = source
 
 
-def _inside_other_package(package: str, relative: Path) -> bool:
+def _inside_other_package(package: str, relative: Path, packages: dict[str, Path]) -> bool:
     """aitc/ holds no dialects/ passes/ tools/ of its own, but skip any mapped name anyway."""
     first = f"{package}.{relative.parts[0]}" if len(relative.parts) > 1 else ""
-    return first in package_dirs()
+    return first in packages
 
 
 def main() -> int:
-    links = build_tree()
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pyright"]
-    (TREE / "pyrightconfig.json").write_text(json.dumps({**config, "include": ["aitc", *TESTS]}))
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    links = build_tree(package_dirs(config))
+    settings = {**config["tool"]["pyright"], "include": ["aitc", *TESTS]}
+    (TREE / "pyrightconfig.json").write_text(json.dumps(settings))
     python = Path(sys.executable)
     command = [str(python.parent / "pyright"), "--pythonpath", str(python), "--outputjson", "-p", str(TREE)]
     offline = {**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"}  # no version check against PyPI
