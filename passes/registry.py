@@ -101,6 +101,18 @@ def _place_on_host() -> type[ModulePass]:
     return PlaceOnHostPass
 
 
+def _shard_propagate() -> type[ModulePass]:
+    from aitc.passes.shard.shard_propagate import ShardPropagatePass
+
+    return ShardPropagatePass
+
+
+def _shard_partition() -> type[ModulePass]:
+    from aitc.passes.shard.shard_partition import ShardPartitionPass
+
+    return ShardPartitionPass
+
+
 def _shard_simplify() -> type[ModulePass]:
     from aitc.passes.shard.shard_simplify import ShardSimplifyPass
 
@@ -116,6 +128,8 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-optimize": _graph_optimize,
     "graph-legalize-axes": _graph_legalize_axes,
     "place-on-host": _place_on_host,
+    "shard-propagate": _shard_propagate,
+    "shard-partition": _shard_partition,
     "shard-simplify": _shard_simplify,
     "convert-graph-to-tile": _convert_graph_to_tile,
     "multi-buffer": _multi_buffer,

@@ -27,8 +27,10 @@ Layers, lowest first (`LAYERS` below is the table the test uses):
     5   passes.common         aitc.passes.legality, .runner            what every conversion checks;
                                                                        the one pipeline runner
     6   passes.graph          aitc.passes.graph.*                      graph -> graph
-    7   passes.shard          aitc.passes.shard.*                      sharded graph -> sharded graph
-    8   passes.graph_to_tile  aitc.passes.graph_to_tile.*              graph -> tile
+    7   passes.graph_to_tile  aitc.passes.graph_to_tile.*              graph -> tile
+    8   passes.shard          aitc.passes.shard.*                      graph -> sharded graph; the
+                                                                       planner asks the tiling cost
+                                                                       model for per-core cycles
     9   passes.placement      aitc.passes.graph.place_on_host.*        graph -> graph + exec: asks the
                                                                        conversion's dispatch table
                                                                        which ops the NPU runs
@@ -77,8 +79,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interp", ("aitc.interp.*",)),
     ("passes.common", ("aitc.passes.legality", "aitc.passes.runner")),
     ("passes.graph", ("aitc.passes.graph.*",)),
-    ("passes.shard", ("aitc.passes.shard.*",)),
     ("passes.graph_to_tile", ("aitc.passes.graph_to_tile.*",)),
+    ("passes.shard", ("aitc.passes.shard.*",)),
     ("passes.placement", ("aitc.passes.graph.place_on_host.*",)),
     ("passes.tile", ("aitc.passes.tile.*",)),
     ("passes.tile_to_sync", ("aitc.passes.tile_to_sync",)),

@@ -1,0 +1,321 @@
+"""The shard planner: one split decision per op of a graph function, from a few seeds (user
+annotations) and a strategy, costed by `cost_model.py`. `shard-propagate` writes the decisions
+as `shard.shard` annotations; `shard-partition` turns annotated IR into per-core IR.
+
+**Decisions.** Every value is either whole on every core (replicated, `None`) or split along
+one dim into equal contiguous parts (an int, the dim) over a 1-D grid of `cores`. Every op
+splits one loop of its rule (`rules.py`) or none. A forward sweep decides the ops in program
+order; a backward sweep then splits replicated ops whose users all want the same split of
+their result (so a scale or a bias add before a split matmul runs on a part, not the whole).
+
+**How an op decides.** An *anchor* op (matmul, conv, gather) takes the loop its strategy
+forces when that loop divides evenly:
+
+    tp  tensor parallel (Megatron): a matmul by a weight splits its output columns (n), or its
+        contraction (k, then one all_reduce) when its input arrives split along k; a conv by
+        a weight splits its output channels, or its input channels when they arrive split
+    sp  sequence parallel: a matmul by a weight splits its rows (the tokens), a gather its
+        indices' last dim (the tokens)
+    dp  data parallel: the batch (result dim 0)
+
+Every other op with a split operand (or a seeded result), and an anchor whose forced loop does
+not divide, takes the candidate (a splittable loop, or none) of least estimated cycles:
+resharding its operands (all_gather, all_to_all; slicing a whole value is free), the
+all_reduce a reduction loop needs, resharding to a seeded result sharding, plus the op's own
+per-core cycles. Ties go to the forced loop, then to parallel loops, then to the lowest loop.
+An op with no split operand that is not an anchor runs replicated (redundant work on small
+values beats moving them).
+
+**The plan's cost** (`Plan.total`) sums per op its per-core cycles and the collectives its
+operands and results need; `auto` plans with every strategy and keeps the cheapest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.ir import Operation, SSAValue
+
+from aitc.analysis.graph_matching import node_name
+from aitc.dialects import graph
+from aitc.passes.shard.cost_model import collective_cycles, op_cycles, tensor_bytes
+from aitc.passes.shard.rules import PARALLEL, Rule, rule_of, shape_of, splittable
+from aitc.target import Target
+
+Split = int | None
+"""A value's sharding on a 1-D grid: the dim split into equal parts, or None (whole)."""
+
+STRATEGIES = ("tp", "sp", "dp")
+"""The strategies `auto` chooses among (`none` plans from the seeds alone)."""
+
+
+def reshard_kind(have: Split, want: Split) -> str | None:
+    """The collective that turns sharding `have` into `want` (None: nothing to do)."""
+    if have == want:
+        return None
+    if want is None:
+        return "all_gather"
+    if have is None:
+        return "all_slice"
+    return "all_to_all"
+
+
+@dataclass
+class OpPlan:
+    """One op's decision: the loop it splits, its estimated cycles (compute, collectives) and
+    why."""
+
+    loop: int | None
+    compute: int
+    collectives: list[tuple[str, int, int, str]] = field(default_factory=list)
+    """(kind, bytes of the whole tensor, estimated cycles, algorithm) per collective."""
+    reason: str = ""
+
+    @property
+    def cycles(self) -> int:
+        return self.compute + sum(c[2] for c in self.collectives)
+
+
+@dataclass
+class Plan:
+    """Decisions for every op of one function and the sharding of every value."""
+
+    strategy: str
+    cores: int
+    ops: dict[Operation, OpPlan]
+    values: dict[SSAValue, Split]
+    output_collectives: list[tuple[str, int, int, str]]
+
+    @property
+    def total(self) -> int:
+        return sum(p.cycles for p in self.ops.values()) + sum(c[2] for c in self.output_collectives)
+
+    @property
+    def collective_count(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entries in [p.collectives for p in self.ops.values()] + [self.output_collectives]:
+            for kind, *_ in entries:
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+def result_split(rule: Rule | None, loop: int | None, index: int) -> Split:
+    """The sharding of result `index` when the op splits `loop` (a reduction's partial result
+    is all-reduced, so whole)."""
+    if rule is None or loop is None or rule.is_reduction(loop):
+        return None
+    return rule.dim_of(rule.results[index], loop)
+
+
+def operand_want(op: Operation, index: int, loop: int | None) -> Split:
+    """The sharding `op` needs for operand `index` when it splits `loop`."""
+    rule = rule_of(op)
+    if rule is None or loop is None:
+        return None
+    return rule.dim_of(rule.operands[index], loop)
+
+
+def _is_weight(value: SSAValue) -> bool:
+    return isinstance(value.owner, graph.ConstantOp)
+
+
+def forced_loop(op: Operation, rule: Rule, strategy: str, values: dict[SSAValue, Split]) -> int | None:
+    """The loop `strategy` forces on anchor `op` (None: the op is no anchor of the strategy)."""
+    out_rank = len(shape_of(op.results[0]))
+    if isinstance(op, graph.MatMulOp) and _is_weight(op.rhs) and len(rule.loops) == out_rank + 1:
+        m, n, k = out_rank - 2, out_rank - 1, out_rank
+        if strategy == "tp":
+            lhs = values.get(op.lhs)
+            return k if lhs is not None and rule.operands[0][lhs] == k else n
+        if strategy == "sp":
+            return m
+    if isinstance(op, graph.ConvOp) and _is_weight(op.weight) and strategy == "tp":
+        have = values.get(op.input)
+        return 2 if have == 1 and len(rule.loops) == 3 else 1
+    if isinstance(op, graph.GatherOp) and strategy == "sp":
+        return len(shape_of(op.indices)) - 1 + (op.axis.value.data if op.axis is not None else 0)
+    if strategy == "dp" and isinstance(op, graph.MatMulOp | graph.ConvOp | graph.GatherOp):
+        return 0 if rule.results[0] and rule.results[0][0] == 0 else None
+    return None
+
+
+class Planner:
+    """Plans one function for `cores` cores of `target` with `strategy` and `seeds` (values
+    whose sharding the user fixed)."""
+
+    def __init__(self, target: Target, cores: int, strategy: str, seeds: dict[SSAValue, Split]):
+        self.target, self.cores, self.strategy, self.seeds = target, cores, strategy, seeds
+        self.values: dict[SSAValue, Split] = {}
+        self.ops: dict[Operation, OpPlan] = {}
+
+    # -- costs
+
+    def collective(self, kind: str, value: SSAValue) -> tuple[str, int, int, str]:
+        nbytes = tensor_bytes(value)
+        estimate = collective_cycles(self.target, kind, nbytes, self.cores)
+        return (kind, nbytes, estimate.cycles, estimate.algorithm)
+
+    def local_shape(self, value: SSAValue, split: Split) -> tuple[int, ...]:
+        shape = list(shape_of(value))
+        if split is not None:
+            shape[split] //= self.cores
+        return tuple(shape)
+
+    def evaluate(self, op: Operation, rule: Rule | None, loop: int | None) -> OpPlan:
+        """The cost of `op` splitting `loop`, given its operands' current shardings."""
+        collectives = []
+        local = []
+        for index, value in enumerate(op.operands):
+            want = operand_want(op, index, loop)
+            kind = reshard_kind(self.values.get(value), want)
+            if kind not in (None, "all_slice"):
+                collectives.append(self.collective(kind, value))
+            local.append(self.local_shape(value, want))
+        for index, value in enumerate(op.results):
+            natural = result_split(rule, loop, index)
+            local.append(
+                self.local_shape(value, natural if rule is None or not rule.is_reduction(loop) else None)
+            )
+            if rule is not None and rule.is_reduction(loop):
+                collectives.append(self.collective("all_reduce", value))
+            if value in self.seeds:
+                kind = reshard_kind(natural, self.seeds[value])
+                if kind not in (None, "all_slice"):
+                    collectives.append(self.collective(kind, value))
+        return OpPlan(loop, op_cycles(op, local, self.cores, self.target), collectives)
+
+    # -- decisions
+
+    def candidates(self, op: Operation, rule: Rule) -> list[int]:
+        return [loop for loop in range(len(rule.loops)) if splittable(op, rule, loop, self.cores)]
+
+    def decide(self, op: Operation) -> OpPlan:
+        rule = rule_of(op)
+        if rule is None:
+            plan = self.evaluate(op, None, None)
+            plan.reason = "no sharding rule: runs whole on every core"
+            return plan
+        loops = self.candidates(op, rule)
+        forced = forced_loop(op, rule, self.strategy, self.values)
+        informed = any(self.values.get(v) is not None for v in op.operands) or any(
+            self.seeds.get(r) is not None for r in op.results
+        )
+        if forced is not None and forced in loops and not self._forced_needs_gather(op, forced):
+            plan = self.evaluate(op, rule, forced)
+            plan.reason = f"{self.strategy}: {loop_name(op, rule, forced)}"
+            return plan
+        if not informed:
+            plan = self.evaluate(op, rule, None)
+            plan.reason = "no split operand: runs whole on every core"
+            if forced is not None:
+                plan.reason = f"{self._not_dividing(op, rule, forced)}: runs whole"
+            return plan
+        options = [self.evaluate(op, rule, loop) for loop in [None, *loops]]
+
+        def key(p: OpPlan) -> tuple:
+            return (p.cycles, p.loop != forced, rule.is_reduction(p.loop), -1 if p.loop is None else p.loop)
+
+        best = min(options, key=key)
+        why = "least cycles" if len(options) > 1 else "only choice"
+        if forced is not None and forced not in loops:
+            why += f"; {self._not_dividing(op, rule, forced)}"
+        best.reason = f"{loop_name(op, rule, best.loop)}: {why}"
+        return best
+
+    def _not_dividing(self, op: Operation, rule: Rule, loop: int) -> str:
+        return f"{self.strategy} would {loop_name(op, rule, loop)}, which does not divide by {self.cores}"
+
+    def _forced_needs_gather(self, op: Operation, loop: int) -> bool:
+        """Whether taking the forced loop would all-gather a split operand that another
+        candidate keeps (then the costs decide)."""
+        return any(
+            reshard_kind(self.values.get(v), operand_want(op, i, loop)) in ("all_gather", "all_to_all")
+            for i, v in enumerate(op.operands)
+        )
+
+    def record(self, op: Operation, plan: OpPlan) -> None:
+        self.ops[op] = plan
+        rule = rule_of(op)
+        for index, value in enumerate(op.results):
+            self.values[value] = result_split(rule, plan.loop, index)
+
+    def run(self, function: func.FuncOp) -> Plan:
+        for arg in function.body.block.args:
+            self.values[arg] = self.seeds.get(arg)
+        body = [op for op in function.body.block.ops if not isinstance(op, func.ReturnOp)]
+        for op in body:
+            if isinstance(op, graph.ConstantOp):
+                self.values[op.results[0]] = self.seeds.get(op.results[0])
+                continue
+            self.record(op, self.decide(op))
+        self._backward(body, function)
+        outputs = []
+        for value in function.body.block.last_op.operands if function.body.block.last_op else ():
+            kind = reshard_kind(self.values.get(value), None)
+            if kind is not None:
+                outputs.append(self.collective(kind, value))
+        return Plan(self.strategy, self.cores, self.ops, self.values, outputs)
+
+    def _backward(self, body: list[Operation], function: func.FuncOp) -> None:
+        """Splits replicated ops whose users all want one split of their (single) result."""
+        for op in reversed(body):
+            plan = self.ops.get(op)
+            rule = rule_of(op)
+            if plan is None or rule is None or plan.loop is not None or len(op.results) != 1:
+                continue
+            wants = {self._use_want(use.operation, use.index) for use in op.results[0].uses}
+            if len(wants) != 1 or (want := wants.pop()) is None:
+                continue
+            loop = rule.results[0][want]
+            if loop is None or rule.loops[loop] != PARALLEL or not splittable(op, rule, loop, self.cores):
+                continue
+            new = self.evaluate(op, rule, loop)
+            if new.collectives:
+                continue
+            new.reason = f"{loop_name(op, rule, loop)}: every user wants this split"
+            self.record(op, new)
+        del function
+
+    def _use_want(self, user: Operation, index: int) -> Split:
+        plan = self.ops.get(user)
+        return None if plan is None else operand_want(user, index, plan.loop)
+
+
+def loop_name(op: Operation, rule: Rule, loop: int | None) -> str:
+    """`split n (output columns)`-style words for a decision."""
+    if loop is None:
+        return "whole"
+    if isinstance(op, graph.MatMulOp):
+        rank = len(shape_of(op.output))
+        names = {rank - 2: "m (rows)", rank - 1: "n (output columns)", rank: "k (contraction, all_reduce)"}
+        return "split " + names.get(loop, f"batch dim {loop}")
+    if isinstance(op, graph.ConvOp):
+        return "split " + ("batch", "output channels", "input channels (all_reduce)")[loop]
+    kind = "" if rule.loops[loop] == PARALLEL else f" ({rule.loops[loop]} reduction, all_reduce)"
+    dim = rule.dim_of(rule.results[0], loop) if op.results else None
+    where = f"result dim {dim}" if dim is not None else f"loop {loop}"
+    return f"split {where}{kind}"
+
+
+def plan_function(
+    function: func.FuncOp, target: Target, cores: int, strategy: str, seeds: dict[SSAValue, Split]
+) -> Plan:
+    """The plan of `function` for `strategy` (`auto`: the cheapest of STRATEGIES)."""
+    if strategy != "auto":
+        return Planner(target, cores, strategy, seeds).run(function)
+    plans = [Planner(target, cores, s, seeds).run(function) for s in STRATEGIES]
+    return min(plans, key=lambda p: (p.total, STRATEGIES.index(p.strategy)))
+
+
+def alternatives(
+    function: func.FuncOp, target: Target, cores: int, seeds: dict[SSAValue, Split]
+) -> dict[str, int]:
+    """Estimated total cycles of every strategy (for the plan's `why`)."""
+    return {s: Planner(target, cores, s, seeds).run(function).total for s in STRATEGIES}
+
+
+def describe(op: Operation) -> str:
+    """`graph.matmul "/layer.0/attention/query/Add"` for plan tables."""
+    name = node_name(op)
+    return op.name if name == op.name else f'{op.name} "{name}"'

@@ -1,0 +1,295 @@
+"""Sharding rules: how each graph op may be split across cores (MLIR's ShardingInterface).
+
+An op's rule names its **loops** (one per independent index of its iteration space) and, for
+every operand and result dim, the loop that indexes it (`None`: the dim cannot be split; it
+must be whole on every core). Splitting the op over `p` cores means choosing one loop (or
+none): every tensor dim indexed by that loop is split into `p` contiguous parts, every other
+dim is whole. A **parallel** loop gives every core an independent part of the result; a
+**reduction** loop (`sum`, `max`, `min`, `prod`) gives every core a partial result that an
+`all_reduce` of that kind completes.
+
+    matmul  A[b.., m, k] @ B[b.., k, n]    loops b.. m n (parallel), k (sum)
+    conv    X[N, C, H..] * W[O, C/g, K..]   loops N, O (parallel), C (sum, when group = 1);
+                                            depthwise/grouped: C follows O (groups split)
+    elementwise (numpy broadcasting)        one parallel loop per result dim; a broadcast
+                                            (size-1) operand dim is None
+    softmax / layer_norm                    the normalised dims are None
+    reduce_sum/max/min/prod                 reduced dims are reduction loops of that kind
+    reshape                                 per group of dims whose products match, the
+                                            leading dims of both sides share a loop
+    transpose                               loops follow the permutation
+    gather                                  the gathered axis of the table is None
+
+Ops without a rule (gather_nd, argmax, ...) run replicated: every operand whole.
+
+`splittable(op, rule, loop, parts)` says whether every dim of that loop divides evenly:
+uneven shards are refused here (the loop is not a candidate), so a split is only ever
+chosen where each core gets the same part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from aitc.dialects import graph
+
+PARALLEL = "parallel"
+REDUCTIONS = {
+    "graph.reduce_sum": "sum",
+    "graph.reduce_max": "max",
+    "graph.reduce_min": "min",
+    "graph.reduce_prod": "prod",
+}
+
+DimMap = tuple[int | None, ...]
+"""Per tensor dim: the loop indexing it, or None (the dim stays whole)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The iteration space of one op: `loops[i]` is PARALLEL or a reduction kind; `operands`
+    and `results` map each tensor dim to a loop."""
+
+    loops: tuple[str, ...]
+    operands: tuple[DimMap, ...]
+    results: tuple[DimMap, ...]
+
+    def dim_of(self, dims: DimMap, loop: int | None) -> int | None:
+        """The dim of a tensor (given by its DimMap) indexed by `loop`, if any."""
+        if loop is None:
+            return None
+        return dims.index(loop) if loop in dims else None
+
+    def loop_of(self, dims: DimMap, dim: int) -> int | None:
+        """The loop indexing `dim` of a tensor (None: the dim cannot be split)."""
+        return dims[dim]
+
+    def is_reduction(self, loop: int | None) -> bool:
+        return loop is not None and self.loops[loop] != PARALLEL
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The static shape of a tensor value (() for anything else)."""
+    return tuple(value.type.get_shape()) if isinstance(value.type, TensorType) else ()
+
+
+def _broadcast_map(operand: Sequence[int], result: Sequence[int]) -> DimMap:
+    """An operand broadcast (numpy rules, right-aligned) to `result`: its dim i indexes the
+    result loop it lines up with, unless it is a broadcast size-1 dim."""
+    offset = len(result) - len(operand)
+    return tuple(offset + i if size == result[offset + i] else None for i, size in enumerate(operand))
+
+
+def _elementwise(op: Operation) -> Rule:
+    out = shape_of(op.results[0])
+    return Rule(
+        (PARALLEL,) * len(out),
+        tuple(_broadcast_map(shape_of(v), out) for v in op.operands),
+        (tuple(range(len(out))),),
+    )
+
+
+def _whole_dims(op: Operation, whole: Sequence[int]) -> Rule:
+    """Every dim is its own parallel loop except the `whole` ones (operands of the same shape
+    as the result; others, e.g. scale/bias, broadcast)."""
+    out = shape_of(op.results[0])
+    loops = tuple(None if d in whole else d for d in range(len(out)))
+    operands = tuple(loops if shape_of(v) == out else tuple(None for _ in shape_of(v)) for v in op.operands)
+    return Rule((PARALLEL,) * len(out), operands, (loops,))
+
+
+def _matmul(op: graph.MatMulOp) -> Rule | None:
+    a, b, out = shape_of(op.lhs), shape_of(op.rhs), shape_of(op.output)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    batch = len(out) - 2
+    m, n, k = batch, batch + 1, batch + 2
+    loops = (PARALLEL,) * (batch + 2) + ("sum",)
+    a_map = (*_broadcast_map(a[:-2], out[:-2]), m, k)
+    b_map = (*_broadcast_map(b[:-2], out[:-2]), k, n)
+    operands: tuple[DimMap, ...] = (a_map, b_map) + (((n,),) if op.bias is not None else ())
+    if op.activation is not None:  # a partial sum cannot go through the activation
+        loops = (*loops[:-1], PARALLEL)
+        operands = tuple(tuple(None if d == k else d for d in dims) for dims in operands)
+    return Rule(loops, operands, (tuple(range(batch + 2)),))
+
+
+def _conv(op: graph.ConvOp) -> Rule:
+    x = shape_of(op.input)
+    spatial = (None,) * (len(x) - 2)
+    groups = op.groups()
+    bias = ((1,),) if op.bias is not None else ()
+    if groups == 1 and op.activation is None:
+        # loops: 0 = N, 1 = output channel, 2 = input channel (sum)
+        operands = ((0, 2, *spatial), (1, 2, *spatial), *bias)
+        return Rule((PARALLEL, PARALLEL, "sum"), operands, ((0, 1, *spatial),))
+    # grouped (depthwise): the input channels follow the output channels' groups (splittable
+    # when the cores divide the groups); groups = 1 with an activation: input channels whole
+    channel_in = 1 if groups > 1 else None
+    operands = ((0, channel_in, *spatial), (1, None, *spatial), *bias)
+    return Rule((PARALLEL, PARALLEL), operands, ((0, 1, *spatial),))
+
+
+def _channels(op: Operation) -> Rule:
+    """Pooling and batch_norm: N and C split, spatial dims whole; per-channel operands follow C."""
+    out = shape_of(op.results[0])
+    dims = (0, 1, *(None,) * (len(out) - 2))
+    operands = tuple(dims if len(shape_of(v)) == len(out) else (1,) for v in op.operands)
+    return Rule((PARALLEL, PARALLEL), operands, (dims,))
+
+
+def _reduce(op: graph.ReduceOp) -> Rule | None:
+    x = shape_of(op.input)
+    axes = op.reduced_axes()
+    kind = REDUCTIONS.get(op.name)
+    loops = tuple(kind if d in axes else PARALLEL for d in range(len(x)))
+    if kind is None:
+        loops = tuple(PARALLEL for _ in x)
+    in_map = tuple(None if d in axes and kind is None else d for d in range(len(x)))
+    if op.keepdims is not None:
+        out_map = tuple(None if d in axes else d for d in range(len(x)))
+    else:
+        out_map = tuple(d for d in range(len(x)) if d not in axes)
+    return Rule(loops, (in_map,), (out_map,))
+
+
+def reshape_groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Pairs of dim groups (of sizes > 1) whose products match, in order: [2,16,64] ->
+    [2,16,4,16] gives ([0],[0]), ([1],[1]), ([2],[2,3])."""
+    a = [i for i, s in enumerate(src) if s != 1]
+    b = [j for j, s in enumerate(dst) if s != 1]
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        ga, gb = [a[i]], [b[j]]
+        pa, pb = src[a[i]], dst[b[j]]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb and i < len(a):
+                ga.append(a[i])
+                pa *= src[a[i]]
+                i += 1
+            elif pb < pa and j < len(b):
+                gb.append(b[j])
+                pb *= dst[b[j]]
+                j += 1
+            else:
+                return groups
+        groups.append((ga, gb))
+    return groups
+
+
+def _reshape(op: graph.ReshapeOp) -> Rule:
+    src, dst = shape_of(op.input), shape_of(op.output)
+    in_map: list[int | None] = [None] * len(src)
+    out_map: list[int | None] = [None] * len(dst)
+    for loop, (ga, gb) in enumerate(reshape_groups(src, dst)):
+        in_map[ga[0]] = out_map[gb[0]] = loop  # the leading dims: contiguous parts on both sides
+    loops = max((d for d in in_map if d is not None), default=-1) + 1
+    return Rule((PARALLEL,) * loops, (tuple(in_map),), (tuple(out_map),))
+
+
+def _transpose(op: graph.TransposeOp) -> Rule:
+    perm = op.permutation()
+    return Rule((PARALLEL,) * len(perm), (tuple(range(len(perm))),), (tuple(perm),))
+
+
+def _along_axis(op: Operation, axis: int) -> Rule:
+    """concat / split / softmax-like: every dim but `axis` parallel, for every tensor."""
+    rank = len(shape_of(op.results[0]))
+    dims = tuple(None if d == axis else d for d in range(rank))
+    return Rule((PARALLEL,) * rank, tuple(dims for _ in op.operands), tuple(dims for _ in op.results))
+
+
+def _unchanged_dims(op: Operation, keep: Sequence[bool]) -> Rule:
+    """slice / pad / tile: the dims the op leaves unchanged are parallel, the others whole."""
+    dims = tuple(d if k else None for d, k in enumerate(keep))
+    return Rule((PARALLEL,) * len(keep), (dims,), (dims,))
+
+
+def _slice(op: graph.SliceOp) -> Rule:
+    x, out = shape_of(op.input), shape_of(op.output)
+    starts = graph.ints_of(op.starts, [0] * len(x))
+    steps = graph.ints_of(op.steps, [1] * len(x))
+    keep = [a == b and s == 0 and t == 1 for a, b, s, t in zip(x, out, starts, steps, strict=True)]
+    return _unchanged_dims(op, keep)
+
+
+def _gather(op: graph.GatherOp) -> Rule:
+    x, idx = shape_of(op.input), shape_of(op.indices)
+    axis = op.axis.value.data if op.axis is not None else 0
+    out_rank = len(x) - 1 + len(idx)
+    # result dims: x[:axis], idx, x[axis+1:]; loops numbered as the result dims
+    x_map = tuple(None if d == axis else (d if d < axis else d - 1 + len(idx)) for d in range(len(x)))
+    idx_map = tuple(axis + i for i in range(len(idx)))
+    return Rule((PARALLEL,) * out_rank, (x_map, idx_map), (tuple(range(out_rank)),))
+
+
+def _broadcast(op: graph.BroadcastOp) -> Rule:
+    out = shape_of(op.output)
+    return Rule((PARALLEL,) * len(out), (_broadcast_map(shape_of(op.input), out),), (tuple(range(len(out))),))
+
+
+def _layer_norm(op: graph.LayerNormOp) -> Rule:
+    return _whole_dims(op, range(op.norm_axis(), len(shape_of(op.input))))
+
+
+def _pad(op: graph.PadOp) -> Rule:
+    pads = graph.ints_of(op.pads)
+    rank = len(shape_of(op.input))
+    return _unchanged_dims(op, [pads[d] == 0 and pads[d + rank] == 0 for d in range(rank)])
+
+
+def _axis_of(op: graph.ConcatOp | graph.SplitOp) -> Rule:
+    return _along_axis(op, op.axis.value.data if op.axis is not None else 0)
+
+
+_RULES: tuple[tuple[type | tuple[type, ...], Callable[[Any], Rule | None]], ...] = (
+    ((graph.ElementwiseUnaryOp, graph.ElementwiseBinaryOp, graph.WhereOp, graph.CastOp), _elementwise),
+    (graph.BroadcastOp, _broadcast),
+    (graph.MatMulOp, _matmul),
+    (graph.ConvOp, _conv),
+    ((graph.PoolOp, graph.BatchNormOp), _channels),
+    (graph.LayerNormOp, _layer_norm),
+    (graph.AxisOp, lambda op: _along_axis(op, op.norm_axis())),
+    (graph.ArgReduceOp, lambda op: None),
+    (graph.ReduceOp, _reduce),
+    (graph.ReshapeOp, _reshape),
+    (graph.TransposeOp, _transpose),
+    ((graph.ConcatOp, graph.SplitOp), _axis_of),
+    (graph.SliceOp, _slice),
+    (graph.PadOp, _pad),
+    (graph.TileOp, lambda op: _unchanged_dims(op, [r == 1 for r in graph.ints_of(op.repeats)])),
+    (graph.GatherOp, _gather),
+)
+"""The rule of each op class, first match wins (ArgReduceOp before its base ReduceOp)."""
+
+
+def rule_of(op: Operation) -> Rule | None:
+    """The sharding rule of a graph op, or None (the op runs replicated)."""
+    for types, make in _RULES:
+        if isinstance(op, types):
+            return make(op)
+    return None
+
+
+def splittable(op: Operation, rule: Rule, loop: int, parts: int) -> bool:
+    """Whether splitting `loop` of `op` over `parts` cores gives every core an equal part of
+    every tensor dim the loop indexes (and, for a grouped conv, whole groups)."""
+    found = False
+    for maps, values in ((rule.operands, op.operands), (rule.results, op.results)):
+        for dims, value in zip(maps, values, strict=True):
+            shape = shape_of(value)
+            for dim, mapped in enumerate(dims):
+                if mapped == loop:
+                    found = True
+                    if shape[dim] % parts:
+                        return False
+    if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
+        return op.groups() % parts == 0
+    return found

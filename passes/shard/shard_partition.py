@@ -1,0 +1,228 @@
+"""`shard-partition`: an annotated graph function -> the per-core (SPMD) function.
+
+Every core runs the same function on its own part of each split value. For each op, the loop
+it splits is read off its operands' shardings (`rules.py`); the op is rebuilt on per-core
+types; a reduction loop's partial result goes through `shard.all_reduce` (a matmul's or conv's
+bias is added after it, once). Where a value's sharding differs from what a use needs, the
+annotation becomes the collective that moves it:
+
+    whole -> split d        shard.all_slice  (local: each core keeps its part)
+    split d -> whole        shard.all_gather
+    split a -> split b      shard.all_to_all (split_axis = b, concat_axis = a)
+
+The function keeps its signature: arguments arrive whole on every core, results leave whole
+(`shard-propagate` annotates every split return value back to whole), so the partitioned
+module runs on the same inputs as the original (`aitc.interp.shard.run_spmd`) and every core
+returns the same outputs. This is also where a reshape or gather whose split dim cannot stay
+split (a head split that the cores do not divide, a gather along a split table axis) gets
+its operand gathered first: the op's rule has no loop for that dim, so it runs on the whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from aitc.dialects import graph, shard
+from aitc.passes.shard.planner import Split
+from aitc.passes.shard.rules import Rule, rule_of, shape_of
+from aitc.passes.shard.shard_propagate import graph_function, split_of
+
+
+def local_type(value: SSAValue, split: Split, parts: int) -> TensorType:
+    """The per-core type of `value` split along `split` over `parts` cores."""
+    assert isinstance(value.type, TensorType)
+    shape = list(value.type.get_shape())
+    if split is not None:
+        shape[split] //= parts
+    return TensorType(value.type.element_type, shape)
+
+
+class Partitioner:
+    """Rewrites one function in place (see the module docstring)."""
+
+    def __init__(self, function: func.FuncOp, grid: shard.GridOp):
+        self.block: Block = function.body.block
+        self.grid = grid.sym_name.data
+        dims = grid.dims
+        if len(dims) != 1:
+            raise PassFailedException(
+                f"shard-partition: needs a 1-D grid; @{self.grid} is {'x'.join(map(str, dims))}"
+            )
+        self.parts = dims[0]
+        self.local: dict[SSAValue, SSAValue] = {}
+        self.split: dict[SSAValue, Split] = {}
+        self.before: Operation | None = None
+
+    def emit(self, op: Operation, like: Operation) -> Operation:
+        op.location = like.location
+        assert self.before is not None
+        self.block.insert_op_before(op, self.before)
+        return op
+
+    def reshard(
+        self, value: SSAValue, have: Split, want: Split, like: Operation, global_value: SSAValue
+    ) -> SSAValue:
+        """`value` (split `have`) as split `want`, through the collective that moves it."""
+        if have == want:
+            return value
+        axes = [0]
+        if have is None:
+            assert want is not None
+            op: Operation = shard.AllSliceOp(
+                value, self.grid, axes, local_type(global_value, want, self.parts), slice_axis=want
+            )
+        elif want is None:
+            op = shard.AllGatherOp(
+                value, self.grid, axes, local_type(global_value, None, self.parts), gather_axis=have
+            )
+        else:
+            op = shard.AllToAllOp(
+                value,
+                self.grid,
+                axes,
+                local_type(global_value, want, self.parts),
+                split_axis=want,
+                concat_axis=have,
+            )
+        return self.emit(op, like).results[0]
+
+    def operand(self, op: Operation, index: int, want: Split) -> SSAValue:
+        value = op.operands[index]
+        return self.reshard(self.local[value], self.split[value], want, op, value)
+
+    def loop_of(self, op: Operation, rule: Rule) -> int | None:
+        """The loop the op's split operands agree on (None: no operand is split)."""
+        loops = set()
+        for index, value in enumerate(op.operands):
+            have = self.split[value]
+            if have is not None:
+                loops.add(rule.operands[index][have])
+        loops.discard(None)
+        if len(loops) > 1:
+            # operands split along different loops: keep the first operand's, reshard the others
+            first = next(
+                rule.operands[i][self.split[v]]  # type: ignore[index]
+                for i, v in enumerate(op.operands)
+                if self.split[v] is not None and rule.operands[i][self.split[v]] is not None  # type: ignore[index]
+            )
+            return first
+        return loops.pop() if loops else None
+
+    def partition_op(self, op: Operation) -> None:
+        rule = rule_of(op)
+        loop = self.loop_of(op, rule) if rule is not None else None
+        reduction = rule is not None and rule.is_reduction(loop)
+        wants = [
+            rule.dim_of(rule.operands[i], loop) if rule is not None else None for i in range(len(op.operands))
+        ]
+        operands = [self.operand(op, i, want) for i, want in enumerate(wants)]
+        bias = None
+        if reduction and isinstance(op, graph.MatMulOp | graph.ConvOp) and op.bias is not None:
+            bias = operands.pop()  # added once, after the all_reduce
+        results = []
+        for index, value in enumerate(op.results):
+            split = None if reduction or rule is None else rule.dim_of(rule.results[index], loop)
+            results.append((value, split))
+        properties = dict(op.properties)
+        attributes = dict(op.attributes)
+        if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
+            attributes["group"] = IntegerAttr(op.groups() // self.parts, i64)
+        new = op.__class__.create(
+            operands=operands,
+            result_types=[local_type(value, split, self.parts) for value, split in results],
+            properties=properties,
+            attributes=attributes,
+        )
+        self.emit(new, op)
+        for (value, split), local in zip(results, new.results, strict=True):
+            local.name_hint = value.name_hint
+            if reduction:
+                assert rule is not None
+                assert loop is not None
+                local = self.emit(
+                    shard.AllReduceOp(local, self.grid, [0], local.type, reduction=rule.loops[loop]), op
+                ).results[0]
+                if bias is not None:
+                    local = self.add_bias(op, local, bias)
+            self.local[value], self.split[value] = local, split
+
+    def add_bias(self, op: Operation, value: SSAValue, bias: SSAValue) -> SSAValue:
+        if isinstance(op, graph.ConvOp):  # per channel: C -> C x 1 x ... to broadcast over N x C x H..
+            rank = len(shape_of(value))
+            bias = self.emit(graph.ReshapeOp(bias, [shape_of(bias)[0], *[1] * (rank - 2)]), op).results[0]
+        return self.emit(graph.AddOp(value, bias), op).results[0]
+
+    def annotation(self, op: shard.ShardOp) -> None:
+        """A shard.shard: its operand, moved to the sharding it names."""
+        sharding = op.sharding.owner
+        if not isinstance(sharding, shard.ShardingOp) or sharding.offsets is not None:
+            raise PassFailedException(
+                "shard-partition: a shard.shard needs an even shard.sharding (no sharded_dims_offsets)"
+            )
+        want = split_of(sharding)
+        self.local[op.result], self.split[op.result] = self.operand(op, 0, want), want
+
+    def step(self, op: Operation) -> None:
+        self.before = op
+        if isinstance(op, shard.ShardOp):
+            self.annotation(op)
+        elif isinstance(op, func.ReturnOp):
+            self.emit(func.ReturnOp(*[self.operand(op, i, None) for i in range(len(op.operands))]), op)
+        elif isinstance(op, graph.ConstantOp):
+            self.local[op.output], self.split[op.output] = op.output, None
+        elif isinstance(op, shard.CollectiveOp | shard.ProcessLinearIndexOp):
+            raise PassFailedException(
+                f"shard-partition: {op.name} in the input: the module is already per-core"
+            )
+        elif not isinstance(op, shard.ShardingOp):
+            self.partition_op(op)
+
+    def run(self) -> None:
+        for arg in self.block.args:
+            self.local[arg], self.split[arg] = arg, None
+        old = list(self.block.ops)
+        for op in old:
+            self.step(op)
+        for op in reversed(old):  # users before their operands; constants stay
+            if not isinstance(op, graph.ConstantOp):
+                op.detach()
+                op.erase(safe_erase=False)
+        for op in list(self.block.ops):  # constants only the old ops used
+            if isinstance(op, graph.ConstantOp) and not op.output.uses:
+                op.detach()
+                op.erase()
+
+
+@dataclass(frozen=True)
+class ShardPartitionPass(ModulePass):
+    """Turns an annotated (global-view) function into the function every core runs.
+
+    Input:
+      A module with one 1-D `shard.grid` and one function whose values carry `shard.shard`
+      annotations with even shardings (the output of shard-propagate, or written by hand);
+      unannotated values are whole.
+    Output:
+      The same function signature; graph ops on per-core types; shard.all_slice /
+      all_gather / all_to_all where a use needs another sharding than its value has;
+      shard.all_reduce after every op split along a reduction loop (then its bias, once);
+      no shard.shard or shard.sharding ops. `shard-simplify` then fuses collective chains.
+    Invariants:
+      Run on every core (`run_spmd`), the function returns on every core what the original
+      returns (up to float reassociation in the reductions).
+    """
+
+    name = "shard-partition"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        grids = [g for g in op.ops if isinstance(g, shard.GridOp)]
+        if len(grids) != 1:
+            raise PassFailedException(f"shard-partition: expected one shard.grid, found {len(grids)}")
+        function = graph_function(op, self.name)
+        Partitioner(function, grids[0]).run()
