@@ -21,7 +21,7 @@ from pathlib import Path
 
 import onnx
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from aitc.analysis.graph_matching import location_name, node_name
@@ -35,6 +35,7 @@ from aitc.frontend.onnx_import import import_onnx
 from aitc.ir import parse_mlir, require_weights
 from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, run_pipeline, with_target
+from aitc.passes.shard.shard_propagate import PLAN_ATTR
 from aitc.report import format_table
 from aitc.types import numpy_dtype
 
@@ -57,6 +58,10 @@ class CompileOptions:
     host_fallback: bool = True
     """Place ops the NPU cannot run on the host (False: report them as an error)."""
     input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    cores: int = 1
+    """Cores to shard the model over (1: today's single-core program)."""
+    shard: str = "auto"
+    """The sharding strategy with cores > 1: auto, tp, sp, dp or none."""
 
 
 @dataclass
@@ -113,7 +118,7 @@ def stage_passes(start: str, options: CompileOptions) -> list[tuple[str, list[Mo
     return [
         (produces, passes)
         for consumes, produces, passes in lowering_stages(
-            options.depth, options.optimize, options.host_fallback
+            options.depth, options.optimize, options.host_fallback, options.cores, options.shard
         )
         if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
     ]
@@ -273,6 +278,34 @@ REPORT_COLUMNS = (
 )
 
 
+def shard_plan_report(module: ModuleOp) -> str:
+    """The sharding plan `shard-propagate` recorded: strategy and estimates, then one row per
+    op that is split or needs a collective ("" for a module that was not sharded)."""
+    summary = module.attributes.get(PLAN_ATTR)
+    if not isinstance(summary, DictionaryAttr):
+        return ""
+    values = {key: _attr_value(value) for key, value in summary.data.items()}
+    lines = [
+        f"sharding plan: {values['strategy']} on {values['cores']} cores, "
+        f"estimated {values['est_cycles']} cycles, collectives: {values['collectives']}"
+    ]
+    alternatives = summary.data.get("alternatives")
+    if isinstance(alternatives, DictionaryAttr):
+        others = ", ".join(f"{k} {_attr_value(v)}" for k, v in alternatives.data.items())
+        lines.append(f"  estimated cycles per strategy (auto keeps the least): {others}")
+    rows = []
+    for op in module.walk():
+        plan = op.attributes.get(PLAN_ATTR)
+        if isinstance(plan, DictionaryAttr) and not isinstance(op, ModuleOp):
+            entry = {key: _attr_value(value) for key, value in plan.data.items()}
+            rows.append(
+                [node_name(op), op.name, entry["decision"], entry["cycles"], entry.get("collectives", "")]
+            )
+    if rows:
+        lines.append(format_table(["node", "op", "decision", "est_cycles", "collectives"], rows))
+    return "\n".join(lines) + "\n"
+
+
 def format_report(result: CompileResult) -> str:
     """The compile report: per kernel the tile choice, buffer depth, SRAM peak, instructions."""
 
@@ -287,7 +320,9 @@ def format_report(result: CompileResult) -> str:
         summary += (
             f"\nsegments in order, with the tensors handed over through DRAM (count, bytes):\n{handed}\n"
         )
-    return f"{table}\n{summary}\n{len(result.pass_seconds)} passes, {total:.2f} s"
+    plan = shard_plan_report(result.module)
+    plan = f"\n{plan}" if plan else ""
+    return f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s"
 
 
 def placement_summary(rows: list[dict[str, object]]) -> str:

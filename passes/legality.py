@@ -83,3 +83,17 @@ def check_all_bound(module: Operation, pass_name: str) -> None:
         "run convert-tile-to-sync first"
     )
     diagnostic.raise_exception(module, error)
+
+
+def refuse_sharded(module: Operation, pass_name: str) -> None:
+    """Stops a lowering below the graph level at the first shard op: collectives are not
+    lowered to tile/sync/hw yet (the SPMD module runs at graph level with `run_spmd`)."""
+    found = ops_of_dialect(module, "shard")
+    if found:
+        fail(
+            found[0],
+            f"{pass_name}: {found[0].name}: a sharded (multi-core) module is not lowered below the "
+            "graph level yet; compile with --cores 1, or stop at --emit graph and run the "
+            "per-core graph with `aitc run`",
+        )
+

@@ -6,7 +6,8 @@ pass that broke it, and times every pass); `pipeline_spec` prints a pipeline as 
 `aitc-opt` runs. The graph-level list lives with its pass (`graph_optimize_pipeline`, in
 passes/graph/graph_optimize.py); every other list is here.
 
-    graph ──graph-optimize──▶ graph ──graph-legalize-axes, place-on-host, convert-graph-to-tile──▶
+    graph ──graph-optimize──▶ graph [──shard-propagate, shard-partition, shard-simplify──▶ per-core
+    graph, with more than one core] ──graph-legalize-axes, place-on-host, convert-graph-to-tile──▶
     tile ──multi-buffer, plan-memory──▶ tile ──convert-tile-to-sync, insert-semaphores,
     optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
 
@@ -29,6 +30,9 @@ from aitc.passes.graph.graph_optimize import graph_optimize_pipeline
 from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.runner import run_pipeline
+from aitc.passes.shard.shard_partition import ShardPartitionPass
+from aitc.passes.shard.shard_propagate import ShardPropagatePass
+from aitc.passes.shard.shard_simplify import ShardSimplifyPass
 from aitc.passes.sync.insert_semaphores import InsertSemaphoresPass
 from aitc.passes.sync.optimize_sync import OptimizeSyncPass
 from aitc.passes.sync_to_hw import ConvertSyncToHwPass
@@ -44,6 +48,7 @@ __all__ = [
     "parse_pipeline",
     "pipeline_spec",
     "run_pipeline",
+    "shard_pipeline",
     "with_target",
 ]
 
@@ -51,10 +56,20 @@ Stage = tuple[str, str, list[ModulePass]]
 """(level consumed, level produced, passes): one step of the end-to-end pipeline."""
 
 
-def lowering_stages(depth: int = 2, optimize: bool = True, host_fallback: bool = True) -> list[Stage]:
+def shard_pipeline(cores: int, strategy: str = "auto") -> list[ModulePass]:
+    """Graph -> per-core graph for `cores` cores: plan (`strategy`), partition, simplify."""
+    return [ShardPropagatePass(strategy=strategy, cores=cores), ShardPartitionPass(), ShardSimplifyPass()]
+
+
+def lowering_stages(
+    depth: int = 2, optimize: bool = True, host_fallback: bool = True, cores: int = 1, shard: str = "auto"
+) -> list[Stage]:
     """The end-to-end pipeline graph -> hw, in stages. `aitc compile` runs the stages between
-    the input's level and `--emit`; `aitc-opt -p` can run any prefix of `lowering_pipeline`."""
+    the input's level and `--emit`; `aitc-opt -p` can run any prefix of `lowering_pipeline`.
+    With `cores` > 1 the graph is sharded (`shard_pipeline`) after graph-optimize."""
     stages: list[Stage] = [("graph", "graph", graph_optimize_pipeline())] if optimize else []
+    if cores > 1:
+        stages.append(("graph", "graph", shard_pipeline(cores, shard)))
     return [
         *stages,
         (

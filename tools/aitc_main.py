@@ -40,6 +40,16 @@ def _parse_shape(text: str) -> tuple[str, list[int]]:
     return name, shape
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         seed = int(text)
@@ -87,6 +97,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
         host_fallback=not args.no_host_fallback, input_shapes=dict(args.input_shape or []),
+        cores=args.cores, shard=args.shard,
     )  # fmt: skip
     if args.print_pipeline:
         print(compile_pipeline_spec(args.model, options))
@@ -348,6 +359,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail (listing the nodes) instead of running ops the NPU cannot execute on the host",
     )
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.add_argument(
+        "--cores",
+        type=_positive_int,
+        default=1,
+        help="cores to shard the model over (default 1; more than 1 needs --emit graph for now)",
+    )
+    p.add_argument(
+        "--shard",
+        choices=("auto", "tp", "sp", "dp", "none"),
+        default="auto",
+        help="sharding strategy with --cores > 1: tensor/sequence/data parallel, or the cheapest (auto)",
+    )
     p.set_defaults(handler=cmd_compile)
 
     p = sub.add_parser("check", help="per-node support table of an ONNX model; fails where import fails")

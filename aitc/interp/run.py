@@ -28,9 +28,11 @@ from aitc.analysis.signature import (
     is_tile_level,
     output_names,
 )
+from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw
 from aitc.interp.schedule import HostRunner, RunNpu, run_schedule
+from aitc.interp.shard import run_spmd, spmd_grid
 from aitc.interp.sync import is_sync_level, run_sync_module
 from aitc.interp.tile import run_tile_module
 from aitc.sim.simulator import Simulator
@@ -81,8 +83,28 @@ def run_module(
         if is_sync_level(f):
             return run_sync_module(module, inputs, f.sym_name.data)
         return run_tile_module(module, inputs, f.sym_name.data)
+    grid = spmd_grid(f)
+    if grid is not None:
+        return run_spmd_whole(module, f, inputs, grid.size)
     results = HostRunner(module)(f, check_inputs(f, inputs))
     return dict(zip(output_names(f), results, strict=True))
+
+
+def run_spmd_whole(
+    module: ModuleOp, f: func.FuncOp, inputs: Mapping[str, np.ndarray], cores: int
+) -> dict[str, np.ndarray]:
+    """A per-core (SPMD) function as `shard-partition` makes it: every core gets the whole
+    inputs and returns the whole outputs; they must agree (bit for bit), and core 0's are the
+    result."""
+    per_core = run_spmd(module, [inputs] * cores, f.sym_name.data)
+    for core, outputs in enumerate(per_core[1:], start=1):
+        for name, value in outputs.items():
+            if not np.array_equal(value, per_core[0][name], equal_nan=True):
+                raise AitcError(
+                    f"@{f.sym_name.data} is per-core (SPMD) but core {core} returns another '{name}' than "
+                    "core 0: its results are not whole on every core (all_gather or all_reduce them)"
+                )
+    return per_core[0]
 
 
 def run_npu_reference(module: ModuleOp) -> RunNpu:

@@ -44,7 +44,7 @@ from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.table import LOWERINGS, has_no_elements, is_fusable, missing_reason
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
-from aitc.passes.legality import check_no_ops_left
+from aitc.passes.legality import check_no_ops_left, refuse_sharded
 from aitc.target import Target
 
 
@@ -172,6 +172,7 @@ class ConvertGraphToTilePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op, self.target, self.name)
         budget = Budget.of(target, max(1, self.depth))
+        refuse_sharded(op, self.name)
         for f in [f for f in op.walk() if exec_dialect.lowered_here(f)]:
             if is_graph_level(f):
                 convert_function(op, f, budget)

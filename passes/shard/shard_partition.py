@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import graph, shard
 from aitc.passes.shard.planner import Split
-from aitc.passes.shard.rules import Rule, rule_of, shape_of
+from aitc.passes.shard.rules import Rule, rule_of, shape_of, splittable
 from aitc.passes.shard.shard_propagate import graph_function, split_of
 
 
@@ -98,22 +98,15 @@ class Partitioner:
         return self.reshard(self.local[value], self.split[value], want, op, value)
 
     def loop_of(self, op: Operation, rule: Rule) -> int | None:
-        """The loop the op's split operands agree on (None: no operand is split)."""
-        loops = set()
+        """The loop the op splits: the one its first split operand's dim is indexed by (the
+        other operands are resharded to match), if every tensor of the op divides evenly
+        along it; else None (the operands are gathered and the op runs whole)."""
         for index, value in enumerate(op.operands):
             have = self.split[value]
-            if have is not None:
-                loops.add(rule.operands[index][have])
-        loops.discard(None)
-        if len(loops) > 1:
-            # operands split along different loops: keep the first operand's, reshard the others
-            first = next(
-                rule.operands[i][self.split[v]]  # type: ignore[index]
-                for i, v in enumerate(op.operands)
-                if self.split[v] is not None and rule.operands[i][self.split[v]] is not None  # type: ignore[index]
-            )
-            return first
-        return loops.pop() if loops else None
+            loop = None if have is None else rule.operands[index][have]
+            if loop is not None:
+                return loop if splittable(op, rule, loop, self.parts) else None
+        return None
 
     def partition_op(self, op: Operation) -> None:
         rule = rule_of(op)

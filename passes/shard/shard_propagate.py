@@ -10,7 +10,8 @@ writes the result back in upstream MLIR's form:
 
 and records the plan: on the module `shard.plan` (strategy, cores, estimated cycles, every
 strategy's estimate when `auto` chose), on every split op or op with a collective a
-`shard.plan` string (its decision, collectives with bytes and cycles, and why).
+`shard.plan` dictionary (its decision and why, its per-core cycles, its collectives with bytes,
+algorithm and cycles).
 """
 
 from __future__ import annotations
@@ -148,14 +149,22 @@ class Annotator:
         user.operands[index] = note.result
 
 
-def _op_plan_text(plan: Plan, op: Operation) -> str | None:
+def op_plan_attr(plan: Plan, op: Operation) -> DictionaryAttr | None:
+    """`{decision = "...", cycles = N, collectives = "all_reduce 2048 B (ring) 192 cycles"}`
+    for an op that is split or needs a collective (None for one that just runs whole)."""
     entry = plan.ops[op]
     if entry.loop is None and not entry.collectives:
         return None
-    parts = [f"{entry.reason}; {entry.compute} cycles"]
-    for kind, nbytes, cycles, algorithm in entry.collectives:
-        parts.append(f"{kind} {nbytes} B ({algorithm}) {cycles} cycles")
-    return "; ".join(parts)
+    entries: dict[str, Attribute] = {
+        "decision": StringAttr(entry.reason),
+        "cycles": IntegerAttr(entry.compute, i64),
+    }
+    if entry.collectives:
+        text = ", ".join(
+            f"{kind} {n} B ({algorithm}) {cycles} cycles" for kind, n, cycles, algorithm in entry.collectives
+        )
+        entries["collectives"] = StringAttr(text)
+    return DictionaryAttr(entries)
 
 
 def write_plan(function: func.FuncOp, plan: Plan, grid: str) -> None:
@@ -176,8 +185,8 @@ def write_plan(function: func.FuncOp, plan: Plan, grid: str) -> None:
         for value in op.results:
             if plan.values.get(value) is not None:
                 annotator.annotate_result(value, plan.values[value], op)
-        if entry is not None and (text := _op_plan_text(plan, op)) is not None:
-            op.attributes[PLAN_ATTR] = StringAttr(text)
+        if entry is not None and (attr := op_plan_attr(plan, op)) is not None:
+            op.attributes[PLAN_ATTR] = attr
 
 
 def _source(value: SSAValue) -> SSAValue:
@@ -240,6 +249,11 @@ class ShardPropagatePass(ModulePass):
         target = module_target(op, self.target, self.name)
         function = graph_function(op, self.name)
         grid, cores = one_d_grid(op, self.cores, target.cores)
+        if cores > target.cores:
+            raise PassFailedException(
+                f"shard-propagate: {cores} cores asked for, but target '{target.name}' has {target.cores}; "
+                f"use at most {target.cores} cores or a target with more"
+            )
         seeds = take_seeds(function)
         plan = plan_function(function, target, cores, self.strategy, seeds)
         estimates = alternatives(function, target, cores, seeds) if self.strategy == "auto" else None

@@ -40,6 +40,7 @@ from aitc.dialects import graph
 from aitc.module_target import module_target
 from aitc.passes.graph.place_on_host.outline import HandOverNames, SegmentSplit, outline_segment
 from aitc.passes.graph.place_on_host.placement import placement_of_ops, settled_segments
+from aitc.passes.legality import refuse_sharded
 
 
 def _refuse(hosted: list[Operation], reasons: dict[Operation, str | None]) -> PassFailedException:
@@ -127,6 +128,7 @@ class PlaceOnHostPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target is not None:
             module_target(op, self.target, self.name)
+        refuse_sharded(op, self.name)
         functions = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
         for function in functions:
             if is_graph_level(function) and exec_dialect.lowered_here(function):

@@ -1,0 +1,72 @@
+// RUN: aitc-opt %s --split-input-file -p shard-partition | filecheck %s
+
+// Megatron MLP on 4 cores: the weights are sliced locally (all_slice of a whole value moves
+// nothing), the row-split matmul's partial sums are all-reduced and its bias is added once,
+// after the all_reduce.
+shard.grid @cores(shape = 4)
+func.func @mlp(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %rows = shard.sharding @cores split_axes = [[0], []] : !shard.sharding
+  %cols = shard.sharding @cores split_axes = [[], [0]] : !shard.sharding
+  %w1 = graph.constant dense<0.5> : tensor<64x128xf32>
+  %w2 = graph.constant dense<0.25> : tensor<128x64xf32>
+  %b2 = graph.constant dense<1.0> : tensor<64xf32>
+  %w1s = shard.shard %w1 to %cols annotate_for_users : tensor<64x128xf32>
+  %h = graph.matmul %x, %w1s {activation = "relu"} : tensor<8x64xf32>, tensor<64x128xf32> -> tensor<8x128xf32>
+  %hs = shard.shard %h to %cols : tensor<8x128xf32>
+  %w2s = shard.shard %w2 to %rows annotate_for_users : tensor<128x64xf32>
+  %y = graph.matmul %hs, %w2s, %b2 : tensor<8x128xf32>, tensor<128x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  func.return %y : tensor<8x64xf32>
+}
+// CHECK-LABEL: func.func @mlp(%x: tensor<8x64xf32>) -> tensor<8x64xf32>
+// CHECK-NOT:     shard.sharding
+// CHECK:         %[[W1:.*]] = shard.all_slice %w1 on @cores grid_axes = [0] slice_axis = 1 : tensor<64x128xf32> -> tensor<64x32xf32>
+// CHECK-NEXT:    %h = graph.matmul %x, %[[W1]] {activation = "relu"} : tensor<8x64xf32>, tensor<64x32xf32> -> tensor<8x32xf32>
+// CHECK-NEXT:    %[[W2:.*]] = shard.all_slice %w2 on @cores grid_axes = [0] slice_axis = 0 : tensor<128x64xf32> -> tensor<32x64xf32>
+// CHECK-NEXT:    %y = graph.matmul %h, %[[W2]] : tensor<8x32xf32>, tensor<32x64xf32> -> tensor<8x64xf32>
+// CHECK-NEXT:    %[[R:.*]] = shard.all_reduce %y on @cores grid_axes = [0] : tensor<8x64xf32> -> tensor<8x64xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.add %[[R]], %b2 : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+// CHECK-NEXT:    func.return %[[B]] : tensor<8x64xf32>
+
+// -----
+
+// Resharding: a value split by rows that its user wants split by columns goes through one
+// all_to_all; the whole result a return needs comes from an all_gather.
+shard.grid @g(shape = 2)
+func.func @reshard(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %rows = shard.sharding @g split_axes = [[0], []] : !shard.sharding
+  %cols = shard.sharding @g split_axes = [[], [0]] : !shard.sharding
+  %whole = shard.sharding @g split_axes = [[], []] : !shard.sharding
+  %xr = shard.shard %x to %rows annotate_for_users : tensor<4x6xf32>
+  %e = graph.exp %xr : tensor<4x6xf32>
+  %er = shard.shard %e to %rows : tensor<4x6xf32>
+  %ec = shard.shard %er to %cols annotate_for_users : tensor<4x6xf32>
+  %n = graph.neg %ec : tensor<4x6xf32>
+  %nc = shard.shard %n to %cols : tensor<4x6xf32>
+  %nw = shard.shard %nc to %whole annotate_for_users : tensor<4x6xf32>
+  func.return %nw : tensor<4x6xf32>
+}
+// CHECK-LABEL: func.func @reshard
+// CHECK-NEXT:    %[[X:.*]] = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 : tensor<4x6xf32> -> tensor<2x6xf32>
+// CHECK-NEXT:    %e = graph.exp %[[X]] : tensor<2x6xf32>
+// CHECK-NEXT:    %[[T:.*]] = shard.all_to_all %e on @g grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x6xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:    %n = graph.neg %[[T]] : tensor<4x3xf32>
+// CHECK-NEXT:    %[[G:.*]] = shard.all_gather %n on @g grid_axes = [0] gather_axis = 1 : tensor<4x3xf32> -> tensor<4x6xf32>
+// CHECK-NEXT:    func.return %[[G]]
+
+// -----
+
+// A reshape that would split 2 heads over 4 cores cannot keep its operand split: the
+// operand is gathered and the reshape runs whole (never a wrong answer).
+shard.grid @g(shape = 4)
+func.func @heads(%x: tensor<2x64xf32>) -> tensor<2x2x32xf32> {
+  %cols = shard.sharding @g split_axes = [[], [0]] : !shard.sharding
+  %xs = shard.shard %x to %cols annotate_for_users : tensor<2x64xf32>
+  %e = graph.exp %xs : tensor<2x64xf32>
+  %es = shard.shard %e to %cols : tensor<2x64xf32>
+  %r = graph.reshape %es : tensor<2x64xf32> -> tensor<2x2x32xf32>
+  func.return %r : tensor<2x2x32xf32>
+}
+// CHECK-LABEL: func.func @heads
+// CHECK:         %e = graph.exp %{{.*}} : tensor<2x16xf32>
+// CHECK-NEXT:    %[[G:.*]] = shard.all_gather %e on @g grid_axes = [0] gather_axis = 1 : tensor<2x16xf32> -> tensor<2x64xf32>
+// CHECK-NEXT:    %r = graph.reshape %[[G]] : tensor<2x64xf32> -> tensor<2x2x32xf32>
