@@ -58,7 +58,8 @@ def _odd_main_input(
 
 def _onnx_command(rng: random.Random, path: str) -> list[str]:
     if rng.random() < COMPILE_SHARE:
-        return ["aitc", "compile", path, *TINY, "-o", "out.aitb"]
+        sharded = ["aitc", "compile", path, *TINY, "--cores", "2", "--shard", "auto", "--emit", "graph"]
+        return rng.choice([["aitc", "compile", path, *TINY, "-o", "out.aitb"], [*sharded, "-o", "out.mlir"]])
     return rng.choice(
         [["aitc", "check", path], ["aitc", "import", path, "-o", "out.mlir"], ["aitc", "run", path]]
     )
@@ -102,6 +103,9 @@ PASS_SPECS = (
     "plan-memory", "convert-tile-to-sync{target=tiny}", "insert-semaphores{target=tiny}", "optimize-sync",
     "convert-sync-to-hw{target=tiny}", "place-on-host{target=tiny}",
     "place-on-host{target=edge fallback=false}", "shard-simplify", "cse", "canonicalize", "dce",
+    "shard-propagate{strategy=tp target=edge}", "shard-propagate{strategy=auto target=tiny}",
+    "shard-propagate{strategy=sp cores=2 target=edge},shard-partition", "shard-partition",
+    "shard-propagate{strategy=dp cores=8 target=edge}",
 )  # fmt: skip
 """Passes (with odd options) for `aitc-opt -p`; fixed so cases do not change with the registry."""
 

@@ -183,14 +183,15 @@ def run_spmd(
         if isinstance(op, func.ReturnOp):
             names = output_names(f)
             return [{n: values[v][c] for n, v in zip(names, op.arguments, strict=True)} for c in range(cores)]
-        _step(op, values, cores, grid)
+        _step(op, values, cores)
     raise AitcError(f"@{f.sym_name.data} has no func.return")
 
 
-def _step(op: Operation, values: dict[SSAValue, list], cores: int, grid: shard.GridOp | None) -> None:
+def _step(op: Operation, values: dict[SSAValue, list], cores: int) -> None:
     if isinstance(op, shard.CollectiveOp):
-        assert grid is not None
-        values[op.result] = run_collective(op, values[op.input], grid)
+        own = shard.grid_of(op, op.grid.root_reference.data)  # grids of one size may differ in shape
+        assert own is not None  # spmd_grid found every grid
+        values[op.result] = run_collective(op, values[op.input], own)
     elif isinstance(op, shard.ProcessLinearIndexOp):
         values[op.result] = list(range(cores))
     elif isinstance(op, shard.ShardingOp):

@@ -197,11 +197,20 @@ def test_annotations_change_nothing_in_the_global_view():
 # --------------------------------------------------------------------------- errors
 
 
-def test_a_collective_in_a_global_run_says_to_run_spmd():
+def test_run_module_runs_a_per_core_function_on_every_core():
+    """`aitc run` on a partitioned module: every core gets the whole inputs; the results
+    are core 0's once every core agrees."""
     body = "%y = shard.all_reduce %x on @g grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>"
     module = parse_mlir(_module("2", body, "tensor<4xf32>", "tensor<4xf32>"))
-    with pytest.raises(AitcError, match="run_spmd"):
-        run_module(module, {"x": np.zeros(4, np.float32)})
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(run_module(module, {"x": x})["y"], 2 * x)
+
+
+def test_run_module_refuses_results_that_differ_between_cores():
+    body = "%y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 : tensor<4xf32> -> tensor<2xf32>"
+    module = parse_mlir(_module("2", body, "tensor<4xf32>", "tensor<2xf32>"))
+    with pytest.raises(AitcError, match="core 1 returns another 'y' than core 0"):
+        run_module(module, {"x": np.arange(4, dtype=np.float32)})
 
 
 def test_one_input_set_per_core():
