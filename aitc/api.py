@@ -121,9 +121,14 @@ def compile(
     optimize: bool = True,
     host_fallback: bool = True,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    cores: int = 1,
+    shard: str = "auto",
 ) -> Compiled:
     """Compiles `model` for `target` (a preset name or FILE.toml; None: the input's own, else
-    `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does."""
-    options = CompileOptions(target, depth, emit, optimize, host_fallback, dict(input_shapes or {}))
+    `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does; with `cores` > 1
+    sharded by strategy `shard` (auto, tp, sp, dp, none) as `aitc compile --cores --shard`."""
+    options = CompileOptions(
+        target, depth, emit, optimize, host_fallback, dict(input_shapes or {}), cores=cores, shard=shard
+    )
     source = str(model) if isinstance(model, os.PathLike) else model
     return Compiled(compile_module(source, options), source, options)

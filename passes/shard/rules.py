@@ -143,13 +143,11 @@ def _channels(op: Operation) -> Rule:
     return Rule((PARALLEL, PARALLEL), operands, (dims,))
 
 
-def _reduce(op: graph.ReduceOp) -> Rule | None:
+def _reduce(op: graph.ReduceOp) -> Rule:
     x = shape_of(op.input)
     axes = op.reduced_axes()
-    kind = REDUCTIONS.get(op.name)
-    loops = tuple(kind if d in axes else PARALLEL for d in range(len(x)))
-    if kind is None:
-        loops = tuple(PARALLEL for _ in x)
+    kind = REDUCTIONS.get(op.name)  # None: a mean, whose reduced dims stay whole
+    loops = tuple(kind if kind is not None and d in axes else PARALLEL for d in range(len(x)))
     in_map = tuple(None if d in axes and kind is None else d for d in range(len(x)))
     if op.keepdims is not None:
         out_map = tuple(None if d in axes else d for d in range(len(x)))
