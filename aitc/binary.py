@@ -16,7 +16,8 @@ zigzag-encoded signed varint; `str` = uv byte length, then UTF-8 bytes):
     6       2     reserved, 0
     8       8     file size in bytes (u64), checksum included: tells truncation from corruption
     16      8     target fingerprint, `Target.fingerprint()` of the target it was assembled for
-    24      8     ISA fingerprint: hash of hw.INSTRUCTIONS and their FIELDS (the opcode table)
+    24      8     ISA fingerprint: hash of hw.INSTRUCTIONS and their FIELDS (the opcode table);
+                  this aitc's, or one of `EARLIER_ISAS` (opcode tables it still decodes exactly)
     32      2     target name length N (u16)
     34      N     target name (UTF-8)
     34+N    2     section count S (u16)
@@ -151,6 +152,16 @@ class BinaryError(AitcError):
 
 def _corrupt(detail: str) -> BinaryError:
     return BinaryError(f"corrupted binary: {detail}")
+
+
+EARLIER_ISAS = {
+    bytes.fromhex("38fb2ec927fa7009"): "before hw.sem_signal's optional `peer` field",
+}
+"""ISA fingerprints of earlier opcode tables whose binaries decode to exactly the same IR under
+this one: every change since only appended an optional field to an instruction's FIELDS, so the
+old records' presence bits and payloads mean what they meant (an absent field is at its
+default). A change that renumbers opcodes, or reorders, removes or retypes a field, must empty
+this table: such binaries are then refused with "re-assemble it"."""
 
 
 def isa_fingerprint() -> bytes:
@@ -668,7 +679,7 @@ def _check_envelope(data: bytes) -> tuple[bytes, int, int, int, bytes, bytes, in
 def read_header(data: bytes) -> Header:
     """Validates the envelope (magic, version, size, checksum, ISA) and parses the section table."""
     _, version, _, size, target_fp, isa_fp, name_length = _check_envelope(data)
-    if isa_fp != isa_fingerprint():
+    if isa_fp != isa_fingerprint() and isa_fp not in EARLIER_ISAS:
         raise BinaryError(
             f"assembled for a different hw instruction set (ISA {isa_fp.hex()}, this aitc's is "
             f"{isa_fingerprint().hex()}): re-assemble it with this aitc"

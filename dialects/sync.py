@@ -11,7 +11,9 @@ The only cross-engine ordering is what the ops of this dialect state:
     tile.matmul ... {sync.engine = "matrix"} : ...
 
 Semaphores are per-core counters numbered 0 .. target.semaphores - 1; `count` (default 1) is the
-amount signalled or awaited. `sync.barrier` blocks its engine until every core reaches the same
+amount signalled or awaited. A signal counts up a semaphore of its own core, or with `peer P` one
+of core P (after this core's peer copies into P: a collective's flow control); a wait always
+waits on its own core's. `sync.barrier` blocks its engine until every core reaches the same
 barrier. These map one to one onto hw.sem_signal / hw.sem_wait / hw.barrier.
 
 Semantics: `aitc/interp/sync.py` runs each engine's queue in order and honours exactly these
@@ -53,12 +55,16 @@ def _check_engine(name: str) -> None:
 
 
 class SemaphoreOp(IRDLOperation):
-    """Base of sync.signal / sync.wait: `sem` on `engine`, amount `count` (default 1)."""
+    """Base of sync.signal / sync.wait: `sem` on `engine`, amount `count` (default 1).
+
+    The custom syntax is `<sem> on "<engine>"`, then each of `KEYWORDS` that is set, as
+    `<keyword> N`, in that order."""
 
     sem = opt_attr_def(IntegerAttr)
     engine = opt_attr_def(StringAttr)
     count = opt_attr_def(IntegerAttr)
     KEYWORD: ClassVar[str] = "on"
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("count",)
 
     def __init__(self, sem: int, engine: str, count: int = 1):
         attributes = {"sem": IntegerAttr(sem, i64), "engine": StringAttr(engine)}
@@ -86,37 +92,66 @@ class SemaphoreOp(IRDLOperation):
             raise VerifyException(f"{self.name}: count must be >= 1")
         _check_engine(self.engine_name())
 
+    def keyword_values(self) -> dict[str, int]:
+        """The `KEYWORDS` the custom syntax prints: those away from their default."""
+        return {"count": self.amount()} if self.amount() != 1 else {}
+
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.semaphore()} on ")
         printer.print_string_literal(self.engine_name())
-        if self.amount() != 1:
-            printer.print_string(f" count {self.amount()}")
-        printer.print_op_attributes(self.attributes, reserved_attr_names=("sem", "engine", "count"))
+        for keyword, value in self.keyword_values().items():
+            printer.print_string(f" {keyword} {value}")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("sem", "engine", *self.KEYWORDS))
 
     @classmethod
     def parse(cls, parser: Parser) -> SemaphoreOp:
         sem = parser.parse_integer(allow_boolean=False, allow_negative=False)
         parser.parse_keyword("on")
         engine = parser.parse_str_literal()
-        count = 1
-        if parser.parse_optional_keyword("count") is not None:
-            count = parser.parse_integer(allow_boolean=False)
-        op = cls(sem, engine, count)
+        values = {}
+        for keyword in cls.KEYWORDS:
+            if parser.parse_optional_keyword(keyword) is not None:
+                values[keyword] = parser.parse_integer(allow_boolean=False)
+        op = cls(sem, engine, **values)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
 
 @irdl_op_definition
 class SignalOp(SemaphoreOp):
-    """Adds `count` to semaphore `sem` once every earlier op of `engine` has completed.
+    """Adds `count` to semaphore `sem` of this core, or of core `peer`, once every earlier op
+    of `engine` has completed. Lowers to `hw.sem_signal` (with its `peer` field).
 
     ```mlir
     sync.signal 0 on "dma0"
     sync.signal 2 on "matrix" count 2
+    sync.signal 1 on "dma1" peer 3
     ```
     """
 
     name = "sync.signal"
+    peer = opt_attr_def(IntegerAttr)
+    KEYWORDS: ClassVar[tuple[str, ...]] = ("count", "peer")
+
+    def __init__(self, sem: int, engine: str, count: int = 1, peer: int | None = None):
+        super().__init__(sem, engine, count)
+        if peer is not None:
+            self.attributes["peer"] = IntegerAttr(peer, i64)
+
+    def peer_core(self) -> int | None:
+        """The core whose semaphore the signal counts up; None: this core."""
+        return self.peer.value.data if self.peer is not None else None
+
+    def keyword_values(self) -> dict[str, int]:
+        values = super().keyword_values()
+        if self.peer is not None:
+            values["peer"] = self.peer.value.data
+        return values
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.peer is not None and self.peer.value.data < 0:
+            raise VerifyException("sync.signal: peer must be a core id (>= 0)")
 
 
 @irdl_op_definition

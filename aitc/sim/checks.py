@@ -11,9 +11,11 @@ Races, with vector clocks (as in ThreadSanitizer/FastTrack, per engine instead o
 - Every engine of every core has a vector clock (a row of `clocks`); each instruction ticks its
   engine's own entry, and `clock[e]` then is the epoch of that instruction.
 - `sem_signal` puts `count` copies of the signaller's clock on the semaphore's FIFO; `sem_wait`
-  takes `count` of them and joins (element-wise max) them into the waiter's clock. A barrier joins
-  the clocks of all its participants. These are the only happens-before edges besides the
-  program order of each (in-order) engine.
+  takes `count` of them and joins (element-wise max) them into the waiter's clock. A semaphore
+  is a (core, number) pair, so a signal to a `peer` core's semaphore orders the signalling
+  engine before that core's waiter exactly as a local signal does. A barrier joins the clocks of
+  all its participants. These are the only happens-before edges besides the program order of
+  each (in-order) engine.
 - Each access is recorded as (engine, epoch, byte intervals, read/write, instruction) in an
   `AccessLog` (`aitc.analysis.access_log`, shared with the sync interpreter): intervals are
   numpy arrays, one per row of a strided region, and every search is vectorised. A new
@@ -42,7 +44,8 @@ from aitc.sim.program import Instr
 
 RACE_HINT = (
     "make the later engine wait for the earlier one: hw.sem_signal on the first engine after its "
-    "access, hw.sem_wait on the second before its access (or a hw.barrier across cores)"
+    "access, hw.sem_wait on the second before its access (across cores: the signal with peer=<the "
+    "waiting core>, or a hw.barrier)"
 )
 
 
@@ -92,7 +95,8 @@ class RaceDetector:
         self.clocks[gid, gid] += 1
 
     def signal(self, gid: int, sem: tuple[int, int], count: int) -> None:
-        """`count` copies of the signaller's clock join the semaphore's FIFO."""
+        """`count` copies of the signaller's clock join the FIFO of semaphore `sem` = (core,
+        number), which may belong to another core than the signaller's."""
         self.units.signal(sem, self.clocks[gid], count)
 
     def wait(self, gid: int, sem: tuple[int, int], count: int) -> None:

@@ -11,15 +11,16 @@ instruction at that cycle; the earliest is popped, its instruction starts, and t
 pushed back at the instruction's completion cycle (costs in `timing.py`). Each instruction's
 functional effect is applied atomically when it starts (so race-free programs have one result),
 after the checks of `checks.py`. Processing in start order also serves the shared DRAM channel
-first come, first served.
+and the link ports (one egress and one ingress per core, `LinkPorts`) first come, first served.
 
 Cross-engine ordering comes only from:
 
 - semaphores (per core, `target.semaphores` counters starting at 0): `hw.sem_signal s, engine=E,
   count=c` runs on E, so it executes once every earlier instruction of E has completed, and adds
-  c at its start. `hw.sem_wait s, engine=E, count=c` blocks E until the value is >= c, then
-  subtracts c. Both take 1 cycle, so a signal at cycle t releases a waiter at t, which starts
-  its next instruction at t + 1.
+  c at its start, to semaphore s of its own core or, with `peer=p`, of core p. `hw.sem_wait s,
+  engine=E, count=c` blocks E until s of its own core is >= c, then subtracts c. Both take 1
+  cycle, so a signal at cycle t releases a waiter (of any core) at t, which starts its next
+  instruction at t + 1.
 - barriers: every core's n-th `hw.barrier` (counted in its program order, whatever its engine)
   blocks its engine until all cores of the program have reached their n-th barrier; all are
   released at the arrival cycle of the last one and take 1 cycle.
@@ -42,7 +43,7 @@ from aitc.sim.checks import RaceDetector, cap_error, check_region, deadlock_erro
 from aitc.sim.execute import EXECUTE, Memories, gather_indices
 from aitc.sim.footprint import Region, gather_intervals
 from aitc.sim.program import Instr, Program
-from aitc.sim.timing import dma_end
+from aitc.sim.timing import dma_end, link_end
 from aitc.sim.trace import TraceRecorder
 
 
@@ -72,6 +73,17 @@ class EngineState:
         ) = 0
 
 
+class LinkPorts:
+    """The link ports of one core and their counters: egress (this core's dma_peer sends) and
+    ingress (other cores' sends to it), each free from a cycle on."""
+
+    __slots__ = ("egress_busy", "egress_free", "ingress_free", "received", "sent", "wait")
+
+    def __init__(self) -> None:
+        self.egress_free = self.ingress_free = 0
+        self.sent = self.received = self.egress_busy = self.wait = 0
+
+
 class Scheduler:
     """Runs a decoded program on memories: timing, checks and functional effects together."""
 
@@ -99,6 +111,7 @@ class Scheduler:
         self.detector = RaceDetector(len(self.engines), self._accessors())
         self.heap: list[tuple[int, int]] = []
         self.dram_free = self.dram_read = self.dram_write = self.now = self.refs = 0
+        self.links = [LinkPorts() for _ in range(target.cores)]
         self.mnemonics: Counter[str] = Counter()
 
     def _accessors(self) -> list[list[int]]:
@@ -191,11 +204,14 @@ class Scheduler:
         self.detector.access(e.gid, key, lo, hi, region.write, self.refs)
 
     def _end(self, e: EngineState, ins: Instr, t: int) -> int:
-        """Completion cycle; DMAs touching DRAM queue for the shared channel."""
+        """Completion cycle; DMAs touching DRAM queue for the shared channel, peer DMAs for
+        the link ports."""
         s = ins.static
         cost = s.cost
         e.bytes += cost.bytes
         e.macs += cost.macs
+        if cost.link:
+            return self._link_end(ins, t)
         if not cost.dram:
             return t + cost.cycles
         end, self.dram_free = dma_end(cost, t, self.dram_free)
@@ -206,10 +222,25 @@ class Scheduler:
             self.dram_write += cost.bytes
         return end
 
+    def _link_end(self, ins: Instr, t: int) -> int:
+        """Completion cycle of a dma_peer: it holds the sender's egress and the receiver's
+        ingress port from when both are free, then the link latency follows."""
+        cost = ins.static.cost
+        sender, receiver = self.links[ins.core], self.links[ins.static.peer]
+        end, ports_end = link_end(cost, t, sender.egress_free, receiver.ingress_free)
+        sender.egress_free = receiver.ingress_free = ports_end
+        sender.sent += cost.bytes
+        receiver.received += cost.bytes
+        sender.egress_busy += cost.link
+        sender.wait += end - t - cost.cycles
+        return end
+
     # -- semaphores and barriers
     def _signal(self, e: EngineState, ins: Instr, t: int) -> None:
-        """sem_signal: adds `count` (visible at once) and wakes the semaphore's waiters."""
-        key = (ins.core, ins.static.sem)
+        """sem_signal: adds `count` (visible at once) to the semaphore of its core or of its
+        `peer`, and wakes that semaphore's waiters (the detector gets the same edge either way)."""
+        peer = ins.static.peer
+        key = (peer if peer >= 0 else ins.core, ins.static.sem)
         self.detector.tick(e.gid)
         self.semaphores[key] += ins.static.count
         self.detector.signal(e.gid, key, ins.static.count)
@@ -270,23 +301,26 @@ class Scheduler:
         return f"core {e.core} {e.name} since cycle {e.blocked_since} ({why}): {ins.describe()}"
 
     def _semaphore_lines(self) -> list[str]:
-        """Per core, the semaphores that are nonzero or waited on."""
+        """Per core, the semaphores that are nonzero or waited on: the program's cores in its
+        order, then cores without a hw.core that a peer signal counted up."""
         waited: dict[tuple[int, int], list[str]] = {}
         for e in self.engines:
             if e.remaining and e.head is not None and e.head.static.kind == "wait":
                 waited.setdefault((e.core, e.head.static.sem), []).append(
                     f"{e.name} waits for {e.head.static.count}"
                 )
+        cores = [core.core for core in self.program.cores]
+        cores += [core for core in range(len(self.semaphores)) if core not in cores]
         lines = []
-        for core in self.program.cores:
-            values = self.semaphores[core.core]
+        for core in cores:
+            values = self.semaphores[core]
             items = []
             for sem in range(len(values)):
-                who = waited.get((core.core, sem))
+                who = waited.get((core, sem))
                 if values[sem] or who:
                     items.append(f"sem {sem} = {values[sem]}" + (f" ({', '.join(who)})" if who else ""))
             if items:
-                lines.append(f"core {core.core}: " + "; ".join(items))
+                lines.append(f"core {core}: " + "; ".join(items))
         return lines
 
     def _barrier_lines(self) -> list[str]:

@@ -31,7 +31,7 @@ from aitc.sim.engine import SimOptions
 from aitc.sim.errors import SimulationError
 from aitc.sim.program import Program, TensorSpec, decode_program
 from aitc.sim.run_program import SimResult, check_inputs, run_program
-from aitc.sim.stats import EngineStats, SimStats
+from aitc.sim.stats import EngineStats, LinkStats, SimStats
 from aitc.target import Target, load_target
 from aitc.types import numpy_dtype, shape_and_element
 
@@ -156,6 +156,10 @@ def merge_stats(parts: list[SimStats], target: Target, runs: tuple[SegmentRun, .
         for name, count in part.by_mnemonic.items():
             mnemonics[name] = mnemonics.get(name, 0) + count
     cores = tuple(sorted({c for p in parts for c in p.cores})) or (0,)
+    links = {core: LinkStats(core) for core in cores}
+    for part in parts:
+        for link in part.links:
+            links[link.core] = links[link.core].merged(link)
     return SimStats(
         cycles=cycles,
         clock_mhz=target.clock_mhz,
@@ -166,6 +170,7 @@ def merge_stats(parts: list[SimStats], target: Target, runs: tuple[SegmentRun, .
         dram_write=sum(p.dram_write for p in parts),
         dram_bytes_per_cycle=target.dram.bytes_per_cycle,
         by_mnemonic=dict(sorted(mnemonics.items())),
+        links=tuple(links.values()),
         segments=runs,
     )
 

@@ -1,10 +1,16 @@
 """Statistics of a simulation: cycles, busy/stall/idle per engine, bytes, MACs, utilisation.
 
 Per engine (only engines that ran instructions are listed):
-    busy   cycles spent executing (a DMA's wait for the shared DRAM channel included, also shown
-           separately as `dram wait`; sem_wait/barrier count 1 busy cycle each)
+    busy   cycles spent executing (a DMA's wait for the shared DRAM channel or for a link port
+           included, also shown separately as `dram wait` / the core's link `wait`;
+           sem_wait/barrier count 1 busy cycle each)
     stall  cycles blocked on sem_wait or barrier
     idle   total cycles - busy - stall (nothing queued, or finished)
+Per core, the core-to-core link (`LinkStats`; `per_core[i]["link"]` in `to_dict`):
+    bytes_sent / bytes_received   bytes its dma_peer sent / other cores' dma_peer delivered to it
+    egress_busy                   cycles its egress port was transferring
+    wait                          cycles its dma_peer waited for a port (its egress or the
+                                  receiver's ingress)
 Matrix utilisation = MACs / (cycles * matrix rows * cols), per core and overall (overall counts
 every core of the program).
 """
@@ -16,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aitc.report import format_table
-from aitc.sim.engine import Scheduler
+from aitc.sim.engine import LinkPorts, Scheduler
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,27 @@ class EngineStats:
 
 
 @dataclass(frozen=True)
+class LinkStats:
+    """The link ports of one core (see the module docstring)."""
+
+    core: int
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    egress_busy: int = 0
+    wait: int = 0
+
+    def merged(self, other: LinkStats) -> LinkStats:
+        """The counters of two runs summed (segments run back to back)."""
+        return LinkStats(
+            self.core,
+            self.bytes_sent + other.bytes_sent,
+            self.bytes_received + other.bytes_received,
+            self.egress_busy + other.egress_busy,
+            self.wait + other.wait,
+        )
+
+
+@dataclass(frozen=True)
 class SimStats:
     """Everything `format_stats` prints, as data (`to_dict` for JSON)."""
 
@@ -48,6 +75,8 @@ class SimStats:
     dram_write: int
     dram_bytes_per_cycle: int
     by_mnemonic: dict[str, int] = field(default_factory=dict)
+    links: tuple[LinkStats, ...] = ()
+    """Per core of `cores`, in that order; reported under `per_core` by `to_dict`."""
     segments: tuple[Any, ...] = ()
     """`aitc.sim.segments.SegmentRun` per segment when a schedule ran (empty for one program)."""
 
@@ -69,6 +98,10 @@ class SimStats:
         """Multiply-accumulates done by the matrix engine of `core`."""
         return sum(e.macs for e in self.engines if e.core == core)
 
+    def core_link(self, core: int) -> LinkStats:
+        """The link counters of `core` (all zero when it moved nothing over the link)."""
+        return next((link for link in self.links if link.core == core), LinkStats(core))
+
     def utilisation(self, core: int | None = None) -> float:
         """Matrix-engine utilisation of one core, or of all cores of the program."""
         cores = 1 if core is not None else max(len(self.cores), 1)
@@ -83,24 +116,20 @@ class SimStats:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready statistics, derived totals and a summary per core included."""
         data = asdict(self)
+        del data["links"]  # one place for them: under per_core
         data.update(instructions=self.instructions, macs=self.macs, utilisation=self.utilisation())
-        data["per_core"] = [
-            {
-                "core": c,
-                "cycles": self.core_cycles(c),
-                "macs": self.core_macs(c),
-                "utilisation": self.utilisation(c),
-            }
-            for c in self.cores
-        ]
+        data["per_core"] = [self._core_summary(c) for c in self.cores]
         return data
 
     def _core_summary(self, core: int) -> dict[str, Any]:
+        link = asdict(self.core_link(core))
+        del link["core"]
         return {
             "core": core,
             "cycles": self.core_cycles(core),
             "macs": self.core_macs(core),
             "utilisation": self.utilisation(core),
+            "link": link,
         }
 
 
@@ -139,7 +168,12 @@ def collect_stats(scheduler: Scheduler, cycles: int) -> SimStats:
         dram_write=scheduler.dram_write,
         dram_bytes_per_cycle=target.dram.bytes_per_cycle,
         by_mnemonic=dict(sorted(scheduler.mnemonics.items())),
+        links=tuple(_link_stats(c.core, scheduler.links[c.core]) for c in scheduler.program.cores),
     )
+
+
+def _link_stats(core: int, ports: LinkPorts) -> LinkStats:
+    return LinkStats(core, ports.sent, ports.received, ports.egress_busy, ports.wait)
 
 
 def _pct(part: int, whole: int) -> str:
@@ -171,10 +205,21 @@ def format_stats(stats: SimStats) -> str:
     ]
     for core in stats.cores:
         util = f", matrix utilisation {100 * stats.utilisation(core):.1f}%" if stats.core_macs(core) else ""
-        lines.append(f"core {core:<11} finished at cycle {stats.core_cycles(core)}{util}")
+        link = _link_text(stats.core_link(core))
+        lines.append(f"core {core:<11} finished at cycle {stats.core_cycles(core)}{util}{link}")
     if stats.segments:
         lines += ["", format_segments(stats.segments)]
     return "\n".join(lines)
+
+
+def _link_text(link: LinkStats) -> str:
+    """`, link 64 B sent / 64 B received (...)` for a core that used the link, else ''."""
+    if not (link.bytes_sent or link.bytes_received):
+        return ""
+    return (
+        f", link {link.bytes_sent} B sent / {link.bytes_received} B received "
+        f"(egress busy {link.egress_busy} cycles, {link.wait} waiting for a port)"
+    )
 
 
 def format_segments(segments: tuple[Any, ...]) -> str:

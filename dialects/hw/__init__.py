@@ -15,7 +15,8 @@ Addresses are byte addresses `space[base + step*iD ...]`; `iD` is the index of t
 `hw.loop` at nesting depth D (outermost = i0), so hardware loops advance addresses without
 unrolling. Engines per core: `dma0` .. `dma{q-1}` (q = target DMA queues; `dma0` is the default
 for loads, `dma1` for stores), `matrix`, `vector`. Semaphores are per-core counters; a wait
-names the engine that blocks.
+names the engine that blocks, and a signal may count up a semaphore of another core
+(`hw.sem_signal 0, engine=dma1, peer=1`: "my peer writes to core 1 are done").
 
 The simulator (`aitc/sim/`) is the living definition of every instruction: each op's docstring
 points at the function that executes it. Field lists (`FIELDS`) drive one generic parser/printer,

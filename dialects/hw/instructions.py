@@ -411,7 +411,7 @@ ENGINE_NAMES = (
 
 
 class SemaphoreOp(InstructionOp):
-    """Base of sem_signal / sem_wait: semaphore `sem` of this core, on `engine`, by `count`."""
+    """Base of sem_signal / sem_wait: semaphore `sem`, on `engine`, by `count`."""
 
     ENGINE: ClassVar[str] = "control"
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -423,21 +423,30 @@ class SemaphoreOp(InstructionOp):
 
 @irdl_op_definition
 class SemSignalOp(SemaphoreOp):
-    """Increments semaphore `sem` of this core when every earlier instruction of `engine` has
-    completed. Simulator: `aitc/sim/engine.py` (semaphores).
+    """Adds `count` to semaphore `sem` of core `peer` (-1, the default: this core) when every
+    earlier instruction of `engine` on this core has completed. A signal to a peer tells that
+    core's engines that this core's earlier `hw.dma_peer` writes into its SRAM have landed.
+    Simulator: `aitc/sim/engine.py` (semaphores).
 
     ```mlir
     hw.sem_signal 3, engine=matrix
+    hw.sem_signal 3, engine=dma1, peer=2
     ```
     """
 
     name = "hw.sem_signal"
+    FIELDS: ClassVar[tuple[Field, ...]] = (*SemaphoreOp.FIELDS, num("peer", -1))
+
+    def verify_instruction(self) -> None:
+        require(self.get_int("peer") >= -1, "hw.sem_signal: peer must be a core id (or -1: this core)")
 
 
 @irdl_op_definition
 class SemWaitOp(SemaphoreOp):
-    """Blocks `engine` until semaphore `sem` >= count, then subtracts count. The only way
-    (with barriers) to order instructions of different engines. Simulator: `aitc/sim/engine.py`.
+    """Blocks `engine` until semaphore `sem` of this core >= count, then subtracts count. The
+    only way (with barriers) to order instructions of different engines; the count may come
+    from signals of this core's engines or of other cores (`hw.sem_signal ..., peer=`).
+    Simulator: `aitc/sim/engine.py`.
 
     ```mlir
     hw.sem_wait 3, engine=vector, count=2

@@ -4,8 +4,8 @@ The op verifiers (`structure.py`, `instructions.py`) check what the ISA allows o
 (memory spaces, required fields, loop indices in scope). The checks here test one program
 against one `Target`, and report every problem at once:
 
-- core ids < `cores`; DMA `queue` < `dma.queues`; engines named `dmaN` exist; `peer` is another
-  existing core;
+- core ids < `cores`; DMA `queue` < `dma.queues`; engines named `dmaN` exist; the `peer` of
+  `hw.dma_peer` and of `hw.sem_signal` (when given) is another existing core;
 - matmul `k <= matrix.rows`, `n <= matrix.cols`, `dtype` in `matrix.dtypes`;
 - semaphore ids < `semaphores`;
 - element alignment (f32/i32: 4 bytes) of matmul/vector/gather-index addresses and their loop
@@ -301,12 +301,15 @@ def _dma_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str
         queues = target.dma.queues
         yield f"queue={queue} does not exist (the target has {queues} DMA queues, 0..{queues - 1}; -1 = auto)"
     if isinstance(op, DmaPeerOp):
-        peer = op.get("peer")
-        assert isinstance(peer, int)
-        if not 0 <= peer < target.cores:
-            yield f"peer={peer} is not a core (the target has {target.cores} cores)"
-        elif peer == site.core:
-            yield f"peer={peer} is this core itself (use hw.dma_local)"
+        yield from _peer_problems(op.get_int("peer"), site, target, "use hw.dma_local")
+
+
+def _peer_problems(peer: int, site: Site, target: Target, instead: str) -> Iterator[str]:
+    """`peer` must name another core of the target (dma_peer, sem_signal with a peer)."""
+    if not 0 <= peer < target.cores:
+        yield f"peer={peer} is not a core (the target has {target.cores} cores)"
+    elif peer == site.core:
+        yield f"peer={peer} is this core itself ({instead})"
 
 
 def _matmul_problems(op: InstructionOp, site: Site, target: Target) -> Iterator[str]:
@@ -333,6 +336,8 @@ def _semaphore_problems(op: InstructionOp, site: Site, target: Target) -> Iterat
         yield f"semaphore {sem} does not exist (the target has {count} per core, 0..{count - 1})"
     if op.get_int("count") < 1:
         yield f"count={op.get('count')} must be >= 1"
+    if isinstance(op, SemSignalOp) and op.get_int("peer") != -1:
+        yield from _peer_problems(op.get_int("peer"), site, target, "leave peer out to signal this core")
     yield from _engine_problems(op, target)
 
 

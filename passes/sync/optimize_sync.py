@@ -6,7 +6,8 @@ is 1, and at every level (function body with kernels flattened, loop bodies) its
 comes after its k-th signal, nothing is pending when a loop using it starts, and it is balanced
 at the end of each loop body; then the k-th signal and the k-th wait of a level form an edge
 (FIFO matching). Other semaphores (credit protocols, whose prime is signalled by the waiter;
-hand-written protocols) are left alone and not used as evidence: the analysis can only miss
+hand-written protocols; a number some signal sends to a `peer` core, whose other half is in
+another core's function) are left alone and not used as evidence: the analysis can only miss
 removals, never remove a needed ordering.
 
 Transitive happens-before, per level: walking the level's items, each engine keeps a vector
@@ -24,8 +25,9 @@ iteration is implied in all. Removing a matched signal/wait pair keeps the chann
 order, so the other edges still match.
 
 Merging: two signals (or two waits) of one semaphore on one engine with no op of that engine
-between them in the same block become one with the summed count (waits only when that engine
-is the semaphore's only waiter, so no other engine can take units in between).
+between them in the same block become one with the summed count (signals only when they go to
+the same core; waits only when that engine is the semaphore's only waiter, so no other engine
+can take units in between).
 """
 
 from __future__ import annotations
@@ -93,12 +95,16 @@ class Edge:
 
 
 def channel_candidates(function: func.FuncOp) -> set[int]:
-    """Semaphores with one signalling engine, one (other) waiting engine, every count 1."""
+    """Semaphores with one signalling engine, one (other) waiting engine, every count 1, and no
+    signal to a peer core."""
     signallers: dict[int, set[str]] = {}
     waiters: dict[int, set[str]] = {}
     counts: dict[int, set[int]] = {}
+    remote: set[int] = set()  # numbers signalled to another core: half of that protocol is elsewhere
     for op in function.walk():
-        if isinstance(op, SemaphoreOp):
+        if isinstance(op, sync.SignalOp) and op.peer_core() is not None:
+            remote.add(op.semaphore())
+        elif isinstance(op, SemaphoreOp):
             engines = signallers if isinstance(op, sync.SignalOp) else waiters
             engines.setdefault(op.semaphore(), set()).add(op.engine_name())
             counts.setdefault(op.semaphore(), set()).add(op.amount())
@@ -106,7 +112,7 @@ def channel_candidates(function: func.FuncOp) -> set[int]:
         s
         for s in counts
         if counts[s] == {1} and len(signallers.get(s, ())) == 1 and len(waiters.get(s, ())) == 1
-        and signallers[s] != waiters[s]
+        and signallers[s] != waiters[s] and s not in remote
     }  # fmt: skip
 
 
@@ -246,7 +252,7 @@ def _engines_of(op: Operation) -> set[str] | None:
 
 def merge_block(block: Block, single_waiter: set[int]) -> None:
     """Merges repeated signals/waits of one semaphore on one engine within `block`."""
-    open_ops: dict[tuple[type, int, str], SemaphoreOp] = {}
+    open_ops: dict[tuple[type, int, str, int | None], SemaphoreOp] = {}
     for op in list(block.ops):
         for region in op.regions:
             for nested in region.blocks:
@@ -276,8 +282,9 @@ def _mergeable(op: Operation, single_waiter: set[int]) -> SemaphoreOp | None:
     return None
 
 
-def _merge_key(op: SemaphoreOp) -> tuple[type, int, str]:
-    return (type(op), op.semaphore(), op.engine_name())
+def _merge_key(op: SemaphoreOp) -> tuple[type, int, str, int | None]:
+    peer = op.peer_core() if isinstance(op, sync.SignalOp) else None
+    return (type(op), op.semaphore(), op.engine_name(), peer)
 
 
 def single_waiter_semaphores(function: func.FuncOp) -> set[int]:

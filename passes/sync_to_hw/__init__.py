@@ -216,13 +216,16 @@ class CoreLowering:
 
 
 def control(op: sync.SignalOp | sync.WaitOp | sync.BarrierOp) -> hw.InstructionOp:
-    """sync.signal / wait / barrier -> hw.sem_signal / sem_wait / barrier (same engine names)."""
+    """sync.signal / wait / barrier -> hw.sem_signal / sem_wait / barrier (same engine names;
+    a signal's `peer` core carries over)."""
     if isinstance(op, sync.BarrierOp):
         assert op.engine is not None
         return hw.BarrierOp(engine=op.engine.data)
-    kind = hw.SemSignalOp if isinstance(op, sync.SignalOp) else hw.SemWaitOp
     count = op.amount()
-    return kind(sem=op.semaphore(), engine=op.engine_name(), count=None if count == 1 else count)
+    fields = {"sem": op.semaphore(), "engine": op.engine_name(), "count": None if count == 1 else count}
+    if isinstance(op, sync.SignalOp):
+        return hw.SemSignalOp(**fields, peer=op.peer_core())
+    return hw.SemWaitOp(**fields)
 
 
 def lower_core(core: int, block: Block, at: Addressing, location: LocationAttr) -> hw.CoreOp:

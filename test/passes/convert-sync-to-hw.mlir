@@ -218,6 +218,17 @@ func.func @semaphores(%y: memref<4x4xf32, "dram"> {graph.name = "y", tile.output
 
 // -----
 
+// A signal to another core's semaphore keeps its peer (tiny has cores 0 and 1).
+func.func @peer_signal() {
+  sync.signal 2 on "dma1" count 2 peer 1
+  func.return
+}
+// CHECK-LABEL: hw.program @peer_signal
+// CHECK:         hw.sem_signal 2, engine=dma1, count=2, peer=1
+// CHECK-NEXT:    hw.end
+
+// -----
+
 // Transpose: one DMA per column of the 6 x 2 source (the shorter side), each moving 6 single
 // elements 8 bytes apart (the src row pitch) into one dense dst row.
 func.func @transpose(%x: memref<6x2xf32, "dram"> {graph.name = "x", tile.offset = 0 : i64}) {

@@ -190,3 +190,46 @@ func.func @credit_untouched(%x: memref<8x16xf32, "dram">, %w: memref<16x4xf32, "
 // CHECK-NEXT:      sync.signal 0 on "matrix"
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sync.wait 0 on "dma0"
+
+// -----
+
+// As @transitive_through_third_engine, plus a signal of semaphore 2 to core 1 (`peer 1`) and a
+// second wait on this core's semaphore 2, whose signal comes from another core. Semaphore 2 is
+// no channel of this function (FIFO matching would pair the peer signal with the first wait):
+// every signal and wait of it stays (the two waits merge).
+func.func @peer_signal_is_not_a_channel(%x: memref<4x8xf32, "dram">, %out: memref<4x8xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc : memref<4x8xf32, "sram">
+  %b = tile.alloc : memref<4x8xf32, "sram">
+  sync.signal 2 on "dma0" peer 1
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 8] {sync.engine = "dma0"} : memref<4x8xf32, "dram">, memref<4x8xf32, "sram">
+  sync.signal 0 on "dma0"
+  sync.signal 2 on "dma0"
+  sync.wait 0 on "vector"
+  tile.unary %a[%c0, %c0] to %b[%c0, %c0] sizes [4, 8] {op = "exp", sync.engine = "vector"} : memref<4x8xf32, "sram">, memref<4x8xf32, "sram">
+  sync.signal 1 on "vector"
+  sync.wait 1 on "dma1"
+  sync.wait 2 on "dma1"
+  sync.wait 2 on "dma1"
+  tile.copy %a[%c0, %c0] to %out[%c0, %c0] sizes [4, 8] {sync.engine = "dma1"} : memref<4x8xf32, "sram">, memref<4x8xf32, "dram">
+  func.return
+}
+// CHECK-LABEL: func.func @peer_signal_is_not_a_channel
+// CHECK:         sync.signal 2 on "dma0" peer 1
+// CHECK:         sync.signal 2 on "dma0"{{$}}
+// CHECK:         sync.wait 2 on "dma1" count 2
+
+// -----
+
+// Repeated signals merge only when they go to the same core's semaphore.
+func.func @merge_signals_per_core() {
+  sync.signal 0 on "dma1" peer 1
+  sync.signal 0 on "dma1" peer 1
+  sync.signal 0 on "dma1"
+  sync.wait 0 on "vector"
+  func.return
+}
+// CHECK-LABEL: func.func @merge_signals_per_core
+// CHECK-NEXT:    sync.signal 0 on "dma1" count 2 peer 1
+// CHECK-NEXT:    sync.signal 0 on "dma1"{{$}}
+// CHECK-NEXT:    sync.wait 0 on "vector"

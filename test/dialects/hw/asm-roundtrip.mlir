@@ -41,6 +41,7 @@ builtin.module attributes {aitc.model = "roundtrip"} {
       hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
       hw.sem_signal 3, engine=matrix
       hw.sem_wait 3, engine=vector, count=2
+      hw.sem_signal 5, engine=dma1, count=3, peer=1
       hw.barrier engine=dma1
       hw.end
     } loc("core0")
@@ -86,6 +87,7 @@ builtin.module attributes {aitc.model = "roundtrip"} {
 // CHECK-NEXT:        hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
 // CHECK-NEXT:        hw.sem_signal 3, engine=matrix
 // CHECK-NEXT:        hw.sem_wait 3, engine=vector, count=2
+// CHECK-NEXT:        hw.sem_signal 5, engine=dma1, count=3, peer=1
 // CHECK-NEXT:        hw.barrier engine=dma1
 // CHECK-NEXT:        hw.end
 // CHECK-NEXT:      } loc("core0")

@@ -288,6 +288,39 @@ hw.program @peer_missing target "tiny" {
 
 // -----
 
+// Target: a signal's peer is another core ...
+hw.program @signal_peer_self target "tiny" {
+  hw.core 1 {
+    hw.sem_signal 0, engine=dma1, peer=1
+    hw.end
+  }
+}
+// CHECK: core 1, instruction 0 (hw.sem_signal): peer=1 is this core itself (leave peer out to signal this core)
+
+// -----
+
+// Target: ... that exists.
+hw.program @signal_peer_missing target "tiny" {
+  hw.core 0 {
+    hw.sem_signal 0, engine=dma1, peer=2
+    hw.end
+  }
+}
+// CHECK: core 0, instruction 0 (hw.sem_signal): peer=2 is not a core (the target has 2 cores)
+
+// -----
+
+// A signal's peer is a core id, or -1 (this core).
+hw.program @signal_peer_negative target "tiny" {
+  hw.core 0 {
+    hw.sem_signal 0, engine=dma1, peer=-2
+    hw.end
+  }
+}
+// CHECK: hw.sem_signal: peer must be a core id (or -1: this core)
+
+// -----
+
 // Target: data layout regions are disjoint.
 hw.program @overlap target "tiny" {
   hw.tensor "x" input dram[0x0] : tensor<4x4xf32>

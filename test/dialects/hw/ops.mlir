@@ -150,6 +150,30 @@ hw.program @control target "tiny" {
 
 // -----
 
+// A signal to another core's semaphore (peer=), after a peer copy into that core; peer=-1 is
+// this core, the default, so it is not printed (nor stored).
+hw.program @peer_signal target "tiny" {
+  hw.core 0 {
+    hw.dma_peer sram[0x100] <- sram[0x0], peer=1, row_bytes=64
+    hw.sem_signal 2, engine=dma1, count=2, peer=1
+    hw.sem_signal 4, engine=dma1, peer=-1
+    hw.sem_wait 4, engine=vector
+    hw.end
+  }
+  hw.core 1 {
+    hw.sem_wait 2, engine=vector, count=2
+    hw.end
+  }
+}
+// CHECK-LABEL: hw.program @peer_signal
+// CHECK:       hw.sem_signal 2, engine=dma1, count=2, peer=1{{$}}
+// CHECK-NEXT:  hw.sem_signal 4, engine=dma1{{$}}
+// GENERIC:       "hw.program"() ({
+// GENERIC:         "hw.sem_signal"() {sem = 2 : i64, engine = "dma1", count = 2 : i64, peer = 1 : i64} : () -> ()
+// GENERIC-NEXT:    "hw.sem_signal"() {sem = 4 : i64, engine = "dma1"} : () -> ()
+
+// -----
+
 // Hardware loops: nested, steps on several depths, negative steps, a depth with no step.
 hw.program @loops target "tiny" {
   hw.core 0 {

@@ -27,6 +27,15 @@ func.func @negative_sem() {
 
 // -----
 
+// A signal's peer is a core id.
+func.func @negative_peer() {
+  "sync.signal"() {sem = 0 : i64, engine = "dma1", peer = -1 : i64} : () -> ()
+  func.return
+}
+// CHECK: sync.signal: peer must be a core id (>= 0)
+
+// -----
+
 // A signal needs its engine.
 func.func @no_engine() {
   "sync.signal"() {sem = 0 : i64} : () -> ()

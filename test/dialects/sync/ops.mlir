@@ -22,6 +22,16 @@ func.func @counts() {
 // CHECK-NEXT:    sync.signal 3 on "vector" count 2
 // CHECK-NEXT:    sync.wait 3 on "dma1" count 2
 
+// A signal to another core's semaphore: `peer` after `count`; without it, this core's.
+func.func @peer() {
+  sync.signal 1 on "dma1" peer 3
+  sync.signal 2 on "dma1" count 2 peer 0
+  func.return
+}
+// CHECK-LABEL: func.func @peer()
+// CHECK-NEXT:    sync.signal 1 on "dma1" peer 3
+// CHECK-NEXT:    sync.signal 2 on "dma1" count 2 peer 0
+
 // A cross-core barrier on one engine, with a location.
 func.func @barrier() {
   sync.barrier on "dma0"

@@ -147,6 +147,49 @@ def test_opcodes_follow_the_instruction_tuple():
     assert body.out[0] == hw.INSTRUCTIONS.index(hw.BarrierOp)
 
 
+def test_sem_signal_peer_is_the_last_field_of_its_record():
+    """peer was appended to hw.sem_signal's FIELDS: presence bit 3, a signed varint payload."""
+    body = binary._Writer()
+    binary._encode_instruction(body, hw.SemSignalOp(sem=2, engine="dma1", peer=1))
+    opcode = hw.INSTRUCTIONS.index(hw.SemSignalOp)
+    assert bytes(body.out) == bytes([opcode, 0b1011, 2 * 2, hw.ENGINE_NAMES.index("dma1"), 2 * 1])
+    program = hw.ProgramOp(
+        "p", "tiny", [hw.CoreOp(0, [hw.SemSignalOp(sem=2, engine="dma1", peer=1), hw.EndOp()])]
+    )
+    decoded = binary.disassemble(binary.assemble(program, TINY), TINY)
+    assert "hw.sem_signal 2, engine=dma1, peer=1\n" in print_mlir(decoded)
+
+
+ISA_BEFORE_PEER = bytes.fromhex("38fb2ec927fa7009")
+"""The opcode table before hw.sem_signal had its `peer` field."""
+
+
+def test_earlier_isa_is_this_one_without_the_sem_signal_peer(monkeypatch: pytest.MonkeyPatch):
+    assert ISA_BEFORE_PEER in binary.EARLIER_ISAS
+    monkeypatch.setattr(hw.SemSignalOp, "FIELDS", hw.SemSignalOp.FIELDS[:-1])
+    assert binary.isa_fingerprint() == ISA_BEFORE_PEER
+
+
+SIGNALS = """
+hw.program @signals target "tiny" {
+  hw.core 0 {
+    hw.sem_signal 1, engine=dma0, count=2
+    hw.sem_wait 1, engine=vector, count=2
+    hw.end
+  }
+}
+"""
+
+
+def test_binaries_of_an_earlier_isa_still_load():
+    """A program without a peer signal encodes the same under the earlier opcode table, so its
+    old binary (these bytes under the old ISA fingerprint) decodes to the same IR."""
+    module = parse_mlir(SIGNALS)
+    old = bytearray(binary.assemble(module, TINY))
+    old[24:32] = ISA_BEFORE_PEER
+    assert print_mlir(binary.disassemble(reseal(old), TINY)) == print_mlir(module)
+
+
 # --------------------------------------------------------------------------- refusing to assemble
 
 

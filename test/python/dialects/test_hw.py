@@ -3,6 +3,8 @@ verifier errors, and the target-limit checks of `aitc.dialects.hw.program`."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType, f32
 from xdsl.utils.exceptions import VerifyException
@@ -68,7 +70,7 @@ SAMPLES: dict[type[hw.InstructionOp], dict[str, object]] = {
         "scale": 0.5,
     },
     hw.AccReadOp: {"dst": A("sram", 0x200), "a": A("acc", 0), "rows": 4, "cols": 4, "activation": "relu"},
-    hw.SemSignalOp: {"sem": 3, "engine": "matrix"},
+    hw.SemSignalOp: {"sem": 3, "engine": "matrix", "peer": 1},
     hw.SemWaitOp: {"sem": 3, "engine": "vector", "count": 2},
     hw.BarrierOp: {"engine": "dma0"},
 }
@@ -128,6 +130,29 @@ def test_field_defaults():
 def test_default_fields_are_omitted_from_the_custom_form():
     op = hw.DmaInOp(dst=A("sram", 0), src=A("dram", 0), rows=1, row_bytes=4, queue=-1)
     assert op.assembly_operands() == "sram[0x0] <- dram[0x0], row_bytes=4"
+
+
+def test_sem_signal_peer_defaults_to_this_core():
+    local = hw.SemSignalOp(sem=3, engine="dma1", peer=-1)
+    assert local.get("peer") == -1
+    assert "peer" not in local.attributes, "peer=-1 (this core) is the default: not stored"
+    assert local.assembly_operands() == "3, engine=dma1"
+    remote = hw.SemSignalOp(sem=3, engine="dma1", count=2, peer=1)
+    assert remote.assembly_operands() == "3, engine=dma1, count=2, peer=1"
+
+
+def test_sem_signal_with_peer_round_trips_through_text():
+    text = print_mlir(ModuleOp([program(hw.SemSignalOp(sem=5, engine="dma1", peer=1))]))
+    assert "hw.sem_signal 5, engine=dma1, peer=1\n" in text
+    parsed = parse_mlir(text)
+    assert print_mlir(parsed) == text
+    signal = next(op for op in parsed.walk() if isinstance(op, hw.SemSignalOp))
+    assert signal.get("peer") == 1
+
+
+def test_only_sem_signal_has_a_peer():
+    with pytest.raises(TypeError, match="unknown fields"):
+        hw.SemWaitOp(sem=0, engine="vector", peer=1)
 
 
 def test_unknown_field_is_a_type_error():
@@ -251,6 +276,32 @@ def test_check_program_lists_every_problem():
     assert len(problems) == 6, problems
     assert all(p.startswith("target 'tiny': core 0, instruction ") for p in problems)
     assert "see `aitc target show tiny`" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("core", "peer", "problem"),
+    [
+        (0, 2, "peer=2 is not a core (the target has 2 cores)"),
+        (1, 1, "peer=1 is this core itself (leave peer out to signal this core)"),
+    ],
+)
+def test_sem_signal_peer_is_another_core_of_the_target(core: int, peer: int, problem: str):
+    prog = hw.ProgramOp(
+        "p", "tiny", [hw.CoreOp(core, [hw.SemSignalOp(sem=0, engine="dma1", peer=peer), hw.EndOp()])]
+    )
+    assert program_problems(prog, load_target("tiny")) == [
+        f"core {core}, instruction 0 (hw.sem_signal): {problem}"
+    ]
+    with pytest.raises(VerifyException, match=re.escape(problem)):
+        ModuleOp([prog]).verify()  # tiny is a preset: its verifier checks the limits
+    on_edge = program_problems(prog, load_target("edge"))  # 4 cores: core 2 exists there
+    assert on_edge == ([] if core != peer else [f"core {core}, instruction 0 (hw.sem_signal): {problem}"])
+
+
+def test_sem_signal_peer_below_minus_one_is_refused_by_the_op():
+    assert "hw.sem_signal: peer must be a core id (or -1: this core)" in verify_error(
+        hw.SemSignalOp(sem=0, engine="dma1", peer=-2)
+    )
 
 
 def test_address_range_over_the_loop_box():

@@ -43,14 +43,14 @@ def acc(addr):
     return AddressAttr("acc", addr)
 
 
-def simulate(cores, data=(), options=None, inputs=None):
-    sim = Simulator(program(cores, data), options=options)
+def simulate(cores, data=(), options=None, inputs=None, target="tiny"):
+    sim = Simulator(program(cores, data, target), options=options)
     return sim.run(inputs or {spec.name: np.zeros(spec.shape, spec.dtype) for spec in sim.inputs})
 
 
-def error_of(cores, data=(), options=None, inputs=None) -> SimulationError:
+def error_of(cores, data=(), options=None, inputs=None, target="tiny") -> SimulationError:
     with pytest.raises(SimulationError) as info:
-        simulate(cores, data, options, inputs)
+        simulate(cores, data, options, inputs, target)
     return info.value
 
 
@@ -173,6 +173,94 @@ def test_barrier_orders_cores():
     core0 = [DmaPeerOp(dst=sram(0x100), src=sram(0), peer=1, row_bytes=64), BarrierOp(engine="dma1")]
     core1 = [BarrierOp(engine="vector"), VUnaryOp(dst=sram(0x200), a=sram(0x100), op="copy", rows=1, cols=16)]
     simulate([core(0, core0), core(1, core1)])
+
+
+def ring_step(cores: int, *, wait_for_peer: bool = True) -> list:
+    """Core i loads row i of x, copies it into core i+1's SRAM (mod `cores`) and signals that
+    core's semaphore 1; then adds the row it received to its own and stores row i of y:
+    y[i] = x[i] + x[i-1]. Without `wait_for_peer`, the add does not wait for the copy."""
+    programs = []
+    for i in range(cores):
+        right = (i + 1) % cores
+        ops = [
+            DmaInOp(dst=sram(0), src=dram(32 * i), row_bytes=32),
+            SemSignalOp(sem=0, engine="dma0", count=2),
+            SemWaitOp(sem=0, engine="dma1"),
+            DmaPeerOp(dst=sram(0x100), src=sram(0), peer=right, row_bytes=32),
+            SemSignalOp(sem=1, engine="dma1", peer=right),
+            SemWaitOp(sem=0, engine="vector"),
+            *([SemWaitOp(sem=1, engine="vector")] if wait_for_peer else []),
+            VBinaryOp(dst=sram(0x200), a=sram(0), b=sram(0x100), op="add", cols=8),
+            SemSignalOp(sem=2, engine="vector"),
+            SemWaitOp(sem=2, engine="dma1"),
+            DmaOutOp(dst=dram(0x400 + 32 * i), src=sram(0x200), row_bytes=32),
+        ]
+        programs.append(core(i, ops))
+    return programs
+
+
+@pytest.mark.parametrize("cores", [2, 4])
+def test_cross_core_semaphore_orders_a_peer_copy_and_its_reader(cores: int):
+    x = np.arange(cores * 8, dtype=np.float32).reshape(cores, 8)
+    data = [tensor("x", "input", 0, x.shape), tensor("y", "output", 0x400, x.shape)]
+    result = simulate(ring_step(cores), data, inputs={"x": x}, target="tiny" if cores == 2 else "edge")
+    # no race, no deadlock, every semaphore back at 0
+    np.testing.assert_array_equal(result.outputs["y"], x + np.roll(x, 1, axis=0))
+
+
+def test_peer_copy_read_without_waiting_for_its_signal_is_a_race():
+    core0 = [
+        DmaPeerOp(dst=sram(0x100), src=sram(0), peer=1, row_bytes=32),
+        SemSignalOp(sem=1, engine="dma1", peer=1),
+    ]
+    core1 = [VUnaryOp(dst=sram(0x200), a=sram(0x100), op="copy", cols=8)]  # no sem_wait 1 before it
+    error = error_of([core(0, core0), core(1, core1)])
+    assert error.kind == "race"
+    text = str(error)
+    assert "data race on SRAM of core 1, bytes [0x100, 0x120)" in text
+    assert "read   hw.vunary sram[0x200] <- sram[0x100], op=copy, cols=8 (core 1, vector, cycle 0)" in text
+    assert "write  hw.dma_peer sram[0x100] <- sram[0x0], peer=1, row_bytes=32 (core 0, dma1, cycle 0)" in text
+    assert "peer=" in (error.hint or "")
+
+
+def test_four_core_ring_without_the_waits_is_a_race():
+    error = error_of(ring_step(4, wait_for_peer=False), target="edge")
+    assert error.kind == "race"
+    assert "hw.dma_peer sram[0x100] <- sram[0x0]" in str(error)
+    assert "hw.vbinary sram[0x200] <- sram[0x0], sram[0x100]" in str(error)
+
+
+def test_a_peer_signal_counts_up_only_the_core_it_names():
+    """Core 0 signals semaphore 3 of core 2; core 1 waits on its own semaphore 3 forever."""
+    cores = [
+        core(0, [SemSignalOp(sem=3, engine="dma1", peer=2)]),
+        core(1, [named(SemWaitOp(sem=3, engine="vector"), "wait_for_core0")]),
+        core(2, []),
+    ]
+    error = error_of(cores, target="edge")
+    assert error.kind == "deadlock"
+    text = str(error)
+    assert "core 1 vector since cycle 0 (semaphore 3 = 0, needs 1): hw.sem_wait 3, engine=vector" in text
+    assert "node 'wait_for_core0'" in text
+    assert "core 1: sem 3 = 0 (vector waits for 1)" in text
+    assert "core 2: sem 3 = 1" in text
+
+
+def test_too_few_peer_signals_is_a_deadlock():
+    cores = [
+        core(0, [SemSignalOp(sem=3, engine="dma1", peer=1)]),
+        core(1, [SemWaitOp(sem=3, engine="vector", count=2)]),
+    ]
+    error = error_of(cores)
+    assert error.kind == "deadlock"
+    assert "core 1 vector since cycle 0 (semaphore 3 = 1, needs 2)" in str(error)
+    assert "core 1: sem 3 = 1 (vector waits for 2)" in str(error)
+
+
+def test_a_peer_signal_to_a_core_without_a_program_ends_unbalanced():
+    error = error_of([core(0, [SemSignalOp(sem=4, engine="dma1", peer=1)])])
+    assert error.kind == "unbalanced"
+    assert "core 1: sem 4 = 1" in str(error)
 
 
 def test_two_cores_writing_the_same_dram_race():

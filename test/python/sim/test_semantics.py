@@ -141,6 +141,23 @@ def test_dma_peer_between_two_cores():
     np.testing.assert_array_equal(y, x[0])
 
 
+def test_sem_signal_to_a_peer_core_orders_its_reader():
+    """Core 0 copies into core 1's SRAM, then signals semaphore 1 *of core 1*: core 1's DMA
+    waits for it and stores what arrived. The count lands on core 1 (every semaphore ends at 0)."""
+    x = f32(8)
+    core0 = [
+        DmaInOp(dst=sram(0), src=dram(0), row_bytes=32),
+        SemSignalOp(sem=0, engine="dma0"),
+        SemWaitOp(sem=0, engine="dma1"),
+        DmaPeerOp(dst=sram(0x100), src=sram(0), peer=1, row_bytes=32),
+        SemSignalOp(sem=1, engine="dma1", peer=1),
+    ]
+    core1 = [SemWaitOp(sem=1, engine="dma1"), DmaOutOp(dst=dram(0x100), src=sram(0x100), row_bytes=32)]
+    data = [tensor("x", "input", 0, (8,)), tensor("y", "output", 0x100, (8,))]
+    y = Simulator(program([core(0, core0), core(1, core1)], data)).run({"x": x}).outputs["y"]
+    np.testing.assert_array_equal(y, x)
+
+
 # --------------------------------------------------------------------------- matrix engine
 
 

@@ -1,5 +1,6 @@
 """Simulator timing: single instructions cost what `aitc/sim/timing.py` says; engines overlap;
-semaphore chains add up; the shared DRAM channel slows concurrent cores down."""
+semaphore chains add up; the shared DRAM channel slows concurrent cores down; peer copies
+sharing a link port serialise, a ring of them does not."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from aitc.dialects.hw import (
     VReduceOp,
     VUnaryOp,
 )
-from aitc.sim import Simulator
+from aitc.sim import Simulator, format_stats
 from aitc.sim.build import core, program, tensor
+from aitc.sim.segments import merge_stats
 from aitc.target import Dram, load_target
 
 TINY = load_target("tiny")
@@ -165,3 +167,93 @@ def test_stats_account_bytes_and_dram_traffic():
     assert {e.engine: e.bytes for e in stats.engines} == {"dma0": 64, "dma1": 64}
     assert stats.instructions == 4
     assert stats.by_mnemonic == {"dma_in": 1, "dma_local": 1, "sem_signal": 1, "sem_wait": 1}
+
+
+# --------------------------------------------------------------------------- link ports
+
+EDGE = load_target("edge")  # 4 cores
+PEER_BYTES = 4096
+
+
+def peer_copy(to: int, dst: int = 0x1000, queue: int = -1) -> DmaPeerOp:
+    return DmaPeerOp(dst=sram(dst), src=sram(0), peer=to, row_bytes=PEER_BYTES, queue=queue)
+
+
+def on_edge(cores):
+    module = program(cores, target="edge")
+    return Simulator(module).run({}).stats
+
+
+def link_cycles(target=EDGE) -> tuple[int, int]:
+    """(port occupancy, latency) of one PEER_BYTES transfer: timing.py's formula."""
+    return math.ceil(PEER_BYTES / target.link.bytes_per_cycle), target.link.latency
+
+
+def ring():
+    """Core i copies to core i+1 (mod 4): every egress and every ingress port used once."""
+    return on_edge([core(i, [peer_copy((i + 1) % 4)]) for i in range(4)])
+
+
+def fan_in():
+    """Cores 0 and 1 copy to core 2 at once (core 0 goes first: lower engine id)."""
+    return on_edge([core(0, [peer_copy(2)]), core(1, [peer_copy(2, dst=0x2000)]), core(2, [])])
+
+
+def test_a_ring_of_peer_copies_runs_in_parallel():
+    transfer, latency = link_cycles()
+    stats = ring()
+    assert stats.cycles == transfer + latency
+    assert all(link.wait == 0 for link in stats.links)
+
+
+def test_two_senders_serialise_at_the_receivers_ingress():
+    transfer, latency = link_cycles()
+    stats = fan_in()
+    assert stats.cycles == 2 * transfer + latency  # core 1's copy waits for core 0's at core 2
+    assert stats.cycles - latency == 2 * (ring().cycles - latency)
+    busy = {(e.core, e.engine): e.busy for e in stats.engines}
+    assert busy == {(0, "dma1"): transfer + latency, (1, "dma1"): 2 * transfer + latency}
+
+
+def test_one_sender_serialises_at_its_egress():
+    """Two queues of core 0 copy to two different cores: they share core 0's egress port."""
+    transfer, latency = link_cycles()
+    sends = [peer_copy(1, queue=0), peer_copy(2, queue=1)]
+    stats = on_edge([core(0, sends), core(1, []), core(2, [])])
+    assert stats.cycles == 2 * transfer + latency
+    busy = {e.engine: e.busy for e in stats.engines}
+    assert busy == {"dma0": transfer + latency, "dma1": 2 * transfer + latency}
+
+
+def test_link_statistics_per_core():
+    transfer, _ = link_cycles()
+    stats = fan_in()
+    links = {c["core"]: c["link"] for c in stats.to_dict()["per_core"]}
+    assert links == {
+        0: {"bytes_sent": PEER_BYTES, "bytes_received": 0, "egress_busy": transfer, "wait": 0},
+        1: {"bytes_sent": PEER_BYTES, "bytes_received": 0, "egress_busy": transfer, "wait": transfer},
+        2: {"bytes_sent": 0, "bytes_received": 2 * PEER_BYTES, "egress_busy": 0, "wait": 0},
+    }
+    assert "links" not in stats.to_dict(), "link counters are reported under per_core only"
+    text = format_stats(stats)
+    assert f"link 0 B sent / {2 * PEER_BYTES} B received (egress busy 0 cycles, 0 waiting for a port)" in text
+    assert (
+        f"link {PEER_BYTES} B sent / 0 B received (egress busy {transfer} cycles, {transfer} waiting" in text
+    )
+
+
+def test_link_statistics_without_link_traffic():
+    stats = cycles_of([DmaLocalOp(dst=sram(0x100), src=sram(0), row_bytes=64)])
+    link = stats.to_dict()["per_core"][0]["link"]
+    assert link == {"bytes_sent": 0, "bytes_received": 0, "egress_busy": 0, "wait": 0}
+    assert "link" not in format_stats(stats)
+
+
+def test_segments_sum_link_statistics():
+    transfer, _ = link_cycles()
+    twice = merge_stats([fan_in(), fan_in()], EDGE, ())
+    assert [dataclasses.astuple(link) for link in twice.links] == [
+        (0, 2 * PEER_BYTES, 0, 2 * transfer, 0),
+        (1, 2 * PEER_BYTES, 0, 2 * transfer, 2 * transfer),
+        (2, 0, 4 * PEER_BYTES, 0, 0),
+    ]
