@@ -17,19 +17,23 @@ A replicated op's operands are read by every core (p times); a split op's once i
 is why sequence parallelism (every core reads every weight) loses to tensor parallelism
 (each weight read once) when weights dominate the traffic.
 
-**Collectives** (`collective_cycles`), alpha-beta with a = `link.latency` and
-b = `link.bytes_per_cycle` per direction, for a message of n bytes (the whole tensor) on p cores:
+**Collectives** (`collective_cycles`): the algorithms `passes/sync_to_hw/collectives.py`
+builds, costed as the simulator runs them (a DMA engine is busy for a transfer's latency too),
+with a = `link.latency`, b = `link.bytes_per_cycle`, for a value of n bytes (the whole tensor)
+on p cores, chunks of c = ceil(n / p) bytes, and v(x) the vector engine's time to combine x bytes:
 
-    all_reduce      ring: 2 (p-1) (a + n/(p b))       tree (recursive doubling, p a power of
-                                                       two): log2(p) (a + n/b); the cheaper wins
-    reduce_scatter  ring: (p-1) (a + n/(p b))
-    all_gather      ring: (p-1) (a + n/(p b))
-    all_to_all      direct: (p-1) (a + n/(p^2 b))
+    all_reduce      ring    2 (p-1) (a + c/b + 2) + (p-1) (v(c) + 2)   (reduce-scatter, all-gather)
+                    direct  (p-1) (a + n/b + 1) + (p-1) v(n) + 2       (everyone sends everything)
+    reduce_scatter  ring    (p-1) (a + c/b + v(c) + 4)
+                    direct  (p-1) (a + c/b + 1) + (p-1) v(c)
+    all_gather      ring    (p-1) (a + c/b + 2)
+                    direct  (p-1) (a + c/b + 1)
+    all_to_all      direct  (p-1) (a + n/(p^2 b) + 1)
     all_slice       0 (each core takes its own part of a value it holds)
 
-The ring moves the bandwidth-optimal 2 (p-1)/p n bytes per core; the tree pays log2(p)
-latencies instead of 2 (p-1), so it wins for small messages: the crossover is where the two
-formulas meet (`all_reduce_algorithm`).
+Each collective takes the cheaper algorithm: the ring moves the bandwidth-optimal 2 (p-1)/p n
+bytes per core for an all-reduce but pays 2 (p-1) latencies; direct pays p-1 latencies but
+moves (p-1) n bytes, so it wins for small values (on edge, 4 cores: below about 1 K floats).
 """
 
 from __future__ import annotations
@@ -70,35 +74,55 @@ class CollectiveEstimate:
     bytes_per_core: int
 
 
-def all_reduce_algorithm(target: Target, nbytes: int, parts: int) -> CollectiveEstimate:
-    """Ring or tree all-reduce, whichever the alpha-beta model says is faster."""
-    alpha, beta = target.link.latency, target.link.bytes_per_cycle
-    ring = 2 * (parts - 1) * (alpha + ceil_div(nbytes, parts * beta))
-    ring_bytes = 2 * (parts - 1) * ceil_div(nbytes, parts)
-    if parts & (parts - 1) == 0:
-        steps = parts.bit_length() - 1
-        tree = steps * (alpha + ceil_div(nbytes, beta))
-        if tree < ring:
-            return CollectiveEstimate(tree, "tree", steps * nbytes)
-    return CollectiveEstimate(ring, "ring", ring_bytes)
+def _vector_combine(target: Target, nbytes: int) -> int:
+    """Cycles of one vector add of `nbytes` of f32 (one row)."""
+    return target.vector.latency + ceil_div(ceil_div(nbytes, 4), target.vector.lanes)
+
+
+def algorithm_cycles(target: Target, kind: str, algorithm: str, nbytes: int, parts: int) -> int:
+    """The estimate of one algorithm of collective `kind` (see the module docstring)."""
+    a, b, p = target.link.latency, target.link.bytes_per_cycle, parts
+    chunk = ceil_div(nbytes, p)
+    formulas = {
+        ("all_reduce", "ring"): lambda: (
+            2 * (p - 1) * (a + ceil_div(chunk, b) + 2) + (p - 1) * (_vector_combine(target, chunk) + 2)
+        ),
+        ("all_reduce", "direct"): lambda: (
+            (p - 1) * (a + ceil_div(nbytes, b) + 1) + (p - 1) * _vector_combine(target, nbytes) + 2
+        ),
+        ("reduce_scatter", "ring"): lambda: (
+            (p - 1) * (a + ceil_div(chunk, b) + _vector_combine(target, chunk) + 4)
+        ),
+        ("reduce_scatter", "direct"): lambda: (
+            (p - 1) * (a + ceil_div(chunk, b) + 1) + (p - 1) * _vector_combine(target, chunk)
+        ),
+        ("all_gather", "ring"): lambda: (p - 1) * (a + ceil_div(chunk, b) + 2),
+        ("all_gather", "direct"): lambda: (p - 1) * (a + ceil_div(chunk, b) + 1),
+        ("all_to_all", "direct"): lambda: (p - 1) * (a + ceil_div(nbytes, p * p * b) + 1),
+    }
+    return formulas[(kind, algorithm)]()
+
+
+ALGORITHMS = {"all_reduce": ("ring", "direct"), "reduce_scatter": ("ring", "direct"),
+              "all_gather": ("ring", "direct"), "all_to_all": ("direct",)}  # fmt: skip
 
 
 def collective_cycles(target: Target, kind: str, nbytes: int, parts: int) -> CollectiveEstimate:
-    """The alpha-beta estimate of collective `kind` on `nbytes` (the whole tensor) over `parts` cores."""
+    """The cheaper algorithm of collective `kind` on `nbytes` (the whole tensor) over `parts`
+    cores, its estimated cycles and the bytes each core sends."""
     if parts <= 1 or kind == "all_slice":
         return CollectiveEstimate(0, "local", 0)
-    alpha, beta = target.link.latency, target.link.bytes_per_cycle
-    if kind == "all_reduce":
-        return all_reduce_algorithm(target, nbytes, parts)
-    if kind in ("all_gather", "reduce_scatter"):
-        chunk = ceil_div(nbytes, parts)
-        return CollectiveEstimate((parts - 1) * (alpha + ceil_div(chunk, beta)), "ring", (parts - 1) * chunk)
-    if kind == "all_to_all":
-        chunk = ceil_div(nbytes, parts * parts)
-        return CollectiveEstimate(
-            (parts - 1) * (alpha + ceil_div(chunk, beta)), "direct", (parts - 1) * chunk
-        )
-    raise ValueError(f"no cost for collective {kind}")
+    if kind not in ALGORITHMS:
+        raise ValueError(f"no cost for collective {kind}")
+    chunk = ceil_div(nbytes, parts)
+    sent = {
+        ("all_reduce", "ring"): 2 * (parts - 1) * chunk,
+        ("all_reduce", "direct"): (parts - 1) * nbytes,
+        ("all_to_all", "direct"): (parts - 1) * ceil_div(nbytes, parts * parts),
+    }
+    options = [(algorithm_cycles(target, kind, name, nbytes, parts), name) for name in ALGORITHMS[kind]]
+    cycles, name = min(options)
+    return CollectiveEstimate(cycles, name, sent.get((kind, name), (parts - 1) * chunk))
 
 
 def _matmul_cycles(op: graph.MatMulOp, local: list[tuple[int, ...]], target: Target) -> int | None:
