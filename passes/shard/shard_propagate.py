@@ -132,11 +132,11 @@ class Annotator:
 
     def annotate_result(self, value: SSAValue, split: Split, after: Operation | None) -> None:
         """`shard.shard %value to <split>` right after its definition; users use it."""
-        note = shard.ShardOp(value, self.sharding(len(shape_of(value)), split))
-        if after is None:
-            first = self.block.first_op
-            assert first is not None
-            self.block.insert_op_before(note, first)
+        sharding = self.sharding(len(shape_of(value)), split)
+        note = shard.ShardOp(value, sharding)
+        if after is None:  # an argument: right after the sharding it uses
+            assert isinstance(sharding.owner, Operation)
+            self.block.insert_op_after(note, sharding.owner)
         else:
             self.block.insert_op_after(note, after)
         value.replace_uses_with_if(note.result, lambda use: use.operation is not note)
