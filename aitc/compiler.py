@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from aitc.analysis.graph_matching import location_name, node_name
 from aitc.diagnostics import AitcError
 from aitc.dialects.exec import REASON_ATTR, CallOp, is_host_function, is_schedule, kept_functions, symbol_name
 from aitc.dialects.graph import ConstantOp
-from aitc.dialects.hw import InstructionOp
+from aitc.dialects.hw import InstructionOp, ProgramOp
 from aitc.dialects.tile import KernelOp
 from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
@@ -37,6 +38,7 @@ from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, run_pipeline, with_target
 from aitc.passes.shard.shard_propagate import PLAN_ATTR
 from aitc.report import format_table
+from aitc.spmd import lower_spmd
 from aitc.types import numpy_dtype
 
 LEVELS = ("graph", "tile", "sync", "hw")
@@ -77,6 +79,9 @@ class CompileResult:
     target: str | None = None
     """The target compiled for (a preset name or FILE.toml); None when no pass ran and no
     target was given."""
+    plan: str | None = None
+    """The sharding plan's report when the module was lowered for several cores (its graph
+    ops, which carry the plan, are gone from the hw module)."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -158,6 +163,8 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
     module = load_input(source, options)
     stages = stage_passes(_start(module, options), options)
     target = record_compile_target(module, options) if stages else options.target
+    if options.cores > 1 and options.emit != "graph":
+        return _compile_multicore(module, stages, options, target)
     kernels: list[dict[str, object]] = []
     timings: list[tuple[str, float]] = []
     with _fewer_collections():
@@ -170,6 +177,28 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
     if options.emit == "hw":
         _count_instructions(module, kernels)
     return CompileResult(module, options.emit, kernels, timings, segment_report(module), target)
+
+
+def _compile_multicore(
+    module: ModuleOp, stages: list[tuple[str, list[ModulePass]]], options: CompileOptions, target: str | None
+) -> CompileResult:
+    """Graph stages (optimize, shard), then `aitc.spmd.lower_spmd`: one hw.program whose cores
+    each run their part. Per-core tile and sync IR is not printed (each core has its own)."""
+    if options.emit != "hw":
+        raise AitcError(
+            f"--emit {options.emit} with --cores {options.cores}: every core has its own "
+            f"{options.emit}-level IR, which is not printed; use --emit graph (the per-core graph) or hw"
+        )
+    timings: list[tuple[str, float]] = []
+    with _fewer_collections():
+        for level, passes in stages:
+            if level == "graph":
+                timings += _run_passes(module, passes)
+        plan = shard_plan_report(module)
+        start = time.perf_counter()
+        lowered = lower_spmd(module, options.depth)
+        timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
+    return CompileResult(lowered, "hw", [], timings, [], target, plan)
 
 
 @contextlib.contextmanager
@@ -278,6 +307,17 @@ REPORT_COLUMNS = (
 )
 
 
+def multicore_summary(module: ModuleOp) -> str:
+    """One line per core of a multi-core program: its static instruction count."""
+    programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
+    lines = ["", f"multi-core program: {len(programs[0].cores()) if programs else 0} cores"]
+    for program in programs:
+        for core in program.cores():
+            count = sum(1 for op in core.walk() if isinstance(op, InstructionOp))
+            lines.append(f"  core {core.core_id()}: {count} instructions (static)")
+    return "\n".join(lines) + "\n"
+
+
 def shard_plan_report(module: ModuleOp) -> str:
     """The sharding plan `shard-propagate` recorded: strategy and estimates, then one row per
     op that is split or needs a collective ("" for a module that was not sharded)."""
@@ -312,6 +352,8 @@ def format_report(result: CompileResult) -> str:
     columns = [c for c in REPORT_COLUMNS if any(c in row for row in result.kernels)]
     rows = [[row.get(c, "") for c in columns] for row in result.kernels]
     table = format_table(columns, rows) if rows else "(no kernels)"
+    if result.plan is not None:
+        table = "(per-core kernels: each core's phases were lowered on their own)"
     total = sum(seconds for _, seconds in result.pass_seconds)
     summary = placement_summary(result.kernels)
     if result.segments:
@@ -320,8 +362,10 @@ def format_report(result: CompileResult) -> str:
         summary += (
             f"\nsegments in order, with the tensors handed over through DRAM (count, bytes):\n{handed}\n"
         )
-    plan = shard_plan_report(result.module)
+    plan = result.plan if result.plan is not None else shard_plan_report(result.module)
     plan = f"\n{plan}" if plan else ""
+    if result.plan is not None:
+        summary = multicore_summary(result.module)
     return f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s"
 
 

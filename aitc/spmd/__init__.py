@@ -1,0 +1,62 @@
+"""Per-core (SPMD) graph -> one multi-core hw.program.
+
+`shard-partition` leaves one function that every core runs on its own part. To give each core
+its instruction stream:
+
+1. `specialize.py`: core c's copy, its slices made concrete (its part of every weight), an
+   all_to_all made an all_gather and a local slice;
+2. `phases.py`: the copy cut at its collectives into graph phases;
+3. every phase lowered by the single-core pipeline (graph -> tile -> sync -> hw), unchanged;
+4. `link.py`: the cores' phases and their parts of each collective (peer DMA, cross-core
+   semaphores, `passes/sync_to_hw/collectives.py`) joined into one hw.program, with fences
+   between steps and DRAM relocated so the cores share the inputs and nothing else.
+
+The result runs on the simulator like any program; its outputs are core 0's.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from aitc.analysis.signature import entry_function
+from aitc.diagnostics import AitcError
+from aitc.dialects import shard
+from aitc.module_target import record_target
+from aitc.passes.pipelines import lowering_pipeline, run_pipeline
+from aitc.spmd.link import link
+from aitc.spmd.phases import Phase, cut
+from aitc.spmd.specialize import expand_all_to_all, specialize
+
+
+def grid_size(module: ModuleOp) -> int:
+    grids = [op for op in module.ops if isinstance(op, shard.GridOp)]
+    if len(grids) != 1 or len(grids[0].dims) != 1:
+        raise AitcError(
+            "a multi-core program is made from a module with one 1-D shard.grid (shard-partition's output)"
+        )
+    return grids[0].dims[0]
+
+
+def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
+    """The multi-core hw module of a partitioned graph module (see the module docstring)."""
+    spec, target = record_target(module, None)
+    cores = grid_size(module)
+    if cores > target.cores:
+        raise AitcError(f"the module runs on {cores} cores; target '{target.name}' has {target.cores}")
+    name = entry_function(module).sym_name.data
+    per_core = []
+    for core in range(cores):
+        copy = module.clone()
+        function = entry_function(copy)
+        expand_all_to_all(function)
+        specialize(function, core)
+        steps = cut(function, spec)
+        lowered = []
+        for step in steps.steps:
+            if isinstance(step, Phase):
+                run_pipeline(step.module, lowering_pipeline(depth, optimize=False, host_fallback=False))
+                lowered.append(step.module)
+            else:
+                lowered.append(None)
+        per_core.append((steps, lowered))
+    return link(target, spec, per_core, name)

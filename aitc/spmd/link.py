@@ -1,0 +1,354 @@
+"""Linking per-core phase programs and collectives into one multi-core hw.program.
+
+Input: for every core, its steps (`phases.Steps`) with each phase already lowered to a
+single-core hw.program. Output: one hw.program with a hw.core per core, in which core c runs
+its phases in order and, between them, its part of each collective (`collectives.py`).
+
+**DRAM**: the function's inputs are shared (one copy, read by every core); its outputs are
+written by core 0 (the others write theirs to private buffers, so no two cores write one
+byte). Everything else is per core: each phase program's image (constants, scratch) is moved
+to a region of its own, and every value handed between steps (a phase's output, a
+collective's input or result) gets a per-core buffer; a phase's instructions are relocated so
+its input and output tensors are those buffers.
+
+**Ordering**: phases were lowered as whole programs, so between steps every engine of the core
+must be done: a fence makes each engine signal semaphore F, one engine wait for them all, and
+release the others through semaphore G. Before a collective the fence also holds a hw.barrier
+(peers write into this core's SRAM, which the phase before may still have been using). A
+collective loads its input from DRAM into SRAM, runs the ring or direct algorithm the cost
+model prefers (that fits in SRAM), and stores its result; values too large for SRAM are
+all-reduced in pieces, a barrier between pieces.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation
+
+from aitc.diagnostics import AitcError
+from aitc.dialects.hw import (
+    AddressAttr,
+    BarrierOp,
+    ConstOp,
+    CoreOp,
+    DmaInOp,
+    DmaOutOp,
+    EndOp,
+    LoopOp,
+    ProgramOp,
+    SemSignalOp,
+    SemWaitOp,
+    TensorOp,
+)
+from aitc.dialects.hw.program import accesses, address_range, instructions
+from aitc.passes.shard.cost_model import collective_cycles
+from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semaphores, build
+from aitc.spmd.phases import Collective, Phase, Steps
+from aitc.target import Target
+
+ALIGN = 64
+COLLECTIVE_SEMS = Semaphores(data=0, credit=1, local=2)
+READY = 3
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def tensor_bytes(type_: TensorType) -> int:
+    width = getattr(type_.element_type, "bitwidth", 32)
+    return math.prod(type_.get_shape()) * max(1, width // 8)
+
+
+@dataclass
+class Dram:
+    """A bump allocator over the shared DRAM."""
+
+    top: int = 0
+
+    def take(self, nbytes: int) -> int:
+        at = self.top
+        self.top = _aligned(at + max(nbytes, 1))
+        return at
+
+
+def program_of(module: ModuleOp) -> ProgramOp:
+    found = [op for op in module.walk() if isinstance(op, ProgramOp)]
+    if len(found) != 1:
+        raise AitcError(f"a phase lowered to {len(found)} hw programs; a multi-core phase needs exactly one")
+    return found[0]
+
+
+def _extent(program: ProgramOp) -> int:
+    """One past the highest DRAM byte the program touches or declares."""
+    top = 0
+    for op in program.body.block.ops:
+        if isinstance(op, TensorOp) and op.addr is not None and op.type is not None:
+            assert isinstance(op.type, TensorType)
+            top = max(top, op.addr.base.data + tensor_bytes(op.type))
+        elif isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
+            top = max(top, op.addr.base.data + tensor_bytes(op.value.get_type()))  # type: ignore[arg-type]
+    for op, site in instructions(program):
+        for access in accesses(op):
+            address = op.attributes.get(access.field)
+            if isinstance(address, AddressAttr) and address.space.data == "dram":
+                top = max(top, address_range(address, site.loop_counts)[1] + access.extent)
+    return top
+
+
+@dataclass
+class Relocation:
+    """Where a phase program's DRAM goes: its I/O tensors to given buffers, the rest shifted."""
+
+    tensors: list[tuple[int, int, int]] = field(default_factory=list)
+    """(old start, old end, new start) per input/output tensor."""
+    shift: int = 0
+
+    def __call__(self, address: int) -> int:
+        for start, end, new in self.tensors:
+            if start <= address < end:
+                return new + address - start
+        return address + self.shift
+
+
+def _relocate(ops: list[Operation], move: Relocation, counts: tuple[int, ...] = ()) -> list[Operation]:
+    """Clones of `ops` (instructions and loops) with every DRAM address moved by `move`."""
+    result: list[Operation] = []
+    for op in ops:
+        if isinstance(op, EndOp):
+            continue
+        clone = op.clone()
+        result.append(clone)
+        if isinstance(op, LoopOp):
+            inner = _relocate(list(op.body.block.ops), move, (*counts, op.trip_count()))
+            assert isinstance(clone, LoopOp)
+            for old in list(clone.body.block.ops):
+                old.detach()
+                old.erase()
+            for new in inner:
+                clone.body.block.add_op(new)
+            continue
+        for name, attr in list(clone.attributes.items()):
+            if isinstance(attr, AddressAttr) and attr.space.data == "dram":
+                low = address_range(attr, counts)[0]
+                clone.attributes[name] = AddressAttr(
+                    "dram", move(low) + attr.base.data - low, attr.step_values
+                )
+    return result
+
+
+class Linker:
+    """Builds the multi-core program (see the module docstring)."""
+
+    def __init__(self, target: Target, target_spec: str, cores: int):
+        self.target, self.spec, self.cores = target, target_spec, cores
+        self.dram = Dram()
+        self.data: list[Operation] = []
+        self.streams: list[list[Operation]] = [[] for _ in range(cores)]
+        self.buffers: list[dict[str, int]] = [{} for _ in range(cores)]
+        self.shared: dict[str, int] = {}
+        engines = [f"dma{q}" for q in range(target.dma.queues)] + ["matrix", "vector"]
+        self.engines = engines
+        self.fence_sems = (target.semaphores - 1, target.semaphores - 2)
+
+    # -- DRAM
+
+    def declare(self, steps: Steps, output_types: dict[str, TensorType]) -> None:
+        for name, type_ in steps.inputs:
+            self.shared[name] = self.dram.take(tensor_bytes(type_))
+            self.data.append(TensorOp(name, "input", self.shared[name], type_))
+        for output, value in steps.outputs:
+            at = self.dram.take(tensor_bytes(output_types[value]))
+            self.data.append(TensorOp(output, "output", at, output_types[value]))
+            self.buffers[0][value] = at
+
+    def buffer(self, core: int, name: str, type_: TensorType) -> int:
+        if name in self.shared:
+            return self.shared[name]
+        if name not in self.buffers[core]:
+            self.buffers[core][name] = self.dram.take(tensor_bytes(type_))
+        return self.buffers[core][name]
+
+    # -- ordering
+
+    def fence(self, core: int, barrier: bool) -> None:
+        """Every engine of `core` done with what came before (and, with `barrier`, every core)."""
+        first, second = self.fence_sems
+        ops: list[Operation] = [SemSignalOp(sem=first, engine=e) for e in self.engines]
+        ops.append(SemWaitOp(sem=first, engine=SEND_ENGINE, count=len(self.engines)))
+        if barrier:
+            ops.append(BarrierOp(engine=SEND_ENGINE))
+        others = [e for e in self.engines if e != SEND_ENGINE]
+        ops.append(SemSignalOp(sem=second, engine=SEND_ENGINE, count=len(others)))
+        ops += [SemWaitOp(sem=second, engine=e) for e in others]
+        self.streams[core] += ops
+
+    # -- steps
+
+    def phase(self, core: int, phase: Phase, module: ModuleOp) -> None:
+        program = program_of(module)
+        move = Relocation()
+        for op in program.body.block.ops:
+            if isinstance(op, TensorOp) and op.sym is not None and op.addr is not None:
+                assert isinstance(op.type, TensorType)  # the verifier's
+                start = op.addr.base.data
+                new = self.buffer(core, op.sym.data, op.type)
+                move.tensors.append((start, start + tensor_bytes(op.type), new))
+        move.shift = self.dram.take(_extent(program))
+        for op in program.body.block.ops:
+            if isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
+                self.data.append(ConstOp(move(op.addr.base.data), op.value))
+        for core_op in program.cores():
+            self.streams[core] += _relocate(list(core_op.body.block.ops), move)
+
+    def collective(self, core: int, step: Collective) -> None:
+        """Core `core`'s part of `step`: per piece (all of it when it fits in SRAM), load from
+        DRAM, exchange, store; fenced on both sides."""
+        source = self.buffer(core, step.source, step.source_type)
+        result = self.buffer(core, step.result, step.result_type)
+        rows, row_elements = _matrix(step)
+        algorithm = collective_cycles(self.target, step.kind, rows * row_elements * F32, self.cores).algorithm
+        pieces = self._pieces(step.kind, algorithm, rows, row_elements) or self._pieces(
+            step.kind, "ring", rows, row_elements
+        )
+        if pieces is None:
+            raise AitcError(
+                f"shard.{step.kind} (node {step.node}) of {step.source_type}: not even one row of "
+                f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
+                "receive slots"
+            )
+        for piece in pieces:
+            self.fence(core, barrier=True)
+            self.streams[core] += self._piece(core, step, piece, source, result, row_elements)
+            self.fence(core, barrier=False)
+
+    def _piece(
+        self, core: int, step: Collective, piece: Piece, source: int, result: int, row_elements: int
+    ) -> list[Operation]:
+        layout = piece.layout(self.cores)
+        part = build(step.kind, piece.algorithm, step.reduction, layout, COLLECTIVE_SEMS)[core]
+        start, width = layout.columns(core)
+        whole = layout.nbytes
+        if step.kind == "all_reduce":  # a column range of the one-row value
+            load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * F32, 1, whole)
+            store = _dma(DmaOutOp, "dram", result + piece.first * F32, "sram", 0, 1, whole)
+        elif step.kind == "all_gather":  # this core's column block in, every row whole out
+            load = _dma(DmaInOp, "sram", start * F32, "dram", source + piece.first * width * F32,
+                        layout.rows, width * F32, dst_stride=layout.row_bytes)  # fmt: skip
+            store = _dma(DmaOutOp, "dram", result + piece.first * layout.row_bytes, "sram", 0, 1, whole)
+        else:  # reduce_scatter: every row whole in, this core's column block out
+            load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * layout.row_bytes, 1, whole)
+            store = _dma(DmaOutOp, "dram", result + piece.first * width * F32, "sram", start * F32,
+                         layout.rows, width * F32, src_stride=layout.row_bytes)  # fmt: skip
+        stream: list[Operation] = [load, SemSignalOp(sem=READY, engine="dma0", count=2 if part.vector else 1)]
+        if part.vector:
+            stream += [SemWaitOp(sem=READY, engine="vector"), *part.vector]
+        stream += [SemWaitOp(sem=READY, engine=SEND_ENGINE), *part.send]
+        if part.last_arrivals:
+            stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, count=part.last_arrivals))
+        if part.last_adds:
+            stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.local, engine=SEND_ENGINE, count=part.last_adds))
+        stream.append(store)
+        return stream
+
+    def _pieces(self, kind: str, algorithm: str, rows: int, row_elements: int) -> list[Piece] | None:
+        """The pieces the value is exchanged in, each fitting in SRAM with its receive slots
+        (None when even the smallest piece does not fit): an all_reduce is cut into column
+        ranges of its one row, a gather or scatter into groups of rows."""
+
+        def fits(piece_rows: int, piece_columns: int) -> bool:
+            layout = Layout(0, piece_rows, piece_columns, 0, self.cores)
+            need = _aligned(layout.nbytes) + layout.slot_bytes(kind, algorithm)
+            return need <= self.target.sram_bytes
+
+        if kind == "all_reduce":
+            count = 1
+            while not fits(1, -(-row_elements // count)):
+                count *= 2
+                if -(-row_elements // count) < self.cores:
+                    return None
+            size = -(-row_elements // count)
+            return [Piece(algorithm, s, 1, min(size, row_elements - s)) for s in range(0, row_elements, size)]
+        if not fits(1, row_elements):
+            return None
+        per = rows
+        while not fits(per, row_elements):
+            per = (per + 1) // 2
+        return [Piece(algorithm, r, min(per, rows - r), row_elements) for r in range(0, rows, per)]
+
+    def module(self, name: str) -> ModuleOp:
+        cores = [CoreOp(c, [*ops, EndOp()]) for c, ops in enumerate(self.streams)]
+        return ModuleOp([ProgramOp(name, self.spec, [*self.data, *cores])])
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A part of a collective's value exchanged at once: `rows` x `columns` from row (all_gather,
+    reduce_scatter) or column (all_reduce) `first`."""
+
+    algorithm: str
+    first: int
+    rows: int
+    columns: int
+
+    def layout(self, cores: int) -> Layout:
+        value_bytes = self.rows * self.columns * F32
+        return Layout(0, self.rows, self.columns, _aligned(value_bytes), cores)
+
+
+def _matrix(step: Collective) -> tuple[int, int]:
+    """(rows, row elements) of the collective's whole value seen as a matrix whose column
+    blocks are the cores' parts: the dims before the gather/scatter axis are the rows."""
+    if step.kind == "all_reduce":
+        return 1, math.prod(step.source_type.get_shape())
+    assert step.axis is not None
+    whole = step.result_type if step.kind == "all_gather" else step.source_type
+    shape = whole.get_shape()
+    return math.prod(shape[: step.axis]), math.prod(shape[step.axis :])
+
+
+def _dma(
+    op: type[DmaInOp] | type[DmaOutOp], dst_space: str, dst: int, src_space: str, src: int,
+    rows: int, row_bytes: int, dst_stride: int = 0, src_stride: int = 0,
+) -> Operation:  # fmt: skip
+    return op(
+        dst=AddressAttr(dst_space, dst), src=AddressAttr(src_space, src), rows=rows, row_bytes=row_bytes,
+        dst_stride=dst_stride, src_stride=src_stride,
+    )  # fmt: skip
+
+
+def link(
+    target: Target, target_spec: str, per_core: list[tuple[Steps, list[ModuleOp | None]]], name: str
+) -> ModuleOp:
+    """The multi-core program of every core's steps; `per_core[c]` pairs core c's steps with the
+    lowered module of each step (None for a collective)."""
+    cores = len(per_core)
+    linker = Linker(target, target_spec, cores)
+    steps0, lowered0 = per_core[0]
+    output_types = _output_types(steps0, lowered0)
+    linker.declare(steps0, output_types)
+    for core, (steps, lowered) in enumerate(per_core):
+        for step, module in zip(steps.steps, lowered, strict=True):
+            if isinstance(step, Collective):
+                linker.collective(core, step)
+            else:
+                assert module is not None
+                linker.phase(core, step, module)
+    return linker.module(name)
+
+
+def _output_types(steps: Steps, lowered: list[ModuleOp | None]) -> dict[str, TensorType]:
+    """The type of every value a step produces, by name."""
+    types: dict[str, TensorType] = {}
+    for step, module in zip(steps.steps, lowered, strict=True):
+        if isinstance(step, Collective):
+            types[step.result] = step.result_type
+            continue
+        assert module is not None
+        for op in program_of(module).body.block.ops:
+            if isinstance(op, TensorOp) and op.sym is not None and isinstance(op.type, TensorType):
+                types[op.sym.data] = op.type
+    return types
