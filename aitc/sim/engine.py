@@ -111,6 +111,8 @@ class Scheduler:
         self.detector = RaceDetector(len(self.engines), self._accessors())
         self.heap: list[tuple[int, int]] = []
         self.dram_free = self.dram_read = self.dram_write = self.now = self.refs = 0
+        self.collectives: dict[str, list[int]] = {}
+        """Per collective (its location): [first start, last end, bytes sent over links]."""
         self.links = [LinkPorts() for _ in range(target.cores)]
         self.mnemonics: Counter[str] = Counter()
 
@@ -168,6 +170,10 @@ class Scheduler:
         e.busy += end - start - stalled
         e.stall += stalled
         self.mnemonics[ins.static.mnemonic] += 1
+        if ins.static.collective is not None:
+            span = self.collectives.setdefault(ins.static.collective, [start, end, 0])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+            span[2] += ins.static.cost.link and ins.static.cost.bytes
         if self.trace is not None:
             self.trace.add(e.core, e.index, ins, start, end, stalled)
         if end > self.options.max_cycles:

@@ -96,8 +96,8 @@ class StaticInstr:
     """One instruction op, decoded once (see the module docstring)."""
 
     __slots__ = (
-        "addr_fields", "cost", "count", "engine", "fields", "fixed_addr", "kind", "location", "mnemonic",
-        "op", "peer", "regions", "sem", "spaces", "text",
+        "addr_fields", "collective", "cost", "count", "engine", "fields", "fixed_addr", "kind", "location",
+        "mnemonic", "op", "peer", "regions", "sem", "spaces", "text",
     )  # fmt: skip
 
     def __init__(self, op: InstructionOp, engine: int, target: Target):
@@ -118,6 +118,7 @@ class StaticInstr:
         self.count: int = self.fields.get("count", 1)
         self.peer: int = self.fields.get("peer", -1)
         self.location = location_name(op)
+        self.collective: str | None = self.location if self.location.startswith(COLLECTIVE_PREFIX) else None
         self.text = f"{op.name} {op.assembly_operands()}".rstrip()
 
     def addresses(self, indices: Sequence[int]) -> dict[str, int]:
@@ -228,6 +229,11 @@ class Program:
     def total_instructions(self) -> int:
         """Dynamic instructions of the whole program."""
         return sum(core.total for core in self.cores)
+
+
+COLLECTIVE_PREFIX = "collective "
+"""Instructions of one collective carry `loc("collective <kind>#<n> <bytes>B <node>")`
+(aitc/spmd/link.py writes it); the simulator's statistics group them (`CollectiveStats`)."""
 
 
 def location_name(op: Operation) -> str:

@@ -63,6 +63,43 @@ class LinkStats:
 
 
 @dataclass(frozen=True)
+class CollectiveStats:
+    """One collective of a multi-core program (its instructions carry
+    `loc("collective <kind>#<n> <bytes>B <node>")`): the cycles from its first instruction's
+    start to its last one's end on any core, the bytes its peer DMAs moved (all cores), and
+    the bandwidths as NCCL reports them: algbw = bytes / cycles (bytes = the value an
+    all_reduce reduces, the whole value an all_gather or reduce_scatter makes or splits) and
+    busbw = algbw * 2(n-1)/n (all_reduce) or algbw * (n-1)/n, comparable to one link's peak."""
+
+    name: str
+    kind: str
+    node: str
+    bytes: int
+    cycles: int
+    link_bytes: int
+    algbw: float
+    busbw: float
+
+
+def collective_stats(spans: dict[str, list[int]], cores: int) -> tuple[CollectiveStats, ...]:
+    """CollectiveStats per collective, in program order (their first start)."""
+    found = []
+    for location, (start, end, link_bytes) in sorted(spans.items(), key=lambda item: item[1][0]):
+        _, name, size, *node = location.split(" ", 3)
+        kind = name.split("#")[0]
+        nbytes = int(size.removesuffix("B")) if size.removesuffix("B").isdigit() else 0
+        cycles = max(end - start, 1)
+        factor = (2 if kind == "all_reduce" else 1) * (cores - 1) / max(cores, 1)
+        algbw = nbytes / cycles
+        found.append(
+            CollectiveStats(
+                name, kind, node[0] if node else "", nbytes, cycles, link_bytes, algbw, algbw * factor
+            )
+        )
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class SimStats:
     """Everything `format_stats` prints, as data (`to_dict` for JSON)."""
 
@@ -79,6 +116,8 @@ class SimStats:
     """Per core of `cores`, in that order; reported under `per_core` by `to_dict`."""
     segments: tuple[Any, ...] = ()
     """`aitc.sim.segments.SegmentRun` per segment when a schedule ran (empty for one program)."""
+    collectives: tuple[CollectiveStats, ...] = ()
+    """Per collective of a multi-core program, in order (`CollectiveStats`)."""
 
     @property
     def instructions(self) -> int:
@@ -169,6 +208,7 @@ def collect_stats(scheduler: Scheduler, cycles: int) -> SimStats:
         dram_bytes_per_cycle=target.dram.bytes_per_cycle,
         by_mnemonic=dict(sorted(scheduler.mnemonics.items())),
         links=tuple(_link_stats(c.core, scheduler.links[c.core]) for c in scheduler.program.cores),
+        collectives=collective_stats(scheduler.collectives, len(scheduler.program.cores)),
     )
 
 
@@ -209,7 +249,20 @@ def format_stats(stats: SimStats) -> str:
         lines.append(f"core {core:<11} finished at cycle {stats.core_cycles(core)}{util}{link}")
     if stats.segments:
         lines += ["", format_segments(stats.segments)]
+    if stats.collectives:
+        lines += ["", format_collectives(stats.collectives)]
     return "\n".join(lines)
+
+
+def format_collectives(collectives: tuple[CollectiveStats, ...]) -> str:
+    """One row per collective: bytes, cycles, NCCL-style algorithm and bus bandwidth."""
+    rows = [
+        (c.name, c.node, c.bytes, c.cycles, c.link_bytes, f"{c.algbw:.2f}", f"{c.busbw:.2f}")
+        for c in collectives
+    ]
+    return format_table(
+        ["collective", "node", "bytes", "cycles", "link bytes", "algbw B/cyc", "busbw B/cyc"], rows
+    )
 
 
 def _link_text(link: LinkStats) -> str:

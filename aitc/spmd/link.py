@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
 from xdsl.ir import Operation
 
 from aitc.diagnostics import AitcError
@@ -46,6 +46,7 @@ from aitc.dialects.hw import (
 from aitc.dialects.hw.program import accesses, address_range, instructions
 from aitc.passes.shard.cost_model import collective_cycles
 from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semaphores, build
+from aitc.sim.program import COLLECTIVE_PREFIX
 from aitc.spmd.phases import Collective, Phase, Steps
 from aitc.target import Target
 
@@ -153,6 +154,7 @@ class Linker:
         engines = [f"dma{q}" for q in range(target.dma.queues)] + ["matrix", "vector"]
         self.engines = engines
         self.fence_sems = (target.semaphores - 1, target.semaphores - 2)
+        self.collective_numbers = [0] * cores
 
     # -- DRAM
 
@@ -220,9 +222,16 @@ class Linker:
                 f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
                 "receive slots"
             )
+        number = self.collective_numbers[core]
+        self.collective_numbers[core] += 1
+        label = f"{COLLECTIVE_PREFIX}{step.kind}#{number} {rows * row_elements * F32}B {step.node}"
+        where = NameLoc(StringAttr(label), NoneAttr())
         for piece in pieces:
             self.fence(core, barrier=True)
-            self.streams[core] += self._piece(core, step, piece, source, result, row_elements)
+            stream = self._piece(core, step, piece, source, result, row_elements)
+            for op in stream:
+                op.location = where
+            self.streams[core] += stream
             self.fence(core, barrier=False)
 
     def _piece(
