@@ -35,7 +35,8 @@ from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
 from aitc.ir import parse_mlir, require_weights
 from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
-from aitc.passes.pipelines import lowering_stages, pipeline_spec, run_pipeline, with_target
+from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
+from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.shard_propagate import PLAN_ATTR
 from aitc.report import format_table
 from aitc.spmd import lower_spmd
@@ -63,7 +64,7 @@ class CompileOptions:
     cores: int = 1
     """Cores to shard the model over (1: today's single-core program)."""
     shard: str = "auto"
-    """The sharding strategy with cores > 1: auto, tp, sp, dp or none."""
+    """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp or none."""
 
 
 @dataclass
@@ -215,14 +216,8 @@ def _fewer_collections():
 
 
 def _run_passes(module: ModuleOp, passes: list[ModulePass]) -> list[tuple[str, float]]:
-    """`run_pipeline`, its failure (which names the pass) as one diagnostic: the message up to
-    the IR dump xDSL appends after a blank line."""
-    from xdsl.utils.exceptions import DiagnosticException, PassFailedException
-
-    try:
-        return run_pipeline(module, passes)
-    except (PassFailedException, DiagnosticException) as error:
-        raise AitcError(str(error).split("\n\n")[0].strip()) from None
+    """`run_pipeline_reporting`: a failing pass is one AitcError naming it."""
+    return run_pipeline_reporting(module, passes)
 
 
 def _attr_value(value) -> object:

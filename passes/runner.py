@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
+from aitc.diagnostics import AitcError
 from aitc.ir import make_context
 
 
@@ -62,3 +63,13 @@ def run_pipeline(
             raise
         raise _failure(running.name, str(error), error) from error
     return monitor.seconds
+
+
+def run_pipeline_reporting(module: ModuleOp, passes: Sequence[ModulePass]) -> list[tuple[str, float]]:
+    """`run_pipeline`, a failure (which names the pass) raised as one AitcError diagnostic: the
+    message up to the IR dump xDSL appends after a blank line."""
+    try:
+        return run_pipeline(module, passes)
+    except (PassFailedException, DiagnosticException) as error:
+        raise AitcError(str(error).split("\n\n")[0].strip()) from None
+

@@ -363,13 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--cores",
         type=_positive_int,
         default=1,
-        help="cores to shard the model over (default 1; more than 1 needs --emit graph for now)",
+        help="cores to shard the model over (default 1: the single-core program)",
     )
     p.add_argument(
         "--shard",
-        choices=("auto", "tp", "sp", "dp", "none"),
+        choices=("auto", "tp", "sp", "dp", "tp-sp", "none"),
         default="auto",
-        help="sharding strategy with --cores > 1: tensor/sequence/data parallel, or the cheapest (auto)",
+        help="sharding strategy with --cores > 1: tensor, sequence, data or Megatron tensor+sequence "
+        "parallel, or the cheapest (auto)",
     )
     p.set_defaults(handler=cmd_compile)
 

@@ -22,7 +22,8 @@ from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
 from aitc.dialects import shard
 from aitc.module_target import record_target
-from aitc.passes.pipelines import lowering_pipeline, run_pipeline
+from aitc.passes.pipelines import lowering_pipeline
+from aitc.passes.runner import run_pipeline_reporting
 from aitc.spmd.link import link
 from aitc.spmd.phases import Phase, cut
 from aitc.spmd.specialize import expand_all_to_all, specialize
@@ -50,11 +51,12 @@ def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
         function = entry_function(copy)
         expand_all_to_all(function)
         specialize(function, core)
-        steps = cut(function, spec)
+        steps = cut(function, spec, core)
+        pipeline = lowering_pipeline(depth, optimize=False, host_fallback=False)
         lowered = []
         for step in steps.steps:
             if isinstance(step, Phase):
-                run_pipeline(step.module, lowering_pipeline(depth, optimize=False, host_fallback=False))
+                run_pipeline_reporting(step.module, pipeline)
                 lowered.append(step.module)
             else:
                 lowered.append(None)

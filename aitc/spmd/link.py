@@ -47,7 +47,7 @@ from aitc.dialects.hw.program import accesses, address_range, instructions
 from aitc.passes.shard.cost_model import collective_cycles
 from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semaphores, build
 from aitc.sim.program import COLLECTIVE_PREFIX
-from aitc.spmd.phases import Collective, Phase, Steps
+from aitc.spmd.phases import Collective, Phase, Slice, Steps
 from aitc.target import Target
 
 ALIGN = 64
@@ -234,6 +234,38 @@ class Linker:
             self.streams[core] += stream
             self.fence(core, barrier=False)
 
+    def slice_input(self, core: int, step: Slice) -> None:
+        """Copies core `core`'s part of a shared input into its own buffer, through SRAM (the
+        part is a column block of the input seen as rows x columns, `_matrix`), a group of
+        rows at a time."""
+        element = tensor_bytes(step.source_type) // max(math.prod(step.source_type.get_shape()), 1)
+        shape = step.source_type.get_shape()
+        rows, row_elements = math.prod(shape[: step.axis]), math.prod(shape[step.axis :])
+        width = row_elements // self.cores
+        source = self.shared[step.source] + step.position * width * element
+        result = self.buffer(core, step.result, step.result_type)
+        per = max(1, min(rows, self.target.sram_bytes // max(width * element, 1)))
+        if width * element > self.target.sram_bytes:
+            raise AitcError(
+                f"a part of input '{step.source}' ({width * element} bytes a row) does not fit in SRAM"
+            )
+        stream: list[Operation] = []
+        for first in range(0, rows, per):
+            count = min(per, rows - first)
+            stream += [
+                _dma(DmaInOp, "sram", 0, "dram", source + first * row_elements * element, count,
+                     width * element, src_stride=row_elements * element),
+                SemSignalOp(sem=READY, engine="dma0"),
+                SemWaitOp(sem=READY, engine=SEND_ENGINE),
+                _dma(DmaOutOp, "dram", result + first * width * element, "sram", 0, 1,
+                     count * width * element),
+                SemSignalOp(sem=READY + 1, engine=SEND_ENGINE),
+                SemWaitOp(sem=READY + 1, engine="dma0"),
+            ]  # fmt: skip
+        self.fence(core, barrier=False)
+        self.streams[core] += stream
+        self.fence(core, barrier=False)
+
     def _piece(
         self, core: int, step: Collective, piece: Piece, source: int, result: int, row_elements: int
     ) -> list[Operation]:
@@ -343,6 +375,8 @@ def link(
         for step, module in zip(steps.steps, lowered, strict=True):
             if isinstance(step, Collective):
                 linker.collective(core, step)
+            elif isinstance(step, Slice):
+                linker.slice_input(core, step)
             else:
                 assert module is not None
                 linker.phase(core, step, module)
@@ -353,7 +387,7 @@ def _output_types(steps: Steps, lowered: list[ModuleOp | None]) -> dict[str, Ten
     """The type of every value a step produces, by name."""
     types: dict[str, TensorType] = {}
     for step, module in zip(steps.steps, lowered, strict=True):
-        if isinstance(step, Collective):
+        if isinstance(step, Collective | Slice):
             types[step.result] = step.result_type
             continue
         assert module is not None

@@ -20,6 +20,7 @@ from aitc.analysis.graph_matching import node_name
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, shard
+from aitc.interp.shard import groups
 from aitc.module_target import TARGET_ATTR
 from aitc.passes.graph.place_on_host.outline import HandOverNames, outline_segment
 from aitc.passes.graph.place_on_host.placement import Segment
@@ -41,6 +42,19 @@ class Collective:
 
 
 @dataclass
+class Slice:
+    """Core `position`'s part (along `axis`) of the function input `source`, copied into the
+    per-core tensor `result` before the phases that read it."""
+
+    source: str
+    result: str
+    source_type: TensorType
+    result_type: TensorType
+    axis: int
+    position: int
+
+
+@dataclass
 class Phase:
     """A graph module computing `outputs` from `inputs` (names of DRAM tensors)."""
 
@@ -54,7 +68,7 @@ class Steps:
     """A core's program: phases and collectives in order, the function's inputs (name, type)
     and its outputs (output name, the value name that holds it)."""
 
-    steps: list[Phase | Collective] = field(default_factory=list)
+    steps: list[Phase | Collective | Slice] = field(default_factory=list)
     inputs: list[tuple[str, TensorType]] = field(default_factory=list)
     outputs: list[tuple[str, str]] = field(default_factory=list)
 
@@ -80,20 +94,23 @@ def _collective(op: shard.CollectiveOp, names: HandOverNames) -> Collective:
     )
 
 
-def cut(function: func.FuncOp, target: str) -> Steps:
+def cut(function: func.FuncOp, target: str, core: int) -> Steps:
     """The phases and collectives of a specialized per-core function (module docstring)."""
     block = function.body.block
     returned = list(block.last_op.operands) if isinstance(block.last_op, func.ReturnOp) else []
     names = HandOverNames(function, returned)
     runs: list[list[Operation] | shard.CollectiveOp] = [[]]
+    slices: list[Slice] = []
     for op in block.ops:
-        if isinstance(op, shard.CollectiveOp):
+        if isinstance(op, shard.AllSliceOp) and op.input in block.args:
+            slices.append(_slice(op, names, core))
+        elif isinstance(op, shard.CollectiveOp):
             runs += [op, []]
         elif not isinstance(op, func.ReturnOp | graph.ConstantOp):
             run = runs[-1]
             assert isinstance(run, list)
             run.append(op)
-    steps = Steps(inputs=[(names(arg), _tensor(arg)) for arg in block.args])
+    steps = Steps(inputs=[(names(arg), _tensor(arg)) for arg in block.args], steps=list(slices))
     for number, run in enumerate(runs):
         if isinstance(run, shard.CollectiveOp):
             steps.steps.append(_collective(run, names))
@@ -104,6 +121,20 @@ def cut(function: func.FuncOp, target: str) -> Steps:
         if isinstance(value.owner, graph.ConstantOp) or value in block.args:
             raise AitcError("a multi-core program cannot return an input or a constant as is yet")
     return steps
+
+
+def _slice(op: shard.AllSliceOp, names: HandOverNames, core: int) -> Slice:
+    grid = shard.grid_of(op, op.grid.root_reference.data)
+    assert grid is not None  # the verifier's
+    position = next(members.index(core) for members in groups(grid.dims, op.axes) if core in members)
+    return Slice(
+        names(op.input),
+        names(op.result),
+        _tensor(op.input),
+        _tensor(op.result),
+        op.int_prop("slice_axis"),
+        position,
+    )
 
 
 def _tensor(value: SSAValue) -> TensorType:

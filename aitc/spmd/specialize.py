@@ -5,6 +5,9 @@
 
     all_slice of a constant         -> a constant holding core c's part (weights are sliced at
                                        compile time; every core's program carries only its part)
+    all_slice of an input           -> stays: the linker copies core c's part from the shared
+                                       input (`phases.Slice`; a graph.slice of an integer input
+                                       would be host work, which a core's phase cannot hold)
     all_slice of any other value    -> graph.slice at core c's offset (a local copy)
     process_linear_index            -> graph.constant c
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import graph, shard
@@ -102,8 +105,8 @@ def expand_all_to_all(function: func.FuncOp) -> None:
 def specialize(function: func.FuncOp, core: int) -> None:
     """Makes `function` (changed in place) core `core`'s copy (see the module docstring)."""
     for op in list(function.body.block.ops):
-        if isinstance(op, shard.AllSliceOp):
-            _replace(op, _slice_of(op, core))
+        if isinstance(op, shard.AllSliceOp) and not isinstance(op.input, BlockArgument):
+            _replace(op, _slice_of(op, core))  # an input's part is copied by the linker
         elif isinstance(op, shard.ProcessLinearIndexOp):
             value = array_to_attr(np.array(core, dtype=np.int64), "core")
             _replace(op, graph.ConstantOp(value))

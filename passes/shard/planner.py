@@ -17,6 +17,10 @@ forces when that loop divides evenly:
     sp  sequence parallel: a matmul by a weight splits its rows (the tokens), a gather its
         indices' last dim (the tokens)
     dp  data parallel: the batch (result dim 0)
+    tp-sp  Megatron tensor + sequence parallel: the matmuls as tp; every other op that no split
+        operand informs (embeddings, residual adds, LayerNorms) splits its tokens (result dim
+        rank - 2) instead of running whole on every core, so a row-parallel matmul's all_reduce
+        becomes a reduce_scatter, and a column-parallel matmul gathers its input (all_gather)
 
 Every other op with a split operand (or a seeded result), and an anchor whose forced loop does
 not divide, takes the candidate (a splittable loop, or none) of least estimated cycles:
@@ -46,7 +50,7 @@ from aitc.target import Target
 Split = int | None
 """A value's sharding on a 1-D grid: the dim split into equal parts, or None (whole)."""
 
-STRATEGIES = ("tp", "sp", "dp")
+STRATEGIES = ("tp", "sp", "dp", "tp-sp")
 """The strategies `auto` chooses among (`none` plans from the seeds alone)."""
 
 
@@ -135,6 +139,8 @@ def forced_loop(op: Operation, rule: Rule, strategy: str, values: dict[SSAValue,
         return 2 if have == 1 and len(rule.loops) == 3 else 1
     if isinstance(op, graph.GatherOp) and strategy == "sp":
         return len(shape_of(op.indices)) - 1 + (op.axis.value.data if op.axis is not None else 0)
+    if strategy == "tp-sp":
+        return forced_loop(op, rule, "tp", values)
     if strategy == "dp" and isinstance(op, graph.MatMulOp | graph.ConvOp | graph.GatherOp):
         return 0 if rule.results[0] and rule.results[0][0] == 0 else None
     return None
@@ -206,6 +212,11 @@ class Planner:
             plan.reason = f"{self.strategy}: {loop_name(op, rule, forced)}"
             return plan
         if not informed:
+            tokens = self._token_loop(op, rule, loops) if self.strategy == "tp-sp" else None
+            if tokens is not None:
+                plan = self.evaluate(op, rule, tokens)
+                plan.reason = f"tp-sp: {loop_name(op, rule, tokens)} (tokens)"
+                return plan
             plan = self.evaluate(op, rule, None)
             plan.reason = "no split operand: runs whole on every core"
             if forced is not None:
@@ -222,6 +233,15 @@ class Planner:
             why += f"; {self._not_dividing(op, rule, forced)}"
         best.reason = f"{loop_name(op, rule, best.loop)}: {why}"
         return best
+
+    def _token_loop(self, op: Operation, rule: Rule, loops: list[int]) -> int | None:
+        """tp-sp's split of an op outside the tensor-parallel matmuls: the tokens (the rows,
+        result dim rank - 2) of an activation of rank >= 2, when they divide."""
+        out = rule.results[0] if rule.results else ()
+        if len(out) < 2 or isinstance(op, graph.MatMulOp | graph.ConvOp):
+            return None
+        loop = out[len(out) - 2]
+        return loop if loop in loops and rule.loops[loop] == PARALLEL else None
 
     def _not_dividing(self, op: Operation, rule: Rule, loop: int) -> str:
         return f"{self.strategy} would {loop_name(op, rule, loop)}, which does not divide by {self.cores}"

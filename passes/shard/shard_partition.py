@@ -35,6 +35,19 @@ from aitc.passes.shard.rules import Rule, rule_of, shape_of, splittable
 from aitc.passes.shard.shard_propagate import graph_function, split_of
 
 
+def _wanted_split(value: SSAValue) -> Split:
+    """The split every use of `value` asks for through shard.shard (None when a use reads it
+    directly, or uses disagree)."""
+    wants: set[Split] = set()
+    for use in value.uses:
+        user = use.operation
+        sharding = user.sharding.owner if isinstance(user, shard.ShardOp) else None
+        if not isinstance(sharding, shard.ShardingOp) or sharding.offsets is not None:
+            return None
+        wants.add(split_of(sharding))
+    return wants.pop() if len(wants) == 1 else None
+
+
 def local_type(value: SSAValue, split: Split, parts: int) -> TensorType:
     """The per-core type of `value` split along `split` over `parts` cores."""
     assert isinstance(value.type, TensorType)
@@ -142,13 +155,22 @@ class Partitioner:
                 local = self.emit(
                     shard.AllReduceOp(local, self.grid, [0], local.type, reduction=rule.loops[loop]), op
                 ).results[0]
+                # every user wants one split: take it before the bias, so shard-simplify makes
+                # all_slice(all_reduce) one reduce_scatter (tp-sp's sequence-parallel regions)
+                split = _wanted_split(value)
+                local = self.reshard(local, None, split, op, value)
                 if bias is not None:
-                    local = self.add_bias(op, local, bias)
+                    local = self.add_bias(op, local, bias, split)
             self.local[value], self.split[value] = local, split
 
-    def add_bias(self, op: Operation, value: SSAValue, bias: SSAValue) -> SSAValue:
+    def add_bias(self, op: Operation, value: SSAValue, bias: SSAValue, split: Split) -> SSAValue:
+        """`value` + `bias` (one per output column of a matmul, per channel of a conv), the bias
+        sliced when `value` is split along that dim."""
+        rank = len(shape_of(value))
+        bias_dim = 1 if isinstance(op, graph.ConvOp) else rank - 1
+        if split == bias_dim:
+            bias = self.reshard(bias, None, 0, op, bias)
         if isinstance(op, graph.ConvOp):  # per channel: C -> C x 1 x ... to broadcast over N x C x H..
-            rank = len(shape_of(value))
             bias = self.emit(graph.ReshapeOp(bias, [shape_of(bias)[0], *[1] * (rank - 2)]), op).results[0]
         return self.emit(graph.AddOp(value, bias), op).results[0]
 

@@ -232,7 +232,7 @@ class ShardPropagatePass(ModulePass):
     name = "shard-propagate"
 
     strategy: str = "none"
-    """tp, sp, dp, auto (the cheapest of those three) or none (the annotations only)."""
+    """tp, sp, dp, tp-sp, auto (the cheapest of those) or none (the annotations only)."""
 
     cores: int | None = None
     """The grid size when the module has no grid (default: the target's cores)."""

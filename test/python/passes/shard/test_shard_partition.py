@@ -30,6 +30,7 @@ from aitc.interp.shard import run_spmd
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.pipelines import graph_optimize_pipeline
 from aitc.passes.runner import run_pipeline
+from aitc.passes.shard.planner import STRATEGIES as PLANNED
 from aitc.passes.shard.shard_partition import ShardPartitionPass
 from aitc.passes.shard.shard_propagate import ShardPropagatePass
 from aitc.passes.shard.shard_simplify import ShardSimplifyPass
@@ -114,7 +115,7 @@ ZOO_SIZES: dict[str, dict] = {
 """Small sizes: batch, channels, heads and tokens divide by 4, so every strategy has a
 dim to split on 2 and on 4 cores."""
 
-STRATEGIES = ("tp", "sp", "dp", "auto")
+STRATEGIES = (*PLANNED, "auto")
 
 REPLICATED = {("residual_block", "sp"), ("depthwise_separable", "sp")}
 """(model, strategy) that split nothing today: sp splits the rows of a matmul by a weight and

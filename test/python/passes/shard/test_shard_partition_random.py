@@ -16,6 +16,7 @@ from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.interp.shard import run_spmd
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.runner import run_pipeline
+from aitc.passes.shard.planner import STRATEGIES
 from aitc.passes.shard.shard_partition import ShardPartitionPass
 from aitc.passes.shard.shard_propagate import ShardPropagatePass
 from aitc.passes.shard.shard_simplify import ShardSimplifyPass
@@ -201,7 +202,7 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=graphs(), cores=st.sampled_from([2, 4]), strategy=st.sampled_from(["tp", "sp", "dp"]))
+@given(text=graphs(), cores=st.sampled_from([2, 4]), strategy=st.sampled_from(STRATEGIES))
 def test_random_graph_partitioned_computes_what_it_computes_unsharded(text: str, cores: int, strategy: str):
     note(text)
     module = parse_mlir(text)

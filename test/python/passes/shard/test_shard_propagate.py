@@ -27,6 +27,7 @@ from aitc.interp.shard import run_spmd
 from aitc.ir import make_context, parse_mlir, print_mlir
 from aitc.passes.pipelines import graph_optimize_pipeline
 from aitc.passes.runner import run_pipeline
+from aitc.passes.shard.planner import STRATEGIES
 from aitc.passes.shard.shard_partition import ShardPartitionPass
 from aitc.passes.shard.shard_propagate import ShardPropagatePass
 from aitc.testing import model_zoo
@@ -86,7 +87,7 @@ def splits(module: ModuleOp) -> list[tuple[tuple[int, ...], int]]:
 # --------------------------------------------------------------------------- the plan
 
 
-@pytest.mark.parametrize("strategy", ["tp", "sp", "dp", "none"])
+@pytest.mark.parametrize("strategy", [*STRATEGIES, "none"])
 def test_plan_is_recorded_on_the_module(strategy: str):
     module = propagated(zoo_graph("mlp")[0], strategy)
     plan = plan_of(module)
@@ -97,7 +98,7 @@ def test_plan_is_recorded_on_the_module(strategy: str):
     assert [(g.sym_name.data, g.dims) for g in grids] == [("cores", (4,))]
 
 
-@pytest.mark.parametrize("strategy", ["tp", "sp", "dp", "auto"])
+@pytest.mark.parametrize("strategy", [*STRATEGIES, "auto"])
 @pytest.mark.parametrize("name", sorted(ZOO_SIZES))
 def test_planned_collectives_are_the_ones_partition_inserts(name: str, strategy: str):
     """`collectives` counts what the plan moves (all_slice is free, not counted): the same
@@ -118,9 +119,9 @@ def test_auto_records_every_strategy_and_chooses_the_cheapest(name: str, cores: 
     text = zoo_graph(name)[0]
     plan = plan_of(propagated(text, "auto", cores))
     alternatives = plan["alternatives"]
-    assert alternatives.keys() == {"tp", "sp", "dp"}
+    assert alternatives.keys() == set(STRATEGIES)
     assert plan["est_cycles"] == min(alternatives.values())
-    assert plan["strategy"] == min(("tp", "sp", "dp"), key=lambda s: alternatives[s])  # ties: tp, sp, dp
+    assert plan["strategy"] == min(STRATEGIES, key=lambda s: alternatives[s])  # ties: in STRATEGIES order
     for strategy, cycles in alternatives.items():  # each estimate is that strategy's own plan
         assert plan_of(propagated(text, strategy, cores))["est_cycles"] == cycles
 
@@ -128,7 +129,7 @@ def test_auto_records_every_strategy_and_chooses_the_cheapest(name: str, cores: 
 # --------------------------------------------------------------------------- determinism
 
 
-@pytest.mark.parametrize("strategy", ["tp", "sp", "dp", "auto"])
+@pytest.mark.parametrize("strategy", [*STRATEGIES, "auto"])
 @pytest.mark.parametrize("name", ["transformer_encoder_layer", "cnn_bn_pool"])
 def test_propagating_twice_gives_identical_ir(name: str, strategy: str):
     text = zoo_graph(name)[0]
@@ -201,7 +202,7 @@ def test_annotation_of_a_split_argument_follows_its_sharding():
     parse_mlir(print_mlir(module))
 
 
-@pytest.mark.parametrize("strategy", ["tp", "sp", "dp"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("name", ["transformer_encoder_layer", "cnn_bn_pool"])
 def test_only_annotations_are_added(name: str, strategy: str):
     """The graph ops, their types and what the module computes are unchanged; every value is
