@@ -16,6 +16,7 @@ import contextlib
 import gc
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from aitc.diagnostics import AitcError
 from aitc.dialects.exec import REASON_ATTR, CallOp, is_host_function, is_schedule, kept_functions, symbol_name
 from aitc.dialects.graph import ConstantOp
 from aitc.dialects.hw import InstructionOp, ProgramOp
+from aitc.dialects.shard import CollectiveOp
 from aitc.dialects.tile import KernelOp
 from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
@@ -324,6 +326,13 @@ def shard_plan_report(module: ModuleOp) -> str:
         f"sharding plan: {values['strategy']} on {values['cores']} cores, "
         f"estimated {values['est_cycles']} cycles, collectives: {values['collectives']}"
     ]
+    moved = Counter(op.name.removeprefix("shard.") for op in module.walk() if isinstance(op, CollectiveOp))
+    moved.pop("all_slice", None)  # local: moves nothing
+    if moved:
+        lines.append(
+            "  collectives in the per-core program (after shard-simplify): "
+            + ", ".join(f"{count} {kind}" for kind, count in sorted(moved.items()))
+        )
     alternatives = summary.data.get("alternatives")
     if isinstance(alternatives, DictionaryAttr):
         others = ", ".join(f"{k} {_attr_value(v)}" for k, v in alternatives.data.items())

@@ -4,7 +4,9 @@ For each examples/models/*.onnx:
   1. import (aitc check's per-node summary), graph-optimize, run at graph level (numpy reference);
   2. compile for the `edge` NPU (graph -> tile -> sync -> hw), write the binary, run it on the
      cycle-approximate simulator;
-and compare both with onnxruntime on the same random inputs. Prints two tables and where the
+  3. compile for every core of `edge` (sharded by the cost model's strategy: --cores 4 --shard
+     auto), run it on the simulator, next to the single-core cycles, and print one plan;
+and compare each with onnxruntime on the same inputs. Prints the tables and where the
 binaries, the optimised IR and a Chrome/Perfetto trace were written.
 """
 
@@ -18,7 +20,8 @@ import numpy as np
 import onnx
 
 from aitc.binary import save_program
-from aitc.compiler import CompileOptions, compile_module
+from aitc.compiler import CompileOptions, compile_module, shard_plan_report
+from aitc.diagnostics import AitcError
 from aitc.files import write_atomic
 from aitc.frontend.onnx_import import import_onnx, node_support
 from aitc.interp.run import entry_function, random_inputs, run_module
@@ -68,6 +71,29 @@ def npu_level(path: Path, model: onnx.ModelProto, inputs, reference) -> tuple:
     )  # fmt: skip
 
 
+def multicore_level(path: Path, model: onnx.ModelProto, inputs, reference, single_cycles: int) -> tuple:
+    """Compiled for every core of the target (`--cores 4 --shard auto`), run on the simulator."""
+    target = load_target(TARGET)
+    start = time.perf_counter()
+    try:
+        result = compile_module(model, CompileOptions(target=TARGET, cores=target.cores, shard="auto"))
+    except AitcError as error:  # e.g. a model with host segments: multi-core is NPU-only
+        reason = str(error).split(";")[0].removeprefix("a multi-core program runs on the NPU only, but ")
+        return (path.stem, "-", "-", "-", single_cycles, "-", "-", "-", reason, "SKIPPED")  # fmt: skip
+    compile_s = time.perf_counter() - start
+    save_program(OUT / f"{path.stem}.{target.cores}cores.aitb", result.module, target)
+    run = Simulator(result.module, target).run(inputs)
+    error = relative_error(run.outputs, reference)
+    lines = (result.plan or "").splitlines()
+    strategy = lines[0].removeprefix("sharding plan: ").split(" on ")[0] if lines else "-"
+    moved = [line.split(": ", 1)[1] for line in lines if "after shard-simplify" in line]
+    return (
+        path.stem, strategy, moved[0] if moved else "none", f"{compile_s:.2f}", single_cycles,
+        run.stats.cycles, f"{single_cycles / run.stats.cycles:.2f}x",
+        sum(c.cycles for c in run.stats.collectives), f"{error:.1e}", _verdict(error),
+    )  # fmt: skip
+
+
 def example_inputs(path: Path, model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """`<stem>.inputs.npz` next to the model (token ids and masks), else seeded random inputs."""
     saved = path.with_suffix(".inputs.npz")
@@ -92,13 +118,14 @@ def _verdict(error: float) -> str:
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    graph_rows, npu_rows = [], []
+    graph_rows, npu_rows, multi_rows = [], [], []
     for path in sorted((HERE / "models").glob("*.onnx")):
         model = onnx.load(path)
         inputs = example_inputs(path, model)
         reference = onnxruntime_outputs(model, inputs)
         graph_rows.append(graph_level(path, model, inputs, reference))
         npu_rows.append(npu_level(path, model, inputs, reference))
+        multi_rows.append(multicore_level(path, model, inputs, reference, int(npu_rows[-1][5])))
     print("aitc demo: the bundled ONNX models through the toolchain, checked against onnxruntime\n")
     print("1. graph level: import -> graph-optimize -> numpy reference interpreter")
     graph_headers = ["model", "ONNX nodes", "graph ops", "optimised", "optimise ms", "rel. error", "result"]
@@ -116,10 +143,23 @@ def main() -> None:
         "rel. error",
     ]
     print(format_table([*headers, "result"], npu_rows))
+    cores = load_target(TARGET).cores
+    flags = f"--cores {cores} --shard auto"
+    print(f"\n3. sharded over the {cores} cores of '{TARGET}' ({flags}), run on the simulator")
+    multi_headers = ["model", "strategy", "collectives", "compile s", "1-core cycles", f"{cores}-core cycles",
+                     "speed-up", "collective cycles", "rel. error", "result"]  # fmt: skip
+    print(format_table(multi_headers, multi_rows))
+    transformer = HERE / "models" / "tiny_transformer.onnx"
+    if transformer.exists():
+        print(f"\nthe plan for {transformer.stem} on {cores} cores, as `aitc compile {flags}` reports it:")
+        options = CompileOptions(target=TARGET, cores=cores, emit="graph")
+        print(shard_plan_report(compile_module(onnx.load(transformer), options).module))
     shown = OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT
     print(f"\nwritten to {shown}/: optimised graph IR (*.mlir), binaries (*.aitb), traces (*.trace.json:")
     print("open in https://ui.perfetto.dev or chrome://tracing)")
-    if any(row[-1] != "MATCH" for row in graph_rows + npu_rows):
+    if any(row[-1] != "MATCH" for row in graph_rows + npu_rows) or any(
+        row[-1] == "MISMATCH" for row in multi_rows
+    ):
         raise SystemExit(1)
 
 

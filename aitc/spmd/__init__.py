@@ -56,9 +56,26 @@ def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
         lowered = []
         for step in steps.steps:
             if isinstance(step, Phase):
-                run_pipeline_reporting(step.module, pipeline)
+                _lower_phase(step, pipeline)
                 lowered.append(step.module)
             else:
                 lowered.append(None)
         per_core.append((steps, lowered))
     return link(target, spec, per_core, name)
+
+
+def _lower_phase(phase: Phase, pipeline: list) -> None:
+    """Runs the single-core pipeline on a phase; ops only the host runs are refused here."""
+    try:
+        run_pipeline_reporting(phase.module, pipeline)
+    except AitcError as error:
+        text = str(error)
+        if not text.startswith("place-on-host:"):
+            raise
+        first, _, ops = text.partition("\n")
+        count = first.removeprefix("place-on-host:").split(" cannot run")[0].strip()
+        raise AitcError(
+            f"a multi-core program runs on the NPU only, but {count} need the host; compile with "
+            f"--cores 1 to run them in host segments:\n{ops}"
+        ) from None
+
