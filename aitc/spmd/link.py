@@ -155,6 +155,12 @@ class Linker:
         self.engines = engines
         self.fence_sems = (target.semaphores - 1, target.semaphores - 2)
         self.collective_numbers = [0] * cores
+        self.outputs: dict[str, int] = {}
+        """Function output values -> their shared DRAM tensor (core 0 writes them)."""
+        self.aliased: set[str] = set()
+        """Final all_gathers whose parts were written in place (`alias_final_parts`)."""
+        self.final_outputs: set[str] = set()
+        """Collective results that are function outputs no later step reads (see `_piece`)."""
 
     # -- DRAM
 
@@ -165,7 +171,26 @@ class Linker:
         for output, value in steps.outputs:
             at = self.dram.take(tensor_bytes(output_types[value]))
             self.data.append(TensorOp(output, "output", at, output_types[value]))
-            self.buffers[0][value] = at
+            self.buffers[0][value] = self.outputs[value] = at
+
+    def alias_final_parts(self, steps: Steps) -> None:
+        """A final all_gather whose parts are contiguous (split along the outermost dim): each
+        core's part is made straight in its place in the shared output, and the gather is
+        dropped (`collective` skips it)."""
+        for step in steps.steps:
+            if not (
+                isinstance(step, Collective)
+                and step.kind == "all_gather"
+                and step.result in self.final_outputs
+            ):
+                continue
+            rows, row_elements = _matrix(step)
+            if rows != 1:
+                continue
+            layout = Layout(0, rows, row_elements, 0, self.cores)
+            for core in range(self.cores):
+                self.buffers[core][step.source] = self.outputs[step.result] + layout.columns(core)[0] * F32
+            self.aliased.add(step.result)
 
     def buffer(self, core: int, name: str, type_: TensorType) -> int:
         if name in self.shared:
@@ -209,6 +234,8 @@ class Linker:
     def collective(self, core: int, step: Collective) -> None:
         """Core `core`'s part of `step`: per piece (all of it when it fits in SRAM), load from
         DRAM, exchange, store; fenced on both sides."""
+        if step.result in self.aliased:
+            return  # every core wrote its part in place
         source = self.buffer(core, step.source, step.source_type)
         result = self.buffer(core, step.result, step.result_type)
         rows, row_elements = _matrix(step)
@@ -222,13 +249,19 @@ class Linker:
                 f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
                 "receive slots"
             )
+        final = step.result in self.final_outputs
+        if final:
+            result = self.outputs[step.result]
         number = self.collective_numbers[core]
         self.collective_numbers[core] += 1
-        label = f"{COLLECTIVE_PREFIX}{step.kind}#{number} {rows * row_elements * F32}B {step.node}"
+        kind = (
+            {"all_reduce": "reduce_scatter", "all_gather": "write_parts"}[step.kind] if final else step.kind
+        )
+        label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * F32}B {step.node}"
         where = NameLoc(StringAttr(label), NoneAttr())
         for piece in pieces:
-            self.fence(core, barrier=True)
-            stream = self._piece(core, step, piece, source, result, row_elements)
+            self.fence(core, barrier=not (final and step.kind == "all_gather"))
+            stream = self._piece(core, step, piece, source, result, final)
             for op in stream:
                 op.location = where
             self.streams[core] += stream
@@ -267,23 +300,37 @@ class Linker:
         self.fence(core, barrier=False)
 
     def _piece(
-        self, core: int, step: Collective, piece: Piece, source: int, result: int, row_elements: int
+        self, core: int, step: Collective, piece: Piece, source: int, result: int, final: bool
     ) -> list[Operation]:
+        """One piece: load, exchange, store. `final`: the result is a function output that no
+        later step reads, so each core writes only its own part of it into the shared output
+        (an all_gather needs no exchange at all, an all_reduce only its reduce-scatter half)."""
         layout = piece.layout(self.cores)
-        part = build(step.kind, piece.algorithm, step.reduction, layout, COLLECTIVE_SEMS)[core]
         start, width = layout.columns(core)
         whole = layout.nbytes
         if step.kind == "all_reduce":  # a column range of the one-row value
             load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * F32, 1, whole)
             store = _dma(DmaOutOp, "dram", result + piece.first * F32, "sram", 0, 1, whole)
+            if final:
+                store = _dma(DmaOutOp, "dram", result + (piece.first + start) * F32, "sram", start * F32,
+                             1, width * F32)  # fmt: skip
         elif step.kind == "all_gather":  # this core's column block in, every row whole out
             load = _dma(DmaInOp, "sram", start * F32, "dram", source + piece.first * width * F32,
                         layout.rows, width * F32, dst_stride=layout.row_bytes)  # fmt: skip
             store = _dma(DmaOutOp, "dram", result + piece.first * layout.row_bytes, "sram", 0, 1, whole)
+            if final:
+                at = result + piece.first * layout.row_bytes + start * F32
+                store = _dma(DmaOutOp, "dram", at, "sram", start * F32, layout.rows, width * F32,
+                             layout.row_bytes, layout.row_bytes)  # fmt: skip
         else:  # reduce_scatter: every row whole in, this core's column block out
             load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * layout.row_bytes, 1, whole)
             store = _dma(DmaOutOp, "dram", result + piece.first * width * F32, "sram", start * F32,
                          layout.rows, width * F32, src_stride=layout.row_bytes)  # fmt: skip
+        if final and step.kind == "all_gather":
+            ready = [SemSignalOp(sem=READY, engine="dma0"), SemWaitOp(sem=READY, engine=SEND_ENGINE)]
+            return [load, *ready, store]
+        kind = "reduce_scatter" if final else step.kind
+        part = build(kind, piece.algorithm, step.reduction, layout, COLLECTIVE_SEMS)[core]
         stream: list[Operation] = [load, SemSignalOp(sem=READY, engine="dma0", count=2 if part.vector else 1)]
         if part.vector:
             stream += [SemWaitOp(sem=READY, engine="vector"), *part.vector]
@@ -371,6 +418,8 @@ def link(
     steps0, lowered0 = per_core[0]
     output_types = _output_types(steps0, lowered0)
     linker.declare(steps0, output_types)
+    linker.final_outputs = _final_outputs(steps0)
+    linker.alias_final_parts(steps0)
     for core, (steps, lowered) in enumerate(per_core):
         for step, module in zip(steps.steps, lowered, strict=True):
             if isinstance(step, Collective):
@@ -381,6 +430,22 @@ def link(
                 assert module is not None
                 linker.phase(core, step, module)
     return linker.module(name)
+
+
+def _final_outputs(steps: Steps) -> set[str]:
+    """Results of all_gather/all_reduce that are function outputs and that no step reads."""
+    read = set()
+    for step in steps.steps:
+        read |= set(step.inputs) if isinstance(step, Phase) else {step.source}
+    outputs = {value for _, value in steps.outputs}
+    return {
+        step.result
+        for step in steps.steps
+        if isinstance(step, Collective)
+        and step.kind in ("all_gather", "all_reduce")
+        and step.result in outputs
+        and step.result not in read
+    }
 
 
 def _output_types(steps: Steps, lowered: list[ModuleOp | None]) -> dict[str, TensorType]:
