@@ -71,7 +71,7 @@ def models(quick: bool) -> dict[str, Callable[[], tuple[onnx.ModelProto, dict[st
     return {
         "matmul": lambda: matmul_model(1024 // scale),
         "layer": lambda: model_zoo.transformer_encoder_layer(
-            hidden=384 // scale, heads=max(1, 6 // scale), seq=128 // scale, ffn=1536 // scale, batch=1
+            hidden=384 // scale, heads=max(1, 12 // scale), seq=128 // scale, ffn=1536 // scale, batch=1
         ),
         "resnet": lambda: model_zoo.residual_block(batch=1, channels=64 // scale, image=32 // scale),
         "minilm": lambda: model_zoo.encoder(layers=layers, **sizes),

@@ -157,6 +157,8 @@ class Linker:
         self.collective_numbers = [0] * cores
         self.outputs: dict[str, int] = {}
         """Function output values -> their shared DRAM tensor (core 0 writes them)."""
+        self.in_dram: set[str] = set()
+        """All_gathers done through shared DRAM (`gather_in_dram`): a barrier is all they need."""
         self.aliased: set[str] = set()
         """Final all_gathers whose parts were written in place (`alias_final_parts`)."""
         self.final_outputs: set[str] = set()
@@ -172,6 +174,28 @@ class Linker:
             at = self.dram.take(tensor_bytes(output_types[value]))
             self.data.append(TensorOp(output, "output", at, output_types[value]))
             self.buffers[0][value] = self.outputs[value] = at
+
+    def gather_in_dram(self, steps: Steps) -> None:
+        """An all_gather whose parts are contiguous (split along the outermost dim) goes through
+        the shared DRAM instead of the links: every core makes its part straight into one shared
+        buffer, a barrier, then every core reads the whole from there. DRAM moves the value once
+        in and once per reader, where the link version also loads and stores it on every core."""
+        for step in steps.steps:
+            if (
+                not isinstance(step, Collective)
+                or step.kind != "all_gather"
+                or step.result in self.final_outputs
+            ):
+                continue
+            rows, row_elements = _matrix(step)
+            if rows != 1 or any(step.source in b or step.result in b for b in self.buffers):
+                continue
+            shared = self.dram.take(tensor_bytes(step.result_type))
+            layout = Layout(0, rows, row_elements, 0, self.cores)
+            for core in range(self.cores):
+                self.buffers[core][step.source] = shared + layout.columns(core)[0] * F32
+                self.buffers[core][step.result] = shared
+            self.in_dram.add(step.result)
 
     def alias_final_parts(self, steps: Steps) -> None:
         """A final all_gather whose parts are contiguous (split along the outermost dim): each
@@ -236,6 +260,14 @@ class Linker:
         DRAM, exchange, store; fenced on both sides."""
         if step.result in self.aliased:
             return  # every core wrote its part in place
+        if step.result in self.in_dram:
+            label = f"{COLLECTIVE_PREFIX}all_gather_dram#{self.collective_numbers[core]} 0B {step.node}"
+            self.collective_numbers[core] += 1
+            start = len(self.streams[core])
+            self.fence(core, barrier=True)  # every core's part is in the shared buffer
+            for op in self.streams[core][start:]:
+                op.location = NameLoc(StringAttr(label), NoneAttr())
+            return
         source = self.buffer(core, step.source, step.source_type)
         result = self.buffer(core, step.result, step.result_type)
         rows, row_elements = _matrix(step)
@@ -420,6 +452,7 @@ def link(
     linker.declare(steps0, output_types)
     linker.final_outputs = _final_outputs(steps0)
     linker.alias_final_parts(steps0)
+    linker.gather_in_dram(steps0)
     for core, (steps, lowered) in enumerate(per_core):
         for step, module in zip(steps.steps, lowered, strict=True):
             if isinstance(step, Collective):
