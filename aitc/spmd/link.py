@@ -36,6 +36,7 @@ from aitc.dialects.hw import (
     CoreOp,
     DmaInOp,
     DmaOutOp,
+    DmaPeerOp,
     EndOp,
     LoopOp,
     ProgramOp,
@@ -255,9 +256,10 @@ class Linker:
         for core_op in program.cores():
             self.streams[core] += _relocate(list(core_op.body.block.ops), move)
 
-    def collective(self, core: int, step: Collective) -> None:
+    def collective(self, core: int, step: Collective, to_root: bool = False) -> None:
         """Core `core`'s part of `step`: per piece (all of it when it fits in SRAM), load from
-        DRAM, exchange, store; fenced on both sides."""
+        DRAM, exchange, store; fenced on both sides. `to_root`: only core 0 reads the result
+        (an all_reduce then reduce-scatters and sends every chunk to core 0)."""
         if step.result in self.aliased:
             return  # every core wrote its part in place
         if step.result in self.in_dram:
@@ -284,16 +286,18 @@ class Linker:
         final = step.result in self.final_outputs
         if final:
             result = self.outputs[step.result]
+        root = to_root and not final and step.kind == "all_reduce"
         number = self.collective_numbers[core]
         self.collective_numbers[core] += 1
         kind = (
             {"all_reduce": "reduce_scatter", "all_gather": "write_parts"}[step.kind] if final else step.kind
         )
+        kind = "reduce_to_core0" if root else kind
         label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * F32}B {step.node}"
         where = NameLoc(StringAttr(label), NoneAttr())
         for piece in pieces:
             self.fence(core, barrier=not (final and step.kind == "all_gather"))
-            stream = self._piece(core, step, piece, source, result, final)
+            stream = self._piece(core, step, piece, source, result, final, root)
             for op in stream:
                 op.location = where
             self.streams[core] += stream
@@ -332,11 +336,12 @@ class Linker:
         self.fence(core, barrier=False)
 
     def _piece(
-        self, core: int, step: Collective, piece: Piece, source: int, result: int, final: bool
+        self, core: int, step: Collective, piece: Piece, source: int, result: int, final: bool, root: bool
     ) -> list[Operation]:
         """One piece: load, exchange, store. `final`: the result is a function output that no
         later step reads, so each core writes only its own part of it into the shared output
-        (an all_gather needs no exchange at all, an all_reduce only its reduce-scatter half)."""
+        (an all_gather needs no exchange at all, an all_reduce only its reduce-scatter half).
+        `root`: an all_reduce only core 0 needs: reduce-scatter, then each chunk to core 0."""
         layout = piece.layout(self.cores)
         start, width = layout.columns(core)
         whole = layout.nbytes
@@ -361,7 +366,7 @@ class Linker:
         if final and step.kind == "all_gather":
             ready = [SemSignalOp(sem=READY, engine="dma0"), SemWaitOp(sem=READY, engine=SEND_ENGINE)]
             return [load, *ready, store]
-        kind = "reduce_scatter" if final else step.kind
+        kind = "reduce_scatter" if final or root else step.kind
         part = build(kind, piece.algorithm, step.reduction, layout, COLLECTIVE_SEMS)[core]
         stream: list[Operation] = [load, SemSignalOp(sem=READY, engine="dma0", count=2 if part.vector else 1)]
         if part.vector:
@@ -371,8 +376,24 @@ class Linker:
             stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, count=part.last_arrivals))
         if part.last_adds:
             stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.local, engine=SEND_ENGINE, count=part.last_adds))
-        stream.append(store)
+        if root:
+            stream += self._to_core_0(core, layout, store)
+        else:
+            stream.append(store)
         return stream
+
+    def _to_core_0(self, core: int, layout: Layout, store: Operation) -> list[Operation]:
+        """After a reduce-scatter: every other core sends its reduced chunk into core 0's value,
+        core 0 waits for them all and stores the whole."""
+        if core == 0:
+            return [SemWaitOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, count=self.cores - 1), store]
+        at = layout.chunk_address(core)
+        _, width = layout.columns(core)
+        send = DmaPeerOp(
+            dst=AddressAttr("sram", at), src=AddressAttr("sram", at), peer=0, rows=layout.rows,
+            row_bytes=width * F32, src_stride=layout.row_bytes, dst_stride=layout.row_bytes,
+        )  # fmt: skip
+        return [send, SemSignalOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, peer=0)]
 
     def _pieces(self, kind: str, algorithm: str, rows: int, row_elements: int) -> list[Piece] | None:
         """The pieces the value is exchanged in, each fitting in SRAM with its receive slots
@@ -453,16 +474,40 @@ def link(
     linker.final_outputs = _final_outputs(steps0)
     linker.alias_final_parts(steps0)
     linker.gather_in_dram(steps0)
+    needed, results_needed = _needed_beyond_core_0(steps0)
     for core, (steps, lowered) in enumerate(per_core):
-        for step, module in zip(steps.steps, lowered, strict=True):
+        for index, (step, module) in enumerate(zip(steps.steps, lowered, strict=True)):
+            if core and not needed[index]:
+                continue  # only core 0's outputs are kept: the other cores skip work that feeds only them
             if isinstance(step, Collective):
-                linker.collective(core, step)
+                linker.collective(core, step, to_root=not results_needed[index])
             elif isinstance(step, Slice):
                 linker.slice_input(core, step)
             else:
                 assert module is not None
                 linker.phase(core, step, module)
     return linker.module(name)
+
+
+def _needed_beyond_core_0(steps: Steps) -> tuple[list[bool], list[bool]]:
+    """Per step: whether cores other than 0 run it (a collective always: every core
+    contributes; a phase or slice when a later step they run reads what it makes), and whether
+    they need a collective's result (an all_reduce whose result only core 0 reads becomes a
+    reduce to core 0). The function outputs are core 0's."""
+    needed = [False] * len(steps.steps)
+    results = [False] * len(steps.steps)
+    live: set[str] = set()
+    for index in reversed(range(len(steps.steps))):
+        step = steps.steps[index]
+        if isinstance(step, Collective):
+            needed[index], results[index] = True, step.result in live
+            live.add(step.source)
+        elif isinstance(step, Slice):
+            needed[index] = step.result in live
+        elif any(name in live for name in step.outputs):
+            needed[index] = True
+            live |= set(step.inputs)
+    return needed, results
 
 
 def _final_outputs(steps: Steps) -> set[str]:

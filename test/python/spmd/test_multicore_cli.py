@@ -1,0 +1,210 @@
+"""`aitc compile --cores N --shard S` and `aitc run` on the multi-core binary, as a user runs them.
+
+- In real processes: `aitc compile` then `aitc run --inputs/--outputs` for the transformer
+  layer on edge x 4 (auto) and the MLP on tiny x 2 (tp), against onnxruntime; the compile's
+  stdout shows the sharding plan and every core's instruction count; compiling again in a
+  process with another hash seed writes the same bytes.
+- In-process errors: `--emit tile|sync` with `--cores 2`, more cores than the target has, and
+  a model that needs host segments (bert_torch_export) with `--cores 2`: exit status 1, a
+  one-line diagnostic (for bert followed by the list of host ops), no traceback, no output
+  file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+from aitc.reference import onnxruntime_outputs
+from aitc.testing import model_zoo
+from aitc.tools.aitc_main import main
+
+AITC = Path(sys.executable).with_name("aitc")
+TOLERANCE = 1e-4
+"""max |simulated - onnxruntime| / max |onnxruntime|, per output."""
+
+
+@dataclass
+class Saved:
+    """A zoo model on disk: the .onnx, its example inputs as .npz, its --input-shape flags."""
+
+    model: onnx.ModelProto
+    inputs: dict[str, np.ndarray]
+    onnx_path: Path
+    npz_path: Path
+
+    @property
+    def shape_flags(self) -> list[str]:
+        flags = []
+        for name, value in self.inputs.items():
+            flags += ["--input-shape", f"{name}={'x'.join(map(str, value.shape))}"]
+        return flags
+
+
+def save(directory: Path, name: str, model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> Saved:
+    onnx.save(model, directory / f"{name}.onnx")
+    arrays: dict[str, Any] = dict(inputs)  # typed loosely: savez's keywords include allow_pickle
+    np.savez(directory / f"{name}.npz", **arrays)
+    return Saved(model, inputs, directory / f"{name}.onnx", directory / f"{name}.npz")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Saved]:
+    directory = tmp_path_factory.mktemp("models")
+    return {
+        "mlp": save(directory, "mlp", *model_zoo.mlp()),
+        "transformer": save(directory, "transformer", *model_zoo.transformer_encoder_layer()),
+        "bert": save(directory, "bert", *model_zoo.bert_torch_export()),
+    }
+
+
+def aitc_process(argv: Sequence[str | os.PathLike], hash_seed: int = 0) -> subprocess.CompletedProcess[str]:
+    """`aitc ARGV` in a process of its own (with PYTHONHASHSEED `hash_seed`)."""
+    env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
+    return subprocess.run([AITC, *map(str, argv)], capture_output=True, text=True, check=False, env=env)
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> float:
+    diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+    scale = float(np.max(np.abs(want.astype(np.float64))))
+    return diff / scale if scale > 0 else diff
+
+
+CLI_CASES = [("transformer", "edge", 4, "auto"), ("mlp", "tiny", 2, "tp")]
+
+
+@dataclass
+class CliCompile:
+    binary: Path
+    stdout: str
+
+
+@pytest.fixture(scope="module")
+def cli_compiled(models, tmp_path_factory) -> dict[tuple[str, str, int, str], CliCompile]:
+    """Every CLI_CASES model compiled by `aitc compile` in its own process (hash seed 0)."""
+    directory = tmp_path_factory.mktemp("binaries")
+    built = {}
+    for name, target, cores, strategy in CLI_CASES:
+        binary = directory / f"{name}-{target}{cores}-{strategy}.aitb"
+        saved = models[name]
+        argv = [saved.onnx_path, "--target", target, "--cores", cores, "--shard", strategy]
+        result = aitc_process(["compile", *argv, *saved.shape_flags, "-o", binary])
+        assert result.returncode == 0, result.stderr
+        built[(name, target, cores, strategy)] = CliCompile(binary, result.stdout)
+    return built
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[f"{m}-{t}{c}-{s}" for m, t, c, s in CLI_CASES])
+def test_compile_then_run_matches_onnxruntime(case, models, cli_compiled, tmp_path):
+    name, _, cores, strategy = case
+    saved, compiled = models[name], cli_compiled[case]
+    outputs = tmp_path / "out.npz"
+    result = aitc_process(["run", compiled.binary, "--inputs", saved.npz_path, "--outputs", outputs])
+    assert result.returncode == 0, result.stderr
+    want = onnxruntime_outputs(saved.model, saved.inputs)
+    with np.load(outputs) as got:
+        assert sorted(got.files) == sorted(want)
+        for output, expected in want.items():
+            assert got[output].shape == expected.shape
+            error = relative_error(got[output], expected)
+            assert error <= TOLERANCE, f"{output}: relative error {error:.3g}"
+    report = compiled.stdout
+    chosen = "(tp|sp|dp|tp-sp)" if strategy == "auto" else strategy
+    assert re.search(rf"^sharding plan: {chosen} on {cores} cores", report, re.M), report
+    assert re.search(r"^node\s+op\s+decision\s+est_cycles\s+collectives$", report, re.M), report
+    for core in range(cores):
+        assert re.search(rf"^  core {core}: [1-9]\d* instructions", report, re.M), report
+    assert f"wrote {compiled.binary}" in report
+
+
+def test_binary_is_the_same_from_another_process(models, cli_compiled, tmp_path):
+    """4 cores, another PYTHONHASHSEED: nothing in the binary depends on set or dict-of-hash order."""
+    name, target, cores, strategy = CLI_CASES[0]
+    saved = models[name]
+    binary = tmp_path / "again.aitb"
+    argv = [saved.onnx_path, "--target", target, "--cores", cores, "--shard", strategy, *saved.shape_flags]
+    result = aitc_process(["compile", *argv, "-o", binary], hash_seed=12345)
+    assert result.returncode == 0, result.stderr
+    assert binary.read_bytes() == cli_compiled[CLI_CASES[0]].binary.read_bytes()
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def run_cli(capsys, argv: Sequence[str | os.PathLike]) -> tuple[int, str, str]:
+    """`aitc ARGV` in-process: (exit status, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_refused(code: int, err: str, output: Path) -> list[str]:
+    """Exit status 1, no traceback, no output file (nor a temporary); the stderr lines."""
+    assert code == 1, err
+    assert "Traceback" not in err
+    assert "internal error" not in err, err
+    assert not output.exists(), f"{output} written by a failed compile"
+    assert not list(output.parent.glob(f"{output.name}*")), "a temporary output was left behind"
+    lines = err.strip().splitlines()
+    assert " error: " in lines[0], err
+    return lines
+
+
+def assert_one_line_error(code: int, err: str, output: Path) -> str:
+    lines = assert_refused(code, err, output)
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("level", ["tile", "sync"])
+def test_emit_below_graph_with_several_cores_is_refused(capsys, models, tmp_path, level: str):
+    saved = models["mlp"]
+    output = tmp_path / "out.mlir"
+    argv = ["compile", saved.onnx_path, "--target", "edge", "--cores", "2", "--emit", level, "-o", output]
+    code, _, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    line = assert_one_line_error(code, err, output)
+    assert f"--emit {level} with --cores 2" in line
+    assert "--emit graph" in line  # what to do instead
+
+
+@pytest.mark.parametrize(("target", "cores", "has"), [("edge", 8, 4), ("tiny", 3, 2)])
+def test_more_cores_than_the_target_has_is_refused(
+    capsys, models, tmp_path, target: str, cores: int, has: int
+):
+    saved = models["mlp"]
+    output = tmp_path / "out.aitb"
+    argv = ["compile", saved.onnx_path, "--target", target, "--cores", str(cores), "-o", output]
+    code, _, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    line = assert_one_line_error(code, err, output)
+    assert f"{cores} cores" in line
+    assert f"target '{target}' has {has}" in line
+    assert f"use at most {has} cores" in line
+
+
+def test_a_model_with_host_segments_on_several_cores_is_refused_clearly(capsys, models, tmp_path):
+    """bert_torch_export computes its mask with i64/bool ops that run on the host, and the
+    multi-core program has no host segments. The diagnostic is one line that says so and
+    names the way out (--cores 1), not --no-host-fallback (which was not given); below it,
+    one indented line per op that needs the host (as place-on-host lists them)."""
+    saved = models["bert"]
+    output = tmp_path / "bert.aitb"
+    argv = ["compile", saved.onnx_path, "--target", "edge", "--cores", "2", "-o", output]
+    code, _, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    assert "--no-host-fallback" not in err, f"blames a flag that was not given:\n{err}"
+    first, *ops = assert_refused(code, err, output)
+    assert "multi-core program runs on the NPU only" in first
+    assert f"{len(ops)} op(s) need the host" in first
+    assert "compile with --cores 1" in first
+    assert ops, "no op named"
+    for line in ops:
+        assert re.fullmatch(r"  '/mask/[^']+' \(graph\.\w+\): .+", line), line
