@@ -58,8 +58,23 @@ def _odd_main_input(
 
 def _onnx_command(rng: random.Random, path: str) -> list[str]:
     if rng.random() < COMPILE_SHARE:
-        sharded = ["aitc", "compile", path, *TINY, "--cores", "2", "--shard", "auto", "--emit", "graph"]
-        return rng.choice([["aitc", "compile", path, *TINY, "-o", "out.aitb"], [*sharded, "-o", "out.mlir"]])
+        sharded = [
+            "aitc",
+            "compile",
+            path,
+            *TINY,
+            "--cores",
+            "2",
+            "--shard",
+            rng.choice(["auto", "tp", "tp-sp"]),
+        ]
+        return rng.choice(
+            [
+                ["aitc", "compile", path, *TINY, "-o", "out.aitb"],
+                [*sharded, "--emit", "graph", "-o", "out.mlir"],
+                [*sharded, "-o", "out.aitb"],
+            ]
+        )
     return rng.choice(
         [["aitc", "check", path], ["aitc", "import", path, "-o", "out.mlir"], ["aitc", "run", path]]
     )
