@@ -90,7 +90,7 @@ def collective_stats(spans: dict[str, list[int]], cores: int) -> tuple[Collectiv
         nbytes = int(size.removesuffix("B")) if size.removesuffix("B").isdigit() else 0
         cycles = max(end - start, 1)
         factor = (2 if kind == "all_reduce" else 1) * (cores - 1) / max(cores, 1)
-        algbw = nbytes / cycles
+        algbw = nbytes / cycles if link_bytes else 0.0  # a part written in place moves nothing over the links
         found.append(
             CollectiveStats(
                 name, kind, node[0] if node else "", nbytes, cycles, link_bytes, algbw, algbw * factor
