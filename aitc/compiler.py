@@ -18,7 +18,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import onnx
@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from xdsl.passes import ModulePass
 
 from aitc.analysis.graph_matching import location_name, node_name
+from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
 from aitc.dialects.exec import REASON_ATTR, CallOp, is_host_function, is_schedule, kept_functions, symbol_name
 from aitc.dialects.graph import ConstantOp
@@ -39,9 +40,11 @@ from aitc.ir import parse_mlir, require_weights
 from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.passes.shard.shard_propagate import PLAN_ATTR
+from aitc.passes.shard.planner import Planner
+from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
 from aitc.report import format_table
 from aitc.spmd import lower_spmd
+from aitc.target import Target, load_target
 from aitc.types import numpy_dtype
 
 LEVELS = ("graph", "tile", "sync", "hw")
@@ -63,8 +66,10 @@ class CompileOptions:
     host_fallback: bool = True
     """Place ops the NPU cannot run on the host (False: report them as an error)."""
     input_shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
-    cores: int = 1
-    """Cores to shard the model over (1: today's single-core program)."""
+    cores: int | None = 1
+    """Cores to shard the model over (1: the single-core program). None: every core of the
+    target when the cost model expects them to beat one core, else one (`choose_cores`; only
+    for a graph-level input compiled to hw, anything else compiles for one core)."""
     shard: str = "auto"
     """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp or none."""
 
@@ -85,6 +90,8 @@ class CompileResult:
     plan: str | None = None
     """The sharding plan's report when the module was lowered for several cores (its graph
     ops, which carry the plan, are gone from the hw module)."""
+    cores_note: str | None = None
+    """Why this many cores, when `CompileOptions.cores` left the choice to the compiler."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -126,7 +133,7 @@ def stage_passes(start: str, options: CompileOptions) -> list[tuple[str, list[Mo
     return [
         (produces, passes)
         for consumes, produces, passes in lowering_stages(
-            options.depth, options.optimize, options.host_fallback, options.cores, options.shard
+            options.depth, options.optimize, options.host_fallback, options.cores or 1, options.shard
         )
         if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
     ]
@@ -164,9 +171,11 @@ def compile_pipeline_spec(source, options: CompileOptions) -> str:
 def compile_module(source, options: CompileOptions) -> CompileResult:
     """Lowers `source` to `options.emit`; see the module docstring."""
     module = load_input(source, options)
+    if options.cores is None:
+        return _compile_choosing_cores(module, options)
     stages = stage_passes(_start(module, options), options)
     target = record_compile_target(module, options) if stages else options.target
-    if options.cores > 1 and options.emit != "graph":
+    if (options.cores or 1) > 1 and options.emit != "graph":
         return _compile_multicore(module, stages, options, target)
     kernels: list[dict[str, object]] = []
     timings: list[tuple[str, float]] = []
@@ -180,6 +189,65 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
     if options.emit == "hw":
         _count_instructions(module, kernels)
     return CompileResult(module, options.emit, kernels, timings, segment_report(module), target)
+
+
+SPEEDUP_TO_SHARD = 1.1
+"""The estimated speed-up over one core below which `cores=None` compiles for one core."""
+
+
+def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> CompileResult:
+    """`cores=None`: graph-optimize once, estimate one core against every core of the target
+    with the sharding cost model, compile for the faster (one core when the multi-core path
+    cannot take the model, e.g. it needs host segments); the report says which and why."""
+    single = replace(options, cores=1)
+    start = _start(module, single)
+    if options.emit != "hw" or start != "graph":
+        return compile_module(module, single)
+    spec = record_compile_target(module, single)
+    target = load_target(spec)
+    if target.cores == 1:
+        return compile_module(module, single)
+    timings: list[tuple[str, float]] = []
+    with _fewer_collections():
+        for level, passes in stage_passes(start, replace(single, emit="graph")):
+            timings += _run_passes(module, passes)
+    one, many = estimate_cores(module, target, options.shard)
+    ratio = one / max(many, 1)
+    note = (
+        f"cores: {target.cores} of {target.cores}, estimated {many} cycles against {one} on one core "
+        f"(x{ratio:.2f})"
+    )
+    result = None
+    if ratio >= SPEEDUP_TO_SHARD:
+        try:
+            result = compile_module(module, replace(options, cores=target.cores, optimize=False))
+        except AitcError as error:
+            reason = str(error).split("\n")[0].split("; compile with")[0].rstrip(":")
+            note = f"cores: 1 of {target.cores}: the multi-core program failed ({reason})"
+    else:
+        note = (
+            f"cores: 1 of {target.cores}: sharding over {target.cores} was estimated at {many} cycles "
+            f"against {one} on one core (x{ratio:.2f}, below x{SPEEDUP_TO_SHARD}); --cores N forces it"
+        )
+    if result is None:
+        result = compile_module(module, replace(single, optimize=False))
+    result.pass_seconds[:0] = timings
+    result.cores_note = note
+    return result
+
+
+def estimate_cores(module: ModuleOp, target: Target, strategy: str) -> tuple[int, int]:
+    """(estimated cycles on one core, on every core of `target` with `strategy`) of a graph
+    module, from the sharding cost model (the module is not changed)."""
+    function = entry_function(module)
+    one = Planner(target, 1, "none", {}).run(function).total
+    sharded = module.clone()
+    run_pipeline_reporting(sharded, [ShardPropagatePass(strategy=strategy, cores=target.cores)])
+    summary = sharded.attributes[PLAN_ATTR]
+    assert isinstance(summary, DictionaryAttr)
+    estimate = summary.data["est_cycles"]
+    assert isinstance(estimate, IntegerAttr)
+    return one, estimate.value.data
 
 
 def _compile_multicore(
@@ -368,6 +436,8 @@ def format_report(result: CompileResult) -> str:
         )
     plan = result.plan if result.plan is not None else shard_plan_report(result.module)
     plan = f"\n{plan}" if plan else ""
+    if result.cores_note:
+        plan += f"\n{result.cores_note}\n"
     if result.plan is not None:
         summary = multicore_summary(result.module)
     return f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s"

@@ -362,8 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cores",
         type=_positive_int,
-        default=1,
-        help="cores to shard the model over (default 1: the single-core program)",
+        default=None,
+        help="cores to shard the model over (default: every core of the target when the cost model "
+        "expects them to beat one core, else 1; the report says which and why; 1: the single-core "
+        "program; only a compile to hw shards by default)",
     )
     p.add_argument(
         "--shard",

@@ -145,7 +145,7 @@ def test_a_damaged_weight_blob_is_a_located_diagnostic(capsys, tmp_path, command
     onnx_path.write_bytes(model_zoo.with_static_batch(model, 2).SerializeToString())
     level = "graph" if command == "compile" else "hw"
     good = tmp_path / "good.mlir"
-    argv = ["compile", str(onnx_path), "--target", "tiny", "--emit", level, "-o", str(good)]
+    argv = ["compile", str(onnx_path), "--target", "tiny", "--cores", "1", "--emit", level, "-o", str(good)]
     assert main(argv) == 0
     bad = tmp_path / "bad.mlir"
     bad.write_text(_damage_first_blob(good.read_text(), how))
