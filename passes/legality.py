@@ -96,4 +96,3 @@ def refuse_sharded(module: Operation, pass_name: str) -> None:
             "graph level yet; compile with --cores 1, or stop at --emit graph and run the "
             "per-core graph with `aitc run`",
         )
-

@@ -72,4 +72,3 @@ def run_pipeline_reporting(module: ModuleOp, passes: Sequence[ModulePass]) -> li
         return run_pipeline(module, passes)
     except (PassFailedException, DiagnosticException) as error:
         raise AitcError(str(error).split("\n\n")[0].strip()) from None
-
