@@ -320,19 +320,14 @@ def loop_name(op: Operation, rule: Rule, loop: int | None) -> str:
 
 def plan_function(
     function: func.FuncOp, target: Target, cores: int, strategy: str, seeds: dict[SSAValue, Split]
-) -> Plan:
-    """The plan of `function` for `strategy` (`auto`: the cheapest of STRATEGIES)."""
+) -> tuple[Plan, dict[str, int] | None]:
+    """The plan of `function` for `strategy`, and for `auto` (the cheapest of STRATEGIES, ties
+    to the first) every strategy's estimated total cycles (the plan's `why`)."""
     if strategy != "auto":
-        return Planner(target, cores, strategy, seeds).run(function)
+        return Planner(target, cores, strategy, seeds).run(function), None
     plans = [Planner(target, cores, s, seeds).run(function) for s in STRATEGIES]
-    return min(plans, key=lambda p: (p.total, STRATEGIES.index(p.strategy)))
-
-
-def alternatives(
-    function: func.FuncOp, target: Target, cores: int, seeds: dict[SSAValue, Split]
-) -> dict[str, int]:
-    """Estimated total cycles of every strategy (for the plan's `why`)."""
-    return {s: Planner(target, cores, s, seeds).run(function).total for s in STRATEGIES}
+    best = min(plans, key=lambda p: (p.total, STRATEGIES.index(p.strategy)))
+    return best, {p.strategy: p.total for p in plans}
 
 
 def describe(op: Operation) -> str:

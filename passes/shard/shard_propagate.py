@@ -29,7 +29,7 @@ from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
 from aitc.dialects import shard
 from aitc.module_target import module_target
-from aitc.passes.shard.planner import STRATEGIES, Plan, Split, alternatives, operand_want, plan_function
+from aitc.passes.shard.planner import STRATEGIES, Plan, Split, operand_want, plan_function
 from aitc.passes.shard.rules import shape_of
 
 PLAN_ATTR = "shard.plan"
@@ -255,7 +255,6 @@ class ShardPropagatePass(ModulePass):
                 f"use at most {target.cores} cores or a target with more"
             )
         seeds = take_seeds(function)
-        plan = plan_function(function, target, cores, self.strategy, seeds)
-        estimates = alternatives(function, target, cores, seeds) if self.strategy == "auto" else None
+        plan, estimates = plan_function(function, target, cores, self.strategy, seeds)
         write_plan(function, plan, grid)
         op.attributes[PLAN_ATTR] = plan_summary(plan, estimates)
