@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from aitc.diagnostics import AitcError
 from aitc.dialects.hw import (
@@ -158,6 +158,8 @@ class Linker:
         self.collective_numbers = [0] * cores
         self.outputs: dict[str, int] = {}
         """Function output values -> their shared DRAM tensor (core 0 writes them)."""
+        self.constants: dict[Attribute, int] = {}
+        """Each constant's DRAM address, placed once for every core and phase that reads it."""
         self.in_dram: set[str] = set()
         """All_gathers done through shared DRAM (`gather_in_dram`): a barrier is all they need."""
         self.aliased: set[str] = set()
@@ -249,10 +251,18 @@ class Linker:
                 start = op.addr.base.data
                 new = self.buffer(core, op.sym.data, op.type)
                 move.tensors.append((start, start + tensor_bytes(op.type), new))
-        move.shift = self.dram.take(_extent(program))
-        for op in program.body.block.ops:
+        fresh = []
+        for op in program.body.block.ops:  # a constant another core or phase already placed is shared
             if isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
-                self.data.append(ConstOp(move(op.addr.base.data), op.value))
+                start, size = op.addr.base.data, tensor_bytes(op.value.get_type())  # type: ignore[arg-type]
+                if op.value in self.constants:
+                    move.tensors.append((start, start + size, self.constants[op.value]))
+                else:
+                    fresh.append((start, op.value))
+        move.shift = self.dram.take(_extent(program))
+        for start, value in fresh:
+            self.constants[value] = move(start)
+            self.data.append(ConstOp(self.constants[value], value))
         for core_op in program.cores():
             self.streams[core] += _relocate(list(core_op.body.block.ops), move)
 
