@@ -154,6 +154,11 @@ class Linker:
         self.shared: dict[str, int] = {}
         engines = [f"dma{q}" for q in range(target.dma.queues)] + ["matrix", "vector"]
         self.engines = engines
+        if target.semaphores < READY + 2:
+            raise AitcError(
+                f"a multi-core program needs {READY + 2} semaphores per core (collectives and fences); "
+                f"target '{target.name}' has {target.semaphores}"
+            )
         self.fence_sems = (target.semaphores - 1, target.semaphores - 2)
         self.collective_numbers = [0] * cores
         self.outputs: dict[str, int] = {}
