@@ -436,6 +436,12 @@ class Linker:
         return [Piece(algorithm, r, min(per, rows - r), row_elements) for r in range(0, rows, per)]
 
     def module(self, name: str) -> ModuleOp:
+        if self.dram.top > self.target.dram.bytes:
+            raise AitcError(
+                f"the {self.cores}-core program needs {self.dram.top} bytes of DRAM (shared inputs and "
+                f"outputs, every core's weights and buffers); target '{self.target.name}' has "
+                f"{self.target.dram.bytes}; use fewer cores or a target with more DRAM"
+            )
         cores = [CoreOp(c, [*ops, EndOp()]) for c, ops in enumerate(self.streams)]
         return ModuleOp([ProgramOp(name, self.spec, [*self.data, *cores])])
 
