@@ -84,21 +84,22 @@ def program_of(module: ModuleOp) -> ProgramOp:
     return found[0]
 
 
-def _extent(program: ProgramOp) -> int:
-    """One past the highest DRAM byte the program touches or declares."""
-    top = 0
-    for op in program.body.block.ops:
-        if isinstance(op, TensorOp) and op.addr is not None and op.type is not None:
-            assert isinstance(op.type, TensorType)
-            top = max(top, op.addr.base.data + tensor_bytes(op.type))
-        elif isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
-            top = max(top, op.addr.base.data + tensor_bytes(op.value.get_type()))  # type: ignore[arg-type]
+def _scratch_span(program: ProgramOp, mapped: list[tuple[int, int, int]]) -> tuple[int, int]:
+    """(lowest, one past the highest) DRAM byte the program's instructions touch outside the
+    `mapped` (old start, old end, new) ranges of its tensors and constants: its scratch;
+    (0, 0) for none."""
+    low, high = None, 0
     for op, site in instructions(program):
         for access in accesses(op):
             address = op.attributes.get(access.field)
-            if isinstance(address, AddressAttr) and address.space.data == "dram":
-                top = max(top, address_range(address, site.loop_counts)[1] + access.extent)
-    return top
+            if not isinstance(address, AddressAttr) or address.space.data != "dram":
+                continue
+            first, last = address_range(address, site.loop_counts)
+            if any(start <= first < end for start, end, _ in mapped):
+                continue
+            low = first if low is None else min(low, first)
+            high = max(high, last + access.extent)
+    return (0, 0) if low is None else (low, high)
 
 
 @dataclass
@@ -163,6 +164,8 @@ class Linker:
         self.collective_numbers = [0] * cores
         self.outputs: dict[str, int] = {}
         """Function output values -> their shared DRAM tensor (core 0 writes them)."""
+        self.scratch_regions: dict[int, tuple[int, int]] = {}
+        """Per core, (base, size) of the DRAM its phases' scratch shares (`scratch`)."""
         self.constants: dict[Attribute, int] = {}
         """Each constant's DRAM address, placed once for every core and phase that reads it."""
         self.in_dram: set[str] = set()
@@ -231,6 +234,16 @@ class Linker:
             self.buffers[core][name] = self.dram.take(tensor_bytes(type_))
         return self.buffers[core][name]
 
+    def scratch(self, core: int, extent: int) -> int:
+        """Where a phase's scratch (its program's DRAM beyond the tensors and constants) goes:
+        one region per core that every phase of the core reuses (they run one after the other,
+        fenced), grown to the largest phase."""
+        base, size = self.scratch_regions.get(core, (0, 0))
+        if extent > size:
+            base, size = self.dram.take(extent), extent
+            self.scratch_regions[core] = (base, size)
+        return base
+
     # -- ordering
 
     def fence(self, core: int, barrier: bool) -> None:
@@ -256,18 +269,15 @@ class Linker:
                 start = op.addr.base.data
                 new = self.buffer(core, op.sym.data, op.type)
                 move.tensors.append((start, start + tensor_bytes(op.type), new))
-        fresh = []
-        for op in program.body.block.ops:  # a constant another core or phase already placed is shared
+        for op in program.body.block.ops:  # constants: placed once, shared by every core and phase
             if isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
                 start, size = op.addr.base.data, tensor_bytes(op.value.get_type())  # type: ignore[arg-type]
-                if op.value in self.constants:
-                    move.tensors.append((start, start + size, self.constants[op.value]))
-                else:
-                    fresh.append((start, op.value))
-        move.shift = self.dram.take(_extent(program))
-        for start, value in fresh:
-            self.constants[value] = move(start)
-            self.data.append(ConstOp(self.constants[value], value))
+                if op.value not in self.constants:
+                    self.constants[op.value] = self.dram.take(size)
+                    self.data.append(ConstOp(self.constants[op.value], op.value))
+                move.tensors.append((start, start + size, self.constants[op.value]))
+        low, high = _scratch_span(program, move.tensors)
+        move.shift = self.scratch(core, high - low) - low
         for core_op in program.cores():
             self.streams[core] += _relocate(list(core_op.body.block.ops), move)
 
