@@ -43,7 +43,7 @@ from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.planner import Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
 from aitc.report import format_table
-from aitc.spmd import lower_spmd
+from aitc.spmd import grid_size, lower_spmd
 from aitc.target import Target, load_target
 from aitc.types import numpy_dtype
 
@@ -171,6 +171,8 @@ def compile_pipeline_spec(source, options: CompileOptions) -> str:
 def compile_module(source, options: CompileOptions) -> CompileResult:
     """Lowers `source` to `options.emit`; see the module docstring."""
     module = load_input(source, options)
+    if any(isinstance(op, CollectiveOp) for op in module.walk()):
+        return _compile_per_core_graph(module, options)
     if options.cores is None:
         return _compile_choosing_cores(module, options)
     stages = stage_passes(_start(module, options), options)
@@ -189,6 +191,27 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
     if options.emit == "hw":
         _count_instructions(module, kernels)
     return CompileResult(module, options.emit, kernels, timings, segment_report(module), target)
+
+
+def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> CompileResult:
+    """An input that is already per-core (shard-partition's output, `--emit graph --cores N`):
+    lowered for the cores of its grid as it is, no graph pass runs again."""
+    cores = grid_size(module)
+    if options.cores not in (None, cores):
+        raise AitcError(
+            f"the input is a per-core program for {cores} cores (its shard.grid); --cores {options.cores} "
+            f"contradicts it: leave --cores out, or start again from the unsharded model"
+        )
+    if options.emit not in ("graph", "hw"):
+        raise AitcError(f"--emit {options.emit}: every core of a per-core program has its own IR; use hw")
+    target = record_compile_target(module, replace(options, cores=cores))
+    if options.emit == "graph":
+        return CompileResult(module, "graph", [], [], [], target)
+    start = time.perf_counter()
+    with _fewer_collections():
+        lowered = lower_spmd(module, options.depth)
+    timings = [("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start)]
+    return CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
 
 
 SPEEDUP_TO_SHARD = 1.1

@@ -86,13 +86,14 @@ def check_all_bound(module: Operation, pass_name: str) -> None:
 
 
 def refuse_sharded(module: Operation, pass_name: str) -> None:
-    """Stops a lowering below the graph level at the first shard op: collectives are not
-    lowered to tile/sync/hw yet (the SPMD module runs at graph level with `run_spmd`)."""
+    """Stops a single-core lowering at the first shard op: a per-core (sharded) module is
+    lowered core by core by `aitc.spmd.lower_spmd` (`aitc compile --cores N`), whose phases
+    hold no shard ops."""
     found = ops_of_dialect(module, "shard")
     if found:
         fail(
             found[0],
-            f"{pass_name}: {found[0].name}: a sharded (multi-core) module is not lowered below the "
-            "graph level yet; compile with --cores 1, or stop at --emit graph and run the "
-            "per-core graph with `aitc run`",
+            f"{pass_name}: {found[0].name}: a sharded module is not lowered by the single-core "
+            "passes; compile it with `aitc compile --cores N` (it lowers every core's phases and "
+            "links the collectives), or run the per-core graph with `aitc run`",
         )
