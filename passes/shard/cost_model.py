@@ -31,6 +31,9 @@ on p cores, chunks of c = ceil(n / p) bytes, and v(x) the vector engine's time t
     all_to_all      direct  (p-1) (a + n/(p^2 b) + 1)
     all_slice       0 (each core takes its own part of a value it holds)
 
+The planner adds `staging_cycles`: the lowering loads a collective's input from DRAM and
+stores its result on every core, through the shared DRAM.
+
 Each collective takes the cheaper algorithm: the ring moves the bandwidth-optimal 2 (p-1)/p n
 bytes per core for an all-reduce but pays 2 (p-1) latencies; direct pays p-1 latencies but
 moves (p-1) n bytes, so it wins for small values (on edge, 4 cores: below about 1 K floats).
@@ -40,11 +43,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from aitc.dialects import graph
+from aitc.dialects.tile import KernelOp
+from aitc.passes.graph_to_tile import convert_function
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.matmul_costs import plan_matmul
 from aitc.passes.graph_to_tile.matmul_tiling import MatmulProblem
@@ -72,6 +79,22 @@ class CollectiveEstimate:
     cycles: int
     algorithm: str
     bytes_per_core: int
+
+
+STAGING_FACTOR = {"all_reduce": (1, 1), "reduce_scatter": (1, 0), "all_gather": (0, 1), "all_to_all": (0, 1)}
+"""Per collective, whether its input and its result are the whole value (1) or one core's part (0)."""
+
+
+def staging_cycles(target: Target, kind: str, nbytes: int, parts: int) -> int:
+    """What the multi-core program spends around a collective besides the link: every core
+    loads its input from DRAM and stores its result (each whole or a part,
+    `STAGING_FACTOR`), all through the shared DRAM, and two fences drain the engines."""
+    if parts <= 1 or kind not in STAGING_FACTOR:
+        return 0
+    whole_in, whole_out = STAGING_FACTOR[kind]
+    part = ceil_div(nbytes, parts)
+    moved = parts * ((nbytes if whole_in else part) + (nbytes if whole_out else part))
+    return ceil_div(moved, target.dram.bytes_per_cycle) + 2 * target.dma.latency
 
 
 def _vector_combine(target: Target, nbytes: int) -> int:
@@ -144,10 +167,83 @@ def _macs(op: Operation, local: list[tuple[int, ...]]) -> int:
     return 0
 
 
+_TILED: dict[tuple, tuple[int, int] | None] = {}
+"""`tiled_estimate` results by (op, local shapes, target): ops repeat (every layer's)."""
+
+
+def tiled_estimate(op: Operation, local: list[tuple[int, ...]], target: Target) -> tuple[int, int] | None:
+    """(cycles, DRAM bytes) that `convert-graph-to-tile` records on the kernels of `op` alone
+    on its per-core shapes (`est_cycles`, `dma_bytes`: the tiling the compiler would choose,
+    costed by its own model); None when the op does not lower on its own (then the roofline)."""
+    elements = tuple(str(getattr(v.type, "element_type", v.type)) for v in (*op.operands, *op.results))
+    key = (op.name, str(sorted((k, str(v)) for k, v in op.attributes.items() if k != "shard.plan")),
+           str(dict(op.properties)), tuple(local), elements, target.fingerprint())  # fmt: skip
+    if key not in _TILED:
+        if len(_TILED) >= 4096:
+            _TILED.clear()
+        _TILED[key] = _lower_alone(op, local, target)
+    return _TILED[key]
+
+
+def _lower_alone(op: Operation, local: list[tuple[int, ...]], target: Target) -> tuple[int, int] | None:
+    operand_types = [_local_type(v, shape) for v, shape in zip(op.operands, local, strict=False)]
+    result_types = [
+        _local_type(v, shape) for v, shape in zip(op.results, local[len(op.operands) :], strict=True)
+    ]
+    if not _all_tensors(operand_types) or not _all_tensors(result_types):
+        return None
+    block = Block(arg_types=operand_types)
+    attributes = {k: v for k, v in op.attributes.items() if k != "shard.plan"}
+    if isinstance(op, graph.ConvOp) and op.groups() > 1:  # a split grouped conv keeps whole groups
+        attributes["group"] = IntegerAttr(op.groups() * local[1][0] // shape_of_value(op.weight)[0], i64)
+    clone = op.__class__.create(
+        operands=list(block.args),
+        result_types=result_types,
+        properties=dict(op.properties),
+        attributes=attributes,
+    )
+    block.add_ops([clone, func.ReturnOp(*clone.results)])
+    function = func.FuncOp("main", FunctionType.from_lists(operand_types, result_types), Region(block))
+    module = ModuleOp([function])
+    try:
+        convert_function(module, function, Budget.of(target))
+    except Exception:  # an estimate: an op that does not lower on its own gets the roofline
+        return None
+    cycles = dram = 0
+    for kernel in module.walk():
+        if isinstance(kernel, KernelOp):
+            cycles += _int_attr(kernel, "est_cycles")
+            dram += _int_attr(kernel, "dma_bytes")
+    return cycles, dram
+
+
+def _all_tensors(types: list[TensorType | None]) -> TypeGuard[list[TensorType]]:
+    return all(t is not None for t in types)
+
+
+def _int_attr(op: Operation, name: str) -> int:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+def _local_type(value: SSAValue, shape: tuple[int, ...]) -> TensorType | None:
+    return TensorType(value.type.element_type, list(shape)) if isinstance(value.type, TensorType) else None
+
+
+def shape_of_value(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape()) if isinstance(value.type, TensorType) else ()
+
+
 def op_cycles(op: Operation, local: list[tuple[int, ...]], parts: int, target: Target) -> int:
     """Estimated cycles of `op` on one core given its local shapes (operands..., results...),
-    all `parts` cores running their part at once: the shared DRAM carries every core's
-    traffic (a replicated op's operands `parts` times, a split op's once)."""
+    all `parts` cores running their part at once: the tiling model's estimate of the op's
+    kernels (`tiled_estimate`), at least the time the shared DRAM needs to carry every core's
+    traffic (a replicated op's operands `parts` times, a split op's once); a roofline for an
+    op that does not lower on its own."""
+    tiled = tiled_estimate(op, local, target)
+    if tiled is not None:
+        cycles, nbytes = tiled
+        return max(cycles, ceil_div(nbytes * parts, target.dram.bytes_per_cycle))
     moved = sum(math.prod(shape) * 4 for shape in local)  # f32 bytes one core reads and writes
     dram = ceil_div(moved * parts, target.dram.bytes_per_cycle)
     dma = ceil_div(moved, target.dma.bytes_per_cycle)

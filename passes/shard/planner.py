@@ -24,9 +24,11 @@ forces when that loop divides evenly:
 
 Every other op with a split operand (or a seeded result), and an anchor whose forced loop does
 not divide, takes the candidate (a splittable loop, or none) of least estimated cycles:
-resharding its operands (all_gather, all_to_all; slicing a whole value is free), the
-all_reduce a reduction loop needs, resharding to a seeded result sharding, plus the op's own
-per-core cycles. Ties go to the forced loop, then to parallel loops, then to the lowest loop.
+resharding its operands (all_gather, all_to_all; slicing a whole value is free), the all_reduce
+a reduction loop needs, resharding to a seeded result sharding, plus the op's own per-core
+cycles; but a candidate that keeps every operand's split wins unless it costs more than
+KEEP_SPLIT times the cheapest (a value resharded for one user tends to be moved back later).
+Ties go to the forced loop, then to parallel loops, then to the lowest loop.
 An op with no split operand that is not an anchor runs replicated (redundant work on small
 values beats moving them).
 
@@ -43,7 +45,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.analysis.graph_matching import node_name
 from aitc.dialects import graph
-from aitc.passes.shard.cost_model import collective_cycles, op_cycles, tensor_bytes
+from aitc.passes.shard.cost_model import collective_cycles, op_cycles, staging_cycles, tensor_bytes
 from aitc.passes.shard.rules import PARALLEL, Rule, rule_of, shape_of, splittable
 from aitc.target import Target
 
@@ -104,6 +106,16 @@ class Plan:
         return counts
 
 
+KEEP_SPLIT = 2.0
+"""An op keeps its operands' splits (no all_gather / all_to_all) unless that costs more than
+this many times the cheapest candidate: its users follow the split, so moving it for one op
+tends to cost a move back later (the greedy sweep cannot see that far)."""
+
+
+def _reshards(plan: OpPlan) -> bool:
+    return any(kind in ("all_gather", "all_to_all") for kind, *_ in plan.collectives)
+
+
 def result_split(rule: Rule | None, loop: int | None, index: int) -> Split:
     """The sharding of result `index` when the op splits `loop` (a reduction's partial result
     is all-reduced, so whole)."""
@@ -158,9 +170,12 @@ class Planner:
     # -- costs
 
     def collective(self, kind: str, value: SSAValue) -> tuple[str, int, int, str]:
+        """(kind, bytes of the whole value, estimated cycles: the links and the DRAM staging
+        around them, algorithm)."""
         nbytes = tensor_bytes(value)
         estimate = collective_cycles(self.target, kind, nbytes, self.cores)
-        return (kind, nbytes, estimate.cycles, estimate.algorithm)
+        staging = staging_cycles(self.target, kind, nbytes, self.cores)
+        return (kind, nbytes, estimate.cycles + staging, estimate.algorithm)
 
     def local_shape(self, value: SSAValue, split: Split) -> tuple[int, ...]:
         shape = list(shape_of(value))
@@ -228,6 +243,9 @@ class Planner:
             return (p.cycles, p.loop != forced, rule.is_reduction(p.loop), -1 if p.loop is None else p.loop)
 
         best = min(options, key=key)
+        keeping = [p for p in options if not _reshards(p)]
+        if keeping and _reshards(best) and min(keeping, key=key).cycles <= KEEP_SPLIT * best.cycles:
+            best = min(keeping, key=key)  # keep the split: a reshard now is usually paid back later
         why = "least cycles" if len(options) > 1 else "only choice"
         if forced is not None and forced not in loops:
             why += f"; {self._not_dividing(op, rule, forced)}"
@@ -236,10 +254,11 @@ class Planner:
 
     def _token_loop(self, op: Operation, rule: Rule, loops: list[int]) -> int | None:
         """tp-sp's split of an op outside the tensor-parallel matmuls: the tokens (the rows,
-        result dim rank - 2) of an activation of rank >= 2, when they divide."""
+        result dim rank - 2) of a rank-2 or rank-3 activation, when they divide (a CNN's NCHW
+        feature maps have no tokens: tp-sp is tp there)."""
         out = rule.results[0] if rule.results else ()
-        if len(out) < 2 or isinstance(op, graph.MatMulOp | graph.ConvOp):
-            return None
+        if len(out) not in (2, 3) or isinstance(op, graph.MatMulOp | graph.ConvOp):
+            return None  # tokens are the rows of a [tokens, hidden] or [batch, tokens, hidden] activation
         loop = out[len(out) - 2]
         return loop if loop in loops and rule.loops[loop] == PARALLEL else None
 
