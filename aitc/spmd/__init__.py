@@ -78,4 +78,3 @@ def _lower_phase(phase: Phase, pipeline: list) -> None:
             f"a multi-core program runs on the NPU only, but {count} need the host; compile with "
             f"--cores 1 to run them in host segments:\n{ops}"
         ) from None
-
