@@ -236,21 +236,23 @@ def shape_of_value(value: SSAValue) -> tuple[int, ...]:
 
 def op_cycles(op: Operation, local: list[tuple[int, ...]], parts: int, target: Target) -> int:
     """Estimated cycles of `op` on one core given its local shapes (operands..., results...),
-    all `parts` cores running their part at once: the tiling model's estimate of the op's
-    kernels (`tiled_estimate`), at least the time the shared DRAM needs to carry every core's
-    traffic (a replicated op's operands `parts` times, a split op's once); a roofline for an
-    op that does not lower on its own."""
+    all `parts` cores running their part at once: a matmul from the matmul tiler's plan
+    (`plan_matmul`), at least the shared DRAM carrying each core's operands and result once;
+    any other op from the tiling model's estimate of its kernels (`tiled_estimate`: their
+    cycles, at least the shared DRAM carrying every core's kernel traffic); a roofline for an
+    op that does not lower on its own. A replicated op's traffic counts `parts` times, a split
+    op's once."""
+    moved = sum(math.prod(shape) * 4 for shape in local)  # f32 bytes one core reads and writes
+    dram = ceil_div(moved * parts, target.dram.bytes_per_cycle)
+    if isinstance(op, graph.MatMulOp):  # the matmul tiler's plan; DRAM: each operand once per core
+        planned = _matmul_cycles(op, local, target)
+        if planned is not None:
+            return max(planned, dram)
     tiled = tiled_estimate(op, local, target)
     if tiled is not None:
         cycles, nbytes = tiled
         return max(cycles, ceil_div(nbytes * parts, target.dram.bytes_per_cycle))
-    moved = sum(math.prod(shape) * 4 for shape in local)  # f32 bytes one core reads and writes
-    dram = ceil_div(moved * parts, target.dram.bytes_per_cycle)
     dma = ceil_div(moved, target.dma.bytes_per_cycle)
-    if isinstance(op, graph.MatMulOp):
-        planned = _matmul_cycles(op, local, target)
-        if planned is not None:
-            return max(planned, dram)
     macs = _macs(op, local)
     if macs:
         work = ceil_div(macs, target.matrix.rows * target.matrix.cols)

@@ -38,6 +38,7 @@ operands and results need; `auto` plans with every strategy and keeps the cheape
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -112,8 +113,13 @@ this many times the cheapest candidate: its users follow the split, so moving it
 tends to cost a move back later (the greedy sweep cannot see that far)."""
 
 
-def _reshards(plan: OpPlan) -> bool:
-    return any(kind in ("all_gather", "all_to_all") for kind, *_ in plan.collectives)
+RESHARD_SIGNIFICANT = 0.1
+"""KEEP_SPLIT applies when the cheapest candidate's resharding is at least this share of its
+cycles (an all_gather through the shared DRAM that costs a barrier does not count)."""
+
+
+def _reshard_cycles(plan: OpPlan) -> int:
+    return sum(cycles for kind, _, cycles, _ in plan.collectives if kind in ("all_gather", "all_to_all"))
 
 
 def result_split(rule: Rule | None, loop: int | None, index: int) -> Split:
@@ -169,10 +175,13 @@ class Planner:
 
     # -- costs
 
-    def collective(self, kind: str, value: SSAValue) -> tuple[str, int, int, str]:
+    def collective(self, kind: str, value: SSAValue, split: Split = None) -> tuple[str, int, int, str]:
         """(kind, bytes of the whole value, estimated cycles: the links and the DRAM staging
-        around them, algorithm)."""
+        around them, algorithm). An all_gather of a value split along its outermost dim (the
+        parts are contiguous) goes through the shared DRAM: a barrier, no link, no staging."""
         nbytes = tensor_bytes(value)
+        if kind == "all_gather" and split is not None and math.prod(shape_of(value)[:split]) == 1:
+            return (kind, nbytes, 2 * self.target.dma.latency, "dram")
         estimate = collective_cycles(self.target, kind, nbytes, self.cores)
         staging = staging_cycles(self.target, kind, nbytes, self.cores)
         return (kind, nbytes, estimate.cycles + staging, estimate.algorithm)
@@ -191,7 +200,7 @@ class Planner:
             want = operand_want(op, index, loop)
             kind = reshard_kind(self.values.get(value), want)
             if kind not in (None, "all_slice"):
-                collectives.append(self.collective(kind, value))
+                collectives.append(self.collective(kind, value, self.values.get(value)))
             local.append(self.local_shape(value, want))
         for index, value in enumerate(op.results):
             natural = result_split(rule, loop, index)
@@ -203,7 +212,7 @@ class Planner:
             if value in self.seeds:
                 kind = reshard_kind(natural, self.seeds[value])
                 if kind not in (None, "all_slice"):
-                    collectives.append(self.collective(kind, value))
+                    collectives.append(self.collective(kind, value, natural))
         return OpPlan(loop, op_cycles(op, local, self.cores, self.target), collectives)
 
     # -- decisions
@@ -243,8 +252,9 @@ class Planner:
             return (p.cycles, p.loop != forced, rule.is_reduction(p.loop), -1 if p.loop is None else p.loop)
 
         best = min(options, key=key)
-        keeping = [p for p in options if not _reshards(p)]
-        if keeping and _reshards(best) and min(keeping, key=key).cycles <= KEEP_SPLIT * best.cycles:
+        keeping = [p for p in options if not _reshard_cycles(p)]
+        significant = _reshard_cycles(best) >= RESHARD_SIGNIFICANT * best.cycles
+        if keeping and significant and min(keeping, key=key).cycles <= KEEP_SPLIT * best.cycles:
             best = min(keeping, key=key)  # keep the split: a reshard now is usually paid back later
         why = "least cycles" if len(options) > 1 else "only choice"
         if forced is not None and forced not in loops:
@@ -293,7 +303,7 @@ class Planner:
         for value in function.body.block.last_op.operands if function.body.block.last_op else ():
             kind = reshard_kind(self.values.get(value), None)
             if kind is not None:
-                outputs.append(self.collective(kind, value))
+                outputs.append(self.collective(kind, value, self.values.get(value)))
         return Plan(self.strategy, self.cores, self.ops, self.values, outputs)
 
     def _backward(self, body: list[Operation], function: func.FuncOp) -> None:
