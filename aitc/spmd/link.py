@@ -329,14 +329,17 @@ class Linker:
             self.fence(core, barrier=False)
 
     def slice_input(self, core: int, step: Slice) -> None:
-        """Copies core `core`'s part of a shared input into its own buffer, through SRAM (the
-        part is a column block of the input seen as rows x columns, `_matrix`), a group of
-        rows at a time."""
+        """Core `core`'s part of a shared input: read in place when it is contiguous (a split
+        along the outermost dim), else copied into the core's own buffer through SRAM (the part
+        is a column block of the input seen as rows x columns, `_matrix`), rows at a time."""
         element = tensor_bytes(step.source_type) // max(math.prod(step.source_type.get_shape()), 1)
         shape = step.source_type.get_shape()
         rows, row_elements = math.prod(shape[: step.axis]), math.prod(shape[step.axis :])
         width = row_elements // self.cores
         source = self.shared[step.source] + step.position * width * element
+        if rows == 1 and step.result not in self.buffers[core]:  # contiguous: read in place
+            self.buffers[core][step.result] = source
+            return
         result = self.buffer(core, step.result, step.result_type)
         per = max(1, min(rows, self.target.sram_bytes // max(width * element, 1)))
         if width * element > self.target.sram_bytes:
