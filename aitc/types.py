@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TypeAlias
 
@@ -52,6 +53,13 @@ def element_bytes(element_type: Attribute) -> int:
     if not isinstance(bits, int):
         raise TypeError(f"element type {element_type} has no size in memory")
     return max(1, (bits + 7) // 8)
+
+
+def tensor_bytes(type_: Attribute) -> int:
+    """Bytes a tensor type takes in memory (`element_bytes` per element); 0 for a non-tensor."""
+    if not isinstance(type_, TensorType):
+        return 0
+    return math.prod(type_.get_shape()) * element_bytes(type_.element_type)
 
 
 NumpyElementType: TypeAlias = IntegerType | Float16Type | Float32Type | Float64Type

@@ -50,6 +50,7 @@ from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semapho
 from aitc.sim.program import COLLECTIVE_PREFIX
 from aitc.spmd.phases import Collective, Phase, Slice, Steps
 from aitc.target import Target
+from aitc.types import element_bytes, tensor_bytes
 
 ALIGN = 64
 COLLECTIVE_SEMS = Semaphores(data=0, credit=1, local=2)
@@ -58,11 +59,6 @@ READY = 3
 
 def _aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
-
-
-def tensor_bytes(type_: TensorType) -> int:
-    width = getattr(type_.element_type, "bitwidth", 32)
-    return math.prod(type_.get_shape()) * max(1, width // 8)
 
 
 @dataclass
@@ -271,7 +267,7 @@ class Linker:
                 move.tensors.append((start, start + tensor_bytes(op.type), new))
         for op in program.body.block.ops:  # constants: placed once, shared by every core and phase
             if isinstance(op, ConstOp) and op.addr is not None and op.value is not None:
-                start, size = op.addr.base.data, tensor_bytes(op.value.get_type())  # type: ignore[arg-type]
+                start, size = op.addr.base.data, tensor_bytes(op.value.get_type())
                 if op.value not in self.constants:
                     self.constants[op.value] = self.dram.take(size)
                     self.data.append(ConstOp(self.constants[op.value], op.value))
@@ -332,7 +328,7 @@ class Linker:
         """Core `core`'s part of a shared input: read in place when it is contiguous (a split
         along the outermost dim), else copied into the core's own buffer through SRAM (the part
         is a column block of the input seen as rows x columns, `_matrix`), rows at a time."""
-        element = tensor_bytes(step.source_type) // max(math.prod(step.source_type.get_shape()), 1)
+        element = element_bytes(step.source_type.element_type)
         shape = step.source_type.get_shape()
         rows, row_elements = math.prod(shape[: step.axis]), math.prod(shape[step.axis :])
         width = row_elements // self.cores
@@ -396,14 +392,7 @@ class Linker:
             return [load, *ready, store]
         kind = "reduce_scatter" if final or root else step.kind
         part = build(kind, piece.algorithm, step.reduction, layout, COLLECTIVE_SEMS)[core]
-        stream: list[Operation] = [load, SemSignalOp(sem=READY, engine="dma0", count=2 if part.vector else 1)]
-        if part.vector:
-            stream += [SemWaitOp(sem=READY, engine="vector"), *part.vector]
-        stream += [SemWaitOp(sem=READY, engine=SEND_ENGINE), *part.send]
-        if part.last_arrivals:
-            stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, count=part.last_arrivals))
-        if part.last_adds:
-            stream.append(SemWaitOp(sem=COLLECTIVE_SEMS.local, engine=SEND_ENGINE, count=part.last_adds))
+        stream = part.after(load, READY, COLLECTIVE_SEMS)
         if root:
             stream += self._to_core_0(core, layout, store)
         else:

@@ -55,16 +55,14 @@ from aitc.passes.graph_to_tile import convert_function
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.matmul_costs import plan_matmul
 from aitc.passes.graph_to_tile.matmul_tiling import MatmulProblem
+from aitc.passes.shard.rules import shape_of
 from aitc.target import Target
+from aitc.types import tensor_bytes as type_bytes
 
 
 def tensor_bytes(value: SSAValue) -> int:
-    """Bytes of a tensor value (4 per element for f32; element width otherwise)."""
-    t = value.type
-    if not isinstance(t, TensorType):
-        return 0
-    width = getattr(t.element_type, "bitwidth", 32)
-    return math.prod(t.get_shape()) * max(1, width // 8)
+    """Bytes of a tensor value (0 for anything else)."""
+    return type_bytes(value.type)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -195,7 +193,7 @@ def _lower_alone(op: Operation, local: list[tuple[int, ...]], target: Target) ->
     block = Block(arg_types=operand_types)
     attributes = {k: v for k, v in op.attributes.items() if k != "shard.plan"}
     if isinstance(op, graph.ConvOp) and op.groups() > 1:  # a split grouped conv keeps whole groups
-        attributes["group"] = IntegerAttr(op.groups() * local[1][0] // shape_of_value(op.weight)[0], i64)
+        attributes["group"] = IntegerAttr(op.groups() * local[1][0] // shape_of(op.weight)[0], i64)
     clone = op.__class__.create(
         operands=list(block.args),
         result_types=result_types,
@@ -228,10 +226,6 @@ def _int_attr(op: Operation, name: str) -> int:
 
 def _local_type(value: SSAValue, shape: tuple[int, ...]) -> TensorType | None:
     return TensorType(value.type.element_type, list(shape)) if isinstance(value.type, TensorType) else None
-
-
-def shape_of_value(value: SSAValue) -> tuple[int, ...]:
-    return tuple(value.type.get_shape()) if isinstance(value.type, TensorType) else ()
 
 
 def op_cycles(op: Operation, local: list[tuple[int, ...]], parts: int, target: Target) -> int:

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.graph_matching import node_name
 from aitc.dialects import graph
 from aitc.passes.shard.cost_model import collective_cycles, op_cycles, staging_cycles, tensor_bytes
 from aitc.passes.shard.rules import PARALLEL, Rule, rule_of, shape_of, splittable
@@ -357,9 +356,3 @@ def plan_function(
     plans = [Planner(target, cores, s, seeds).run(function) for s in STRATEGIES]
     best = min(plans, key=lambda p: (p.total, STRATEGIES.index(p.strategy)))
     return best, {p.strategy: p.total for p in plans}
-
-
-def describe(op: Operation) -> str:
-    """`graph.matmul "/layer.0/attention/query/Add"` for plan tables."""
-    name = node_name(op)
-    return op.name if name == op.name else f'{op.name} "{name}"'

@@ -65,10 +65,6 @@ class Rule:
             return None
         return dims.index(loop) if loop in dims else None
 
-    def loop_of(self, dims: DimMap, dim: int) -> int | None:
-        """The loop indexing `dim` of a tensor (None: the dim cannot be split)."""
-        return dims[dim]
-
     def is_reduction(self, loop: int | None) -> bool:
         return loop is not None and self.loops[loop] != PARALLEL
 

@@ -57,7 +57,6 @@ deleting any one signal, wait or peer DMA is reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.ir import Operation
@@ -267,8 +266,20 @@ class CoreCollective:
     last_adds: int
     """`local` signals of the vector engine left for the caller to wait before reading it."""
 
-
-Builder = Callable[[int, str, Layout, Semaphores], CoreCollective]
+    def after(self, load: Operation, ready: int, sems: Semaphores) -> Stream:
+        """The whole stream up to the caller's store: `load` (which fills the value) signals
+        semaphore `ready` for each engine that takes part, those engines wait for it, run
+        their part, and the send engine waits what is left, so an op after it on the send
+        engine may read the result."""
+        stream: Stream = [load, SemSignalOp(sem=ready, engine="dma0", count=2 if self.vector else 1)]
+        if self.vector:
+            stream += [_wait(ready, "vector"), *self.vector]
+        stream += [_wait(ready, SEND_ENGINE), *self.send]
+        if self.last_arrivals:
+            stream.append(_wait(sems.data, SEND_ENGINE, self.last_arrivals))
+        if self.last_adds:
+            stream.append(_wait(sems.local, SEND_ENGINE, self.last_adds))
+        return stream
 
 
 def build(

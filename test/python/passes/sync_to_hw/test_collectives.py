@@ -15,9 +15,9 @@ import pytest
 from xdsl.ir import Operation
 
 import aitc.target
-from aitc.dialects.hw import AddressAttr, DmaInOp, DmaOutOp, DmaPeerOp, SemSignalOp, SemWaitOp, VBinaryOp
+from aitc.dialects.hw import AddressAttr, DmaInOp, DmaOutOp, DmaPeerOp, VBinaryOp
 from aitc.passes.shard.cost_model import algorithm_cycles, collective_cycles
-from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semaphores, build
+from aitc.passes.sync_to_hw.collectives import F32, Layout, Semaphores, build
 from aitc.sim.build import core, program, tensor
 from aitc.sim.errors import SimulationError
 from aitc.sim.simulator import Simulator
@@ -100,15 +100,7 @@ def collective_program(
         store = DmaOutOp(dst=AddressAttr("dram", addr), src=AddressAttr("sram", layout.value + stored[0]),
                          rows=stored[1], row_bytes=stored[2] * F32, src_stride=layout.row_bytes)  # fmt: skip
         addr = _aligned(addr + stored[1] * stored[2] * F32)
-        ops: list[Operation] = [load, SemSignalOp(sem=READY, engine="dma0", count=2 if part.vector else 1)]
-        if part.vector:
-            ops += [SemWaitOp(sem=READY, engine="vector"), *part.vector]
-        ops += [SemWaitOp(sem=READY, engine=SEND_ENGINE), *part.send]
-        if part.last_arrivals:
-            ops.append(SemWaitOp(sem=SEMS.data, engine=SEND_ENGINE, count=part.last_arrivals))
-        if part.last_adds:
-            ops.append(SemWaitOp(sem=SEMS.local, engine=SEND_ENGINE, count=part.last_adds))
-        ops.append(store)
+        ops = [*part.after(load, READY, SEMS), store]
         cores_ops.append(core(c, ops))
     return program(cores_ops, data, target=SPECS[cores]), layout
 
