@@ -71,7 +71,7 @@ class CompileOptions:
     target when the cost model expects them to beat one core, else one (`choose_cores`; only
     for a graph-level input compiled to hw, anything else compiles for one core)."""
     shard: str = "auto"
-    """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp or none."""
+    """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp, layerwise or none."""
 
 
 @dataclass
@@ -288,11 +288,25 @@ def _compile_multicore(
         for level, passes in stages:
             if level == "graph":
                 timings += _run_passes(module, passes)
+        _refuse_an_empty_plan(module, options)
         plan = shard_plan_report(module)
         start = time.perf_counter()
         lowered = lower_spmd(module, options.depth)
         timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
     return CompileResult(lowered, "hw", [], timings, [], target, plan)
+
+
+def _refuse_an_empty_plan(module: ModuleOp, options: CompileOptions) -> None:
+    """A plan that splits nothing because the strategy's dims do not divide among the cores
+    (12 heads on 5 cores) would run the whole model on every core: an error naming the sizes
+    and the core counts that divide them."""
+    summary = module.attributes.get(PLAN_ATTR)
+    refused = summary.data.get("refused") if isinstance(summary, DictionaryAttr) else None
+    if isinstance(refused, StringAttr):
+        raise AitcError(
+            f"--shard {options.shard} on {options.cores} cores splits nothing: {refused.data}; "
+            "use a core count that divides, another --shard, or --cores 1"
+        )
 
 
 @contextlib.contextmanager

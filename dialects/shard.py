@@ -230,12 +230,16 @@ def group_size(grid: GridOp, axes: Sequence[int]) -> int:
 class ShardingOp(IRDLOperation):
     """A sharding: for each tensor dim, the grid axes it is split over (`[]`: not split).
     Axes not named anywhere replicate the tensor. `sharded_dims_offsets` gives uneven splits:
-    for each split dim, the start of every core's part and then the dim size.
+    for each split dim, the start of every core's part and then the dim size. `halo_sizes`
+    (upstream's name) widens every core's part of each split dim by `lo` elements before it
+    and `hi` after it (its neighbours' elements; zeros beyond the tensor's ends), what a
+    convolution split along a spatial dim reads.
 
     ```mlir
     shard.grid @cores(shape = 4)
     %s = shard.sharding @cores split_axes = [[0], []] : !shard.sharding
     %u = shard.sharding @cores split_axes = [[0]] sharded_dims_offsets = [0, 3, 6, 9, 10] : !shard.sharding
+    %h = shard.sharding @cores split_axes = [[], [], [0], []] halo_sizes = [1, 1] : !shard.sharding
     ```
     """
 
@@ -243,17 +247,34 @@ class ShardingOp(IRDLOperation):
     grid = prop_def(SymbolRefAttr)
     split_axes = prop_def(ArrayAttr)
     sharded_dims_offsets = opt_prop_def(INTS)
+    halo_sizes = opt_prop_def(INTS)
     result = result_def(ShardingType)
     traits = traits_def(Pure())
 
-    def __init__(self, grid: str, split_axes: Sequence[Sequence[int]], offsets: Sequence[int] | None = None):
+    def __init__(
+        self,
+        grid: str,
+        split_axes: Sequence[Sequence[int]],
+        offsets: Sequence[int] | None = None,
+        halo: Sequence[int] | None = None,
+    ):
         properties: dict[str, Attribute] = {
             "grid": SymbolRefAttr(grid),
             "split_axes": ArrayAttr([ints_attr(axes) for axes in split_axes]),
         }
         if offsets is not None:
             properties["sharded_dims_offsets"] = ints_attr(offsets)
+        if halo is not None:
+            properties["halo_sizes"] = ints_attr(halo)
         super().__init__(properties=properties, result_types=[ShardingType()])
+
+    @property
+    def halo(self) -> tuple[int, int] | None:
+        """(lo, hi) of the split dim's halo (None: no halo)."""
+        if self.halo_sizes is None:
+            return None
+        lo, hi = ints_of(self.halo_sizes)[:2]
+        return lo, hi
 
     @property
     def axes(self) -> list[list[int]]:
@@ -272,6 +293,14 @@ class ShardingOp(IRDLOperation):
             return
         used = [a for axes in self.axes for a in axes]
         check_axes(self.name, used, grid)
+        if self.halo_sizes is not None:
+            halo = ints_of(self.halo_sizes)
+            split = [axes for axes in self.axes if axes]
+            if len(halo) != 2 * len(split) or any(h < 0 for h in halo):
+                raise VerifyException(
+                    f"shard.sharding: halo_sizes needs two values >= 0 (lo, hi) per split dim "
+                    f"({len(split)} split), got {list(halo)}"
+                )
         offsets = self.offsets
         if offsets is None:
             return
@@ -291,6 +320,9 @@ class ShardingOp(IRDLOperation):
         if self.offsets is not None:
             printer.print_string(" sharded_dims_offsets = ")
             _print_ints(printer, self.offsets)
+        if self.halo_sizes is not None:
+            printer.print_string(" halo_sizes = ")
+            _print_ints(printer, ints_of(self.halo_sizes))
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : !shard.sharding")
 
@@ -301,10 +333,11 @@ class ShardingOp(IRDLOperation):
         parser.parse_punctuation("=")
         axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_ints(parser))
         offsets = _keyword_ints(parser, "sharded_dims_offsets")
+        halo = _keyword_ints(parser, "halo_sizes")
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         parser.parse_type()
-        op = cls(grid, axes, offsets)
+        op = cls(grid, axes, offsets, halo)
         op.attributes.update(attributes)
         return op
 
@@ -634,21 +667,69 @@ def _split_shape(shape: Sequence[int], axis: int, parts: int) -> tuple[int, ...]
 @irdl_op_definition
 class AllSliceOp(CollectiveOp):
     """Core k of a group keeps part k of its (replicated) value along `slice_axis`; nothing is
-    sent.
+    sent. With `halo = [lo, hi]`, part k is widened to elements [k w - lo, (k+1) w + hi) of
+    the dim (w its size / group size), zeros where that runs past the dim's ends: the rows a
+    convolution split along that dim reads, its zero padding at the two outer cores.
 
     ```mlir
     shard.grid @cores(shape = 4)
     %y = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
+    %h = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 halo = [1, 1]
+      : tensor<1x3x16x16xf32> -> tensor<1x3x6x16xf32>
     ```
     """
 
     name = "shard.all_slice"
     slice_axis = prop_def(INTS)
+    halo = opt_prop_def(INTS)
     INT_PROPS: ClassVar[tuple[str, ...]] = ("slice_axis",)
     traits = traits_def(Pure())
 
+    def __init__(
+        self,
+        input: SSAValue,
+        grid: str,
+        grid_axes: Sequence[int],
+        result_type: Attribute,
+        *,
+        slice_axis: int,
+        halo: Sequence[int] | None = None,
+    ):
+        super().__init__(input, grid, grid_axes, result_type, slice_axis=slice_axis)
+        if halo is not None and tuple(halo) != (0, 0):
+            self.properties["halo"] = ints_attr(halo)
+
+    @property
+    def halo_sizes(self) -> tuple[int, int]:
+        """(lo, hi): (0, 0) without a halo."""
+        if self.halo is None:
+            return 0, 0
+        lo, hi = ints_of(self.halo)[:2]
+        return lo, hi
+
     def expected_shape(self, parts: int) -> tuple[int, ...] | str:
-        return _split_shape(self.in_shape, self.int_prop("slice_axis"), parts)
+        if self.halo is not None and (len(ints_of(self.halo)) != 2 or min(ints_of(self.halo)) < 0):
+            return f"halo must be [lo, hi], both >= 0, not {list(ints_of(self.halo))}"
+        shape = _split_shape(self.in_shape, self.int_prop("slice_axis"), parts)
+        if isinstance(shape, str):
+            return shape
+        widened = list(shape)
+        widened[self.int_prop("slice_axis")] += sum(self.halo_sizes)
+        return tuple(widened)
+
+    def print_extra(self, printer: Printer) -> None:
+        super().print_extra(printer)
+        if self.halo is not None:
+            printer.print_string(" halo = ")
+            _print_ints(printer, ints_of(self.halo))
+
+    @classmethod
+    def parse_extra(cls, parser: Parser) -> dict[str, object]:
+        extra = super().parse_extra(parser)
+        halo = _keyword_ints(parser, "halo")
+        if halo is not None:
+            extra["halo"] = halo
+        return extra
 
 
 @irdl_op_definition

@@ -369,10 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shard",
-        choices=("auto", "tp", "sp", "dp", "tp-sp", "none"),
+        choices=("auto", "tp", "sp", "dp", "tp-sp", "layerwise", "none"),
         default="auto",
-        help="sharding strategy with --cores > 1: tensor, sequence, data or Megatron tensor+sequence "
-        "parallel, or the cheapest (auto)",
+        help="sharding strategy with --cores > 1: tensor, sequence (spatial rows for a CNN), data or "
+        "Megatron tensor+sequence parallel, a choice per layer (layerwise), or the cheapest (auto)",
     )
     p.set_defaults(handler=cmd_compile)
 

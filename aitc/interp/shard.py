@@ -96,6 +96,21 @@ def groups(dims: Sequence[int], axes: Sequence[int]) -> list[list[int]]:
 # --------------------------------------------------------------------------- collectives
 
 
+def halo_part(
+    array: np.ndarray, axis: int, position: int, parts: int, lo: int = 0, hi: int = 0
+) -> np.ndarray:
+    """Part `position` of `parts` of `array` along `axis`, widened by `lo` elements before and
+    `hi` after (zeros past the array's ends): `shard.all_slice`'s result on that core."""
+    width = array.shape[axis] // parts
+    start, stop = position * width - lo, (position + 1) * width + hi
+    inside = np.take(array, np.arange(max(start, 0), min(stop, array.shape[axis])), axis=axis)
+    if start >= 0 and stop <= array.shape[axis]:
+        return inside
+    pads = [(0, 0)] * array.ndim
+    pads[axis] = (max(-start, 0), max(stop - array.shape[axis], 0))
+    return np.pad(inside, pads)
+
+
 def _reduce(kind: str, values: Sequence[np.ndarray]) -> np.ndarray:
     return functools.reduce(REDUCE[kind], values[1:], values[0])
 
@@ -110,8 +125,8 @@ def _group_results(op: shard.CollectiveOp, values: list[np.ndarray]) -> list[np.
     if isinstance(op, shard.ReduceScatterOp):
         return np.split(_reduce(op.kind, values), parts, axis=op.int_prop("scatter_axis"))
     if isinstance(op, shard.AllSliceOp):
-        axis = op.int_prop("slice_axis")
-        return [np.split(value, parts, axis=axis)[k] for k, value in enumerate(values)]
+        axis, (lo, hi) = op.int_prop("slice_axis"), op.halo_sizes
+        return [halo_part(value, axis, k, parts, lo, hi) for k, value in enumerate(values)]
     if isinstance(op, shard.AllToAllOp):
         split, concat = op.int_prop("split_axis"), op.int_prop("concat_axis")
         pieces = [np.split(value, parts, axis=split) for value in values]

@@ -9,6 +9,9 @@
                                        input (`phases.Slice`; a graph.slice of an integer input
                                        would be host work, which a core's phase cannot hold)
     all_slice of any other value    -> graph.slice at core c's offset (a local copy)
+    all_slice with a halo           -> graph.slice of core c's widened part, clipped to the
+                                       value; past its ends, zero padding of the conv reading
+                                       it (or a graph.pad)
     process_linear_index            -> graph.constant c
 
 The other collectives stay: they are what the cores do together (`phases.py` cuts there).
@@ -23,7 +26,7 @@ from xdsl.ir import BlockArgument, Operation
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import graph, shard
-from aitc.interp.shard import groups
+from aitc.interp.shard import groups, halo_part
 from aitc.weights import array_to_attr, attr_to_array
 
 
@@ -50,28 +53,72 @@ def _replace(op: Operation, new: Operation) -> None:
     op.erase()
 
 
+def _window(op: shard.AllSliceOp, core: int) -> tuple[int, int]:
+    """[start, stop) of core `core`'s part along the slice axis, widened by the halo (it may
+    run past the dim's ends)."""
+    position, parts = _position(op, core)
+    lo, hi = op.halo_sizes
+    width = op.in_shape[op.int_prop("slice_axis")] // parts
+    return position * width - lo, (position + 1) * width + hi
+
+
 def _slice_of(op: shard.AllSliceOp, core: int) -> Operation:
-    """Core `core`'s part of the all_slice's input: a sliced constant or a graph.slice."""
-    position, _ = _position(op, core)
+    """Core `core`'s part of the all_slice's input: a sliced constant (zeros past its ends),
+    or a graph.slice (clipped to the value's ends)."""
     axis = op.int_prop("slice_axis")
     out = op.result.type
     assert isinstance(out, TensorType)
-    width = out.get_shape()[axis]
     source = op.input.owner
     if isinstance(source, graph.ConstantOp) and source.value is not None:
-        array = attr_to_array(source.value)
-        part = np.take(array, np.arange(position * width, (position + 1) * width), axis=axis)
+        position, parts = _position(op, core)
+        part = halo_part(attr_to_array(source.value), axis, position, parts, *op.halo_sizes)
         return graph.ConstantOp(array_to_attr(np.ascontiguousarray(part), op.result.name_hint or "w"))
-    rank = len(out.get_shape())
-    starts = [position * width if d == axis else 0 for d in range(rank)]
+    start, stop = _window(op, core)
+    shape = list(out.get_shape())
+    shape[axis] = min(stop, op.in_shape[axis]) - max(start, 0)
+    starts = [max(start, 0) if d == axis else 0 for d in range(len(shape))]
     return graph.SliceOp.create(
         operands=[op.input],
-        result_types=[out],
+        result_types=[TensorType(out.element_type, shape)],
         attributes={
             "starts": DenseArrayBase.from_list(i64, starts),
-            "steps": DenseArrayBase.from_list(i64, [1] * rank),
+            "steps": DenseArrayBase.from_list(i64, [1] * len(shape)),
         },
     )
+
+
+def _specialize_slice(op: shard.AllSliceOp, core: int) -> None:
+    """Replaces `op` by core `core`'s part. Where its halo runs past the dim's ends, the zeros
+    become padding of the conv that reads it (its only user), else a graph.pad."""
+    part = _slice_of(op, core)
+    axis, size = op.int_prop("slice_axis"), op.in_shape[op.int_prop("slice_axis")]
+    start, stop = _window(op, core)
+    before, after = max(-start, 0), max(stop - size, 0)
+    if isinstance(part, graph.ConstantOp) or not before + after:
+        _replace(op, part)
+        return
+    users = [use.operation for use in op.result.uses]
+    conv = users[0] if len(users) == 1 and isinstance(users[0], graph.ConvOp) else None
+    if conv is not None and conv.input == op.result and axis >= 2:
+        _, pads, _ = conv.window()
+        pads = list(pads)
+        pads[axis - 2] += before
+        pads[axis - 2 + conv.spatial_rank()] += after
+        conv.attributes["pads"] = graph.ints_attr(pads)
+        _replace(op, part)
+        return
+    block = op.parent_block()
+    assert block is not None
+    part.location = op.location
+    block.insert_op_before(part, op)
+    rank = len(op.in_shape)
+    pads = [before if d == axis else 0 for d in range(rank)] + [
+        after if d == axis else 0 for d in range(rank)
+    ]
+    padded = graph.PadOp.create(
+        operands=[part.results[0]], result_types=[op.result.type], attributes={"pads": graph.ints_attr(pads)}
+    )
+    _replace(op, padded)
 
 
 def expand_all_to_all(function: func.FuncOp) -> None:
@@ -105,7 +152,9 @@ def expand_all_to_all(function: func.FuncOp) -> None:
 def specialize(function: func.FuncOp, core: int) -> None:
     """Makes `function` (changed in place) core `core`'s copy (see the module docstring)."""
     for op in list(function.body.block.ops):
-        if isinstance(op, shard.AllSliceOp) and not isinstance(op.input, BlockArgument):
+        if isinstance(op, shard.AllSliceOp) and op.halo is not None:
+            _specialize_slice(op, core)  # an input's widened part too: not one contiguous part
+        elif isinstance(op, shard.AllSliceOp) and not isinstance(op.input, BlockArgument):
             _replace(op, _slice_of(op, core))  # an input's part is copied by the linker
         elif isinstance(op, shard.ProcessLinearIndexOp):
             value = array_to_attr(np.array(core, dtype=np.int64), "core")

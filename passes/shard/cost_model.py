@@ -47,7 +47,7 @@ from typing import TypeGuard
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from aitc.dialects import graph
 from aitc.dialects.tile import KernelOp
@@ -169,21 +169,32 @@ _TILED: dict[tuple, tuple[int, int] | None] = {}
 """`tiled_estimate` results by (op, local shapes, target): ops repeat (every layer's)."""
 
 
-def tiled_estimate(op: Operation, local: list[tuple[int, ...]], target: Target) -> tuple[int, int] | None:
+def tiled_estimate(
+    op: Operation,
+    local: list[tuple[int, ...]],
+    target: Target,
+    attributes: dict[str, Attribute] | None = None,
+) -> tuple[int, int] | None:
     """(cycles, DRAM bytes) that `convert-graph-to-tile` records on the kernels of `op` alone
     on its per-core shapes (`est_cycles`, `dma_bytes`: the tiling the compiler would choose,
-    costed by its own model); None when the op does not lower on its own (then the roofline)."""
+    costed by its own model), with `attributes` (default: the op's) on the core's copy; None
+    when the op does not lower on its own (then the roofline)."""
+    attributes = {
+        k: v for k, v in (op.attributes if attributes is None else attributes).items() if k != "shard.plan"
+    }
     elements = tuple(str(getattr(v.type, "element_type", v.type)) for v in (*op.operands, *op.results))
-    key = (op.name, str(sorted((k, str(v)) for k, v in op.attributes.items() if k != "shard.plan")),
+    key = (op.name, str(sorted((k, str(v)) for k, v in attributes.items())),
            str(dict(op.properties)), tuple(local), elements, target.fingerprint())  # fmt: skip
     if key not in _TILED:
         if len(_TILED) >= 4096:
             _TILED.clear()
-        _TILED[key] = _lower_alone(op, local, target)
+        _TILED[key] = _lower_alone(op, local, target, attributes)
     return _TILED[key]
 
 
-def _lower_alone(op: Operation, local: list[tuple[int, ...]], target: Target) -> tuple[int, int] | None:
+def _lower_alone(
+    op: Operation, local: list[tuple[int, ...]], target: Target, attributes: dict[str, Attribute]
+) -> tuple[int, int] | None:
     operand_types = [_local_type(v, shape) for v, shape in zip(op.operands, local, strict=False)]
     result_types = [
         _local_type(v, shape) for v, shape in zip(op.results, local[len(op.operands) :], strict=True)
@@ -191,7 +202,7 @@ def _lower_alone(op: Operation, local: list[tuple[int, ...]], target: Target) ->
     if not _all_tensors(operand_types) or not _all_tensors(result_types):
         return None
     block = Block(arg_types=operand_types)
-    attributes = {k: v for k, v in op.attributes.items() if k != "shard.plan"}
+    attributes = dict(attributes)
     if isinstance(op, graph.ConvOp) and op.groups() > 1:  # a split grouped conv keeps whole groups
         attributes["group"] = IntegerAttr(op.groups() * local[1][0] // shape_of(op.weight)[0], i64)
     clone = op.__class__.create(
@@ -228,8 +239,15 @@ def _local_type(value: SSAValue, shape: tuple[int, ...]) -> TensorType | None:
     return TensorType(value.type.element_type, list(shape)) if isinstance(value.type, TensorType) else None
 
 
-def op_cycles(op: Operation, local: list[tuple[int, ...]], parts: int, target: Target) -> int:
-    """Estimated cycles of `op` on one core given its local shapes (operands..., results...),
+def op_cycles(
+    op: Operation,
+    local: list[tuple[int, ...]],
+    parts: int,
+    target: Target,
+    attributes: dict[str, Attribute] | None = None,
+) -> int:
+    """Estimated cycles of `op` on one core given its local shapes (operands..., results...)
+    and attributes (default: the op's),
     all `parts` cores running their part at once: a matmul from the matmul tiler's plan
     (`plan_matmul`), at least the shared DRAM carrying each core's operands and result once;
     any other op from the tiling model's estimate of its kernels (`tiled_estimate`: their
@@ -242,7 +260,7 @@ def op_cycles(op: Operation, local: list[tuple[int, ...]], parts: int, target: T
         planned = _matmul_cycles(op, local, target)
         if planned is not None:
             return max(planned, dram)
-    tiled = tiled_estimate(op, local, target)
+    tiled = tiled_estimate(op, local, target, attributes)
     if tiled is not None:
         cycles, nbytes = tiled
         return max(cycles, ceil_div(nbytes * parts, target.dram.bytes_per_cycle))

@@ -15,12 +15,16 @@ forces when that loop divides evenly:
         contraction (k, then one all_reduce) when its input arrives split along k; a conv by
         a weight splits its output channels, or its input channels when they arrive split
     sp  sequence parallel: a matmul by a weight splits its rows (the tokens), a gather its
-        indices' last dim (the tokens)
+        indices' last dim (the tokens); spatial for a CNN: a conv by a weight splits its
+        output rows (H), reading its input with a halo
     dp  data parallel: the batch (result dim 0)
     tp-sp  Megatron tensor + sequence parallel: the matmuls as tp; every other op that no split
         operand informs (embeddings, residual adds, LayerNorms) splits its tokens (result dim
         rank - 2) instead of running whole on every core, so a row-parallel matmul's all_reduce
         becomes a reduce_scatter, and a column-parallel matmul gathers its input (all_gather)
+    layerwise  per layer: each anchor takes the loop tp, sp or dp would force on it (and
+        that divides) of least estimated cycles, its operands' resharding included, so a
+        CNN can split rows where feature maps are large and channels where they are many
 
 Every other op with a split operand (or a seeded result), and an anchor whose forced loop does
 not divide, takes the candidate (a splittable loop, or none) of least estimated cycles:
@@ -46,14 +50,17 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.shard.cost_model import collective_cycles, op_cycles, staging_cycles, tensor_bytes
-from aitc.passes.shard.rules import PARALLEL, Rule, rule_of, shape_of, splittable
+from aitc.passes.shard.rules import PARALLEL, Rule, local_attributes, rule_of, shape_of, splittable
 from aitc.target import Target
 
 Split = int | None
 """A value's sharding on a 1-D grid: the dim split into equal parts, or None (whole)."""
 
-STRATEGIES = ("tp", "sp", "dp", "tp-sp")
+STRATEGIES = ("tp", "sp", "dp", "tp-sp", "layerwise")
 """The strategies `auto` chooses among (`none` plans from the seeds alone)."""
+
+LAYER_STRATEGIES = ("tp", "sp", "dp")
+"""What `layerwise` chooses among at each anchor op."""
 
 
 def reshard_kind(have: Split, want: Split) -> str | None:
@@ -77,6 +84,8 @@ class OpPlan:
     collectives: list[tuple[str, int, int, str]] = field(default_factory=list)
     """(kind, bytes of the whole tensor, estimated cycles, algorithm) per collective."""
     reason: str = ""
+    refused: bool = False
+    """The strategy's split of this op was refused (its dim does not divide): say why."""
 
     @property
     def cycles(self) -> int:
@@ -92,6 +101,12 @@ class Plan:
     ops: dict[Operation, OpPlan]
     values: dict[SSAValue, Split]
     output_collectives: list[tuple[str, int, int, str]]
+    refusals: list[str] = field(default_factory=list)
+    """Distinct reasons the strategy's splits were not taken (a dim that does not divide)."""
+
+    @property
+    def splits_anything(self) -> bool:
+        return any(p.loop is not None for p in self.ops.values())
 
     @property
     def total(self) -> int:
@@ -154,6 +169,8 @@ def forced_loop(op: Operation, rule: Rule, strategy: str, values: dict[SSAValue,
     if isinstance(op, graph.ConvOp) and _is_weight(op.weight) and strategy == "tp":
         have = values.get(op.input)
         return 2 if have == 1 and len(rule.loops) == 3 else 1
+    if isinstance(op, graph.ConvOp) and _is_weight(op.weight) and strategy == "sp" and rule.halo is not None:
+        return rule.halo.loop
     if isinstance(op, graph.GatherOp) and strategy == "sp":
         return len(shape_of(op.indices)) - 1 + (op.axis.value.data if op.axis is not None else 0)
     if strategy == "tp-sp":
@@ -171,6 +188,7 @@ class Planner:
         self.target, self.cores, self.strategy, self.seeds = target, cores, strategy, seeds
         self.values: dict[SSAValue, Split] = {}
         self.ops: dict[Operation, OpPlan] = {}
+        self.refusals: list[str] = []
 
     # -- costs
 
@@ -192,15 +210,20 @@ class Planner:
         return tuple(shape)
 
     def evaluate(self, op: Operation, rule: Rule | None, loop: int | None) -> OpPlan:
-        """The cost of `op` splitting `loop`, given its operands' current shardings."""
+        """The cost of `op` splitting `loop`, given its operands' current shardings (an operand
+        read with a halo is made whole first, then sliced)."""
         collectives = []
         local = []
         for index, value in enumerate(op.operands):
             want = operand_want(op, index, loop)
-            kind = reshard_kind(self.values.get(value), want)
+            halo = rule.halo_of(index, loop) if rule is not None else None
+            kind = reshard_kind(self.values.get(value), None if halo else want)
             if kind not in (None, "all_slice"):
                 collectives.append(self.collective(kind, value, self.values.get(value)))
-            local.append(self.local_shape(value, want))
+            shape = self.local_shape(value, want)
+            if halo is not None and want is not None:
+                shape = (*shape[:want], shape[want] + sum(halo), *shape[want + 1 :])
+            local.append(shape)
         for index, value in enumerate(op.results):
             natural = result_split(rule, loop, index)
             local.append(
@@ -212,7 +235,8 @@ class Planner:
                 kind = reshard_kind(natural, self.seeds[value])
                 if kind not in (None, "all_slice"):
                     collectives.append(self.collective(kind, value, natural))
-        return OpPlan(loop, op_cycles(op, local, self.cores, self.target), collectives)
+        attributes = local_attributes(op, rule, loop) if rule is not None else None
+        return OpPlan(loop, op_cycles(op, local, self.cores, self.target, attributes), collectives)
 
     # -- decisions
 
@@ -230,6 +254,8 @@ class Planner:
         informed = any(self.values.get(v) is not None for v in op.operands) or any(
             self.seeds.get(r) is not None for r in op.results
         )
+        if self.strategy == "layerwise" and (plan := self._per_layer(op, rule, loops)) is not None:
+            return plan
         if forced is not None and forced in loops and not self._forced_needs_gather(op, forced):
             plan = self.evaluate(op, rule, forced)
             plan.reason = f"{self.strategy}: {loop_name(op, rule, forced)}"
@@ -244,6 +270,7 @@ class Planner:
             plan.reason = "no split operand: runs whole on every core"
             if forced is not None:
                 plan.reason = f"{self._not_dividing(op, rule, forced)}: runs whole"
+                plan.refused = True
             return plan
         options = [self.evaluate(op, rule, loop) for loop in [None, *loops]]
 
@@ -258,8 +285,26 @@ class Planner:
         why = "least cycles" if len(options) > 1 else "only choice"
         if forced is not None and forced not in loops:
             why += f"; {self._not_dividing(op, rule, forced)}"
+            best.refused = True
         best.reason = f"{loop_name(op, rule, best.loop)}: {why}"
         return best
+
+    def _per_layer(self, op: Operation, rule: Rule, loops: list[int]) -> OpPlan | None:
+        """`layerwise` on an anchor: the cheapest of the loops tp, sp and dp would force on it
+        (None: no strategy anchors it)."""
+        choices: dict[int, str] = {}
+        for name in LAYER_STRATEGIES:
+            loop = forced_loop(op, rule, name, self.values)
+            if loop is not None and loop in loops:
+                choices.setdefault(loop, name)
+        if not choices:
+            return None
+        options = {loop: self.evaluate(op, rule, loop) for loop in choices}
+        best = min(options, key=lambda loop: (options[loop].cycles, list(choices).index(loop)))
+        costs = ", ".join(f"{name} {options[loop].cycles}" for loop, name in choices.items())
+        plan = options[best]
+        plan.reason = f"layerwise: {choices[best]}, {loop_name(op, rule, best)} (cycles: {costs})"
+        return plan
 
     def _token_loop(self, op: Operation, rule: Rule, loops: list[int]) -> int | None:
         """tp-sp's split of an op outside the tensor-parallel matmuls: the tokens (the rows,
@@ -272,14 +317,37 @@ class Planner:
         return loop if loop in loops and rule.loops[loop] == PARALLEL else None
 
     def _not_dividing(self, op: Operation, rule: Rule, loop: int) -> str:
-        return f"{self.strategy} would {loop_name(op, rule, loop)}, which does not divide by {self.cores}"
+        """Why the forced `loop` was not taken, with the numbers and the core counts of the
+        target that would divide it (recorded in `refusals` too)."""
+        sizes = sorted(
+            {
+                shape_of(value)[dim]
+                for maps, values in ((rule.operands, op.operands), (rule.results, op.results))
+                for dims, value in zip(maps, values, strict=True)
+                for dim, mapped in enumerate(dims)
+                if mapped == loop
+            }
+        )
+        fits = [p for p in range(2, self.target.cores + 1) if all(size % p == 0 for size in sizes)]
+        would = (
+            f" ({', '.join(map(str, fits))} cores would)" if fits else " (no core count of the target would)"
+        )
+        size = "/".join(map(str, sizes))
+        split = loop_name(op, rule, loop)
+        reason = f"{self.strategy} would {split} of {size}, which does not divide by {self.cores}"
+        if reason + would not in self.refusals:
+            self.refusals.append(reason + would)
+        return reason + would
 
     def _forced_needs_gather(self, op: Operation, loop: int) -> bool:
         """Whether taking the forced loop would all-gather a split operand that another
         candidate keeps (then the costs decide)."""
+        rule = rule_of(op)
+        halos = [rule is not None and rule.halo_of(i, loop) is not None for i in range(len(op.operands))]
         return any(
-            reshard_kind(self.values.get(v), operand_want(op, i, loop)) in ("all_gather", "all_to_all")
-            for i, v in enumerate(op.operands)
+            reshard_kind(self.values.get(v), None if halo else operand_want(op, i, loop))
+            in ("all_gather", "all_to_all")
+            for i, (v, halo) in enumerate(zip(op.operands, halos, strict=True))
         )
 
     def record(self, op: Operation, plan: OpPlan) -> None:
@@ -303,7 +371,7 @@ class Planner:
             kind = reshard_kind(self.values.get(value), None)
             if kind is not None:
                 outputs.append(self.collective(kind, value, self.values.get(value)))
-        return Plan(self.strategy, self.cores, self.ops, self.values, outputs)
+        return Plan(self.strategy, self.cores, self.ops, self.values, outputs, self.refusals)
 
     def _backward(self, body: list[Operation], function: func.FuncOp) -> None:
         """Splits replicated ops whose users all want one split of their (single) result."""
@@ -338,6 +406,9 @@ def loop_name(op: Operation, rule: Rule, loop: int | None) -> str:
         rank = len(shape_of(op.output))
         names = {rank - 2: "m (rows)", rank - 1: "n (output columns)", rank: "k (contraction, all_reduce)"}
         return "split " + names.get(loop, f"batch dim {loop}")
+    if rule.halo is not None and loop == rule.halo.loop:
+        halo = rule.halo.lo + rule.halo.hi
+        return "split output rows" + (f" (halo {rule.halo.lo}+{rule.halo.hi})" if halo else "")
     if isinstance(op, graph.ConvOp):
         return "split " + ("batch", "output channels", "input channels (all_reduce)")[loop]
     kind = "" if rule.loops[loop] == PARALLEL else f" ({rule.loops[loop]} reduction, all_reduce)"

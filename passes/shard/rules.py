@@ -10,7 +10,9 @@ dim is whole. A **parallel** loop gives every core an independent part of the re
 
     matmul  A[b.., m, k] @ B[b.., k, n]    loops b.. m n (parallel), k (sum)
     conv    X[N, C, H..] * W[O, C/g, K..]   loops N, O (parallel), C (sum, when group = 1);
-                                            depthwise/grouped: C follows O (groups split)
+                                            depthwise/grouped: C follows O (groups split);
+                                            H (the first spatial dim, parallel) reading X
+                                            with a halo (below)
     elementwise (numpy broadcasting)        one parallel loop per result dim; a broadcast
                                             (size-1) operand dim is None
     softmax / layer_norm                    the normalised dims are None
@@ -21,6 +23,15 @@ dim is whole. A **parallel** loop gives every core an independent part of the re
     gather                                  the gathered axis of the table is None
 
 Ops without a rule (gather_nd, argmax, ...) run replicated: every operand whole.
+
+**Halo.** A convolution split along its output rows H reads, on every core, the input rows of
+its part plus `lo` rows before and `hi` after it (the window overhang: `lo` = the top padding,
+`hi` = extent - stride - lo). Its rule's `halo` names that loop and operand: the input is then
+made whole and every core takes its widened part (`shard.all_slice ... halo = [lo, hi]`,
+zeros past the ends stand for the padding), and the core's convolution has no padding along
+H (`local_attributes`). Offered when the input has exactly stride x output rows (each core's
+part of the input lines up with its part of the output), as "same"-padded convs do. Pooling
+splits H without a halo where its windows do not overlap or pad (kernel <= stride).
 
 `splittable(op, rule, loop, parts)` says whether every dim of that loop divides evenly:
 uneven shards are refused here (the loop is not a candidate), so a split is only ever
@@ -34,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.dialects import graph
 
@@ -51,13 +62,34 @@ DimMap = tuple[int | None, ...]
 
 
 @dataclass(frozen=True)
+class Halo:
+    """Splitting `loop` makes every core read operand `operand`'s dim `dim` widened by `lo`
+    elements before its part and `hi` after it."""
+
+    loop: int
+    operand: int
+    dim: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
 class Rule:
     """The iteration space of one op: `loops[i]` is PARALLEL or a reduction kind; `operands`
-    and `results` map each tensor dim to a loop."""
+    and `results` map each tensor dim to a loop; `halo` a loop whose split widens an operand."""
 
     loops: tuple[str, ...]
     operands: tuple[DimMap, ...]
     results: tuple[DimMap, ...]
+    halo: Halo | None = None
+
+    def halo_of(self, operand: int, loop: int | None) -> tuple[int, int] | None:
+        """(lo, hi) when splitting `loop` widens operand `operand`, else None (also for a halo
+        of nothing: a part then lines up with the split it may already have)."""
+        halo = self.halo
+        if halo is None or loop != halo.loop or operand != halo.operand or halo.lo == halo.hi == 0:
+            return None
+        return halo.lo, halo.hi
 
     def dim_of(self, dims: DimMap, loop: int | None) -> int | None:
         """The dim of a tensor (given by its DimMap) indexed by `loop`, if any."""
@@ -115,28 +147,75 @@ def _matmul(op: graph.MatMulOp) -> Rule | None:
     return Rule(loops, operands, (tuple(range(batch + 2)),))
 
 
+def _conv_halo(op: graph.ConvOp) -> tuple[int, int] | None:
+    """(lo, hi) rows of halo a conv split along its output rows reads (see the module
+    docstring), or None when its input rows are not stride x its output rows."""
+    x, out = shape_of(op.input), shape_of(op.output)
+    strides, pads, dilations = op.window()
+    extent = dilations[0] * (shape_of(op.weight)[2] - 1) + 1
+    stride, lo = strides[0], pads[0]
+    if x[2] != out[2] * stride or lo >= extent:
+        return None
+    return lo, max(0, extent - stride - lo)
+
+
 def _conv(op: graph.ConvOp) -> Rule:
     x = shape_of(op.input)
-    spatial = (None,) * (len(x) - 2)
+    rest = (None,) * (len(x) - 3)
     groups = op.groups()
     bias = ((1,),) if op.bias is not None else ()
+    halo = _conv_halo(op)
     if groups == 1 and op.activation is None:
-        # loops: 0 = N, 1 = output channel, 2 = input channel (sum)
-        operands = ((0, 2, *spatial), (1, 2, *spatial), *bias)
-        return Rule((PARALLEL, PARALLEL, "sum"), operands, ((0, 1, *spatial),))
-    # grouped (depthwise): the input channels follow the output channels' groups (splittable
-    # when the cores divide the groups); groups = 1 with an activation: input channels whole
-    channel_in = 1 if groups > 1 else None
-    operands = ((0, channel_in, *spatial), (1, None, *spatial), *bias)
-    return Rule((PARALLEL, PARALLEL), operands, ((0, 1, *spatial),))
+        # loops: 0 = N, 1 = output channel, 2 = input channel (sum), 3 = output rows
+        rows = 3 if halo is not None else None
+        operands = ((0, 2, rows, *rest), (1, 2, None, *rest), *bias)
+        loops = (PARALLEL, PARALLEL, "sum") + ((PARALLEL,) if rows is not None else ())
+    else:
+        # grouped (depthwise): the input channels follow the output channels' groups (splittable
+        # when the cores divide the groups); groups = 1 with an activation: input channels whole
+        rows = 2 if halo is not None else None
+        channel_in = 1 if groups > 1 else None
+        operands = ((0, channel_in, rows, *rest), (1, None, None, *rest), *bias)
+        loops = (PARALLEL, PARALLEL) + ((PARALLEL,) if rows is not None else ())
+    found = Halo(rows, 0, 2, *halo) if rows is not None and halo is not None else None
+    return Rule(loops, operands, ((0, 1, rows, *rest),), found)
+
+
+def local_attributes(op: Operation, rule: Rule, loop: int | None) -> dict[str, Attribute]:
+    """`op`'s attributes on one core when it splits `loop`: a conv split along its rows has no
+    padding along them (the halo brings its neighbours' rows and the zeros)."""
+    attributes = dict(op.attributes)
+    if rule.halo is not None and loop == rule.halo.loop and isinstance(op, graph.ConvOp):
+        _, pads, _ = op.window()
+        spatial = op.spatial_rank()
+        zeroed = [
+            0 if i in (rule.halo.dim - 2, rule.halo.dim - 2 + spatial) else p for i, p in enumerate(pads)
+        ]
+        if zeroed != list(pads):
+            attributes["pads"] = graph.ints_attr(zeroed)
+    return attributes
+
+
+def _pool_rows(op: graph.PoolOp) -> bool:
+    """Whether pooling's output rows split without a halo: no padding along them, windows
+    that do not overlap (kernel extent <= stride), input rows = stride x output rows."""
+    x, out = shape_of(op.input), shape_of(op.output)
+    strides, pads, dilations = op.window()
+    extent = dilations[0] * (op.kernel()[0] - 1) + 1
+    spatial = op.spatial_rank()
+    return pads[0] == 0 and pads[spatial] == 0 and extent <= strides[0] and x[2] == out[2] * strides[0]
 
 
 def _channels(op: Operation) -> Rule:
-    """Pooling and batch_norm: N and C split, spatial dims whole; per-channel operands follow C."""
+    """Pooling and batch_norm: N and C split (and H where it needs no halo); per-channel
+    operands follow C."""
     out = shape_of(op.results[0])
-    dims = (0, 1, *(None,) * (len(out) - 2))
+    rows = len(out) >= 3 and (
+        isinstance(op, graph.BatchNormOp) or (isinstance(op, graph.PoolOp) and _pool_rows(op))
+    )
+    dims = (0, 1, 2 if rows else None, *(None,) * (len(out) - 3))
     operands = tuple(dims if len(shape_of(v)) == len(out) else (1,) for v in op.operands)
-    return Rule((PARALLEL, PARALLEL), operands, (dims,))
+    return Rule((PARALLEL,) * (3 if rows else 2), operands, (dims,))
 
 
 def _reduce(op: graph.ReduceOp) -> Rule:

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import graph, shard
 from aitc.passes.shard.planner import Split
-from aitc.passes.shard.rules import Rule, rule_of, shape_of, splittable
+from aitc.passes.shard.rules import Rule, local_attributes, rule_of, shape_of, splittable
 from aitc.passes.shard.shard_propagate import graph_function, split_of
 
 
@@ -137,7 +137,7 @@ class Partitioner:
             split = None if reduction or rule is None else rule.dim_of(rule.results[index], loop)
             results.append((value, split))
         properties = dict(op.properties)
-        attributes = dict(op.attributes)
+        attributes = local_attributes(op, rule, loop) if rule is not None else dict(op.attributes)
         if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
             attributes["group"] = IntegerAttr(op.groups() // self.parts, i64)
         new = op.__class__.create(
@@ -182,6 +182,21 @@ class Partitioner:
                 "shard-partition: a shard.shard needs an even shard.sharding (no sharded_dims_offsets)"
             )
         want = split_of(sharding)
+        if sharding.halo is not None and want is not None:  # whole, then every core's widened part
+            lo, hi = sharding.halo
+            shape = list(local_type(op.src, want, self.parts).get_shape())
+            shape[want] += lo + hi
+            assert isinstance(op.src.type, TensorType)
+            widened = shard.AllSliceOp(
+                self.operand(op, 0, None),
+                self.grid,
+                [0],
+                TensorType(op.src.type.element_type, shape),
+                slice_axis=want,
+                halo=(lo, hi),
+            )
+            self.local[op.result], self.split[op.result] = self.emit(widened, op).results[0], want
+            return
         self.local[op.result], self.split[op.result] = self.operand(op, 0, want), want
 
     def step(self, op: Operation) -> None:

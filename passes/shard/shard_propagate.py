@@ -30,7 +30,7 @@ from aitc.diagnostics import AitcError
 from aitc.dialects import shard
 from aitc.module_target import module_target
 from aitc.passes.shard.planner import STRATEGIES, Plan, Split, operand_want, plan_function
-from aitc.passes.shard.rules import shape_of
+from aitc.passes.shard.rules import rule_of, shape_of
 
 PLAN_ATTR = "shard.plan"
 """Module and op attribute holding the plan (see the module docstring)."""
@@ -97,6 +97,11 @@ def take_seeds(function: func.FuncOp) -> dict[SSAValue, Split]:
                 raise PassFailedException(
                     "shard-propagate: uneven shards (sharded_dims_offsets) are not planned"
                 )
+            if sharding.halo is not None:
+                raise PassFailedException(
+                    "shard-propagate: halo_sizes are planned, not seeded: annotate the split alone "
+                    "(a conv split along its rows gets its halo from its window)"
+                )
             source = op.src
             seeds.setdefault(source, split_of(sharding))
             op.result.replace_all_uses_with(source)
@@ -115,13 +120,13 @@ class Annotator:
     def __init__(self, function: func.FuncOp, grid: str):
         self.block: Block = function.body.block
         self.grid = grid
-        self.shardings: dict[tuple[int, Split], SSAValue] = {}
+        self.shardings: dict[tuple[int, Split, tuple[int, int] | None], SSAValue] = {}
 
-    def sharding(self, rank: int, split: Split) -> SSAValue:
-        key = (rank, split)
+    def sharding(self, rank: int, split: Split, halo: tuple[int, int] | None = None) -> SSAValue:
+        key = (rank, split, halo)
         if key not in self.shardings:
             axes = [[0] if dim == split else [] for dim in range(rank)]
-            op = shard.ShardingOp(self.grid, axes)
+            op = shard.ShardingOp(self.grid, axes, halo=halo)
             first = self.block.first_op
             if first is None:
                 self.block.add_op(op)
@@ -141,19 +146,23 @@ class Annotator:
             self.block.insert_op_after(note, after)
         value.replace_uses_with_if(note.result, lambda use: use.operation is not note)
 
-    def annotate_use(self, user: Operation, index: int, split: Split) -> None:
+    def annotate_use(
+        self, user: Operation, index: int, split: Split, halo: tuple[int, int] | None = None
+    ) -> None:
         """`shard.shard %operand to <split> annotate_for_users` before `user`."""
         value = user.operands[index]
-        note = shard.ShardOp(value, self.sharding(len(shape_of(value)), split), annotate_for_users=True)
+        sharding = self.sharding(len(shape_of(value)), split, halo)
+        note = shard.ShardOp(value, sharding, annotate_for_users=True)
         self.block.insert_op_before(note, user)
         user.operands[index] = note.result
 
 
 def op_plan_attr(plan: Plan, op: Operation) -> DictionaryAttr | None:
     """`{decision = "...", cycles = N, collectives = "all_reduce 2048 B (ring) 192 cycles"}`
-    for an op that is split or needs a collective (None for one that just runs whole)."""
+    for an op that is split, needs a collective or whose split was refused (None for one that
+    just runs whole)."""
     entry = plan.ops[op]
-    if entry.loop is None and not entry.collectives:
+    if entry.loop is None and not entry.collectives and not entry.refused:
         return None
     entries: dict[str, Attribute] = {
         "decision": StringAttr(entry.reason),
@@ -178,10 +187,12 @@ def write_plan(function: func.FuncOp, plan: Plan, grid: str) -> None:
     for op in originals:
         entry = plan.ops.get(op)
         loop = entry.loop if entry is not None else None
+        rule = rule_of(op)
         for index, value in enumerate(op.operands):
             want = operand_want(op, index, loop)  # a return wants whole values
-            if want != plan.values.get(_source(value)):
-                annotator.annotate_use(op, index, want)
+            halo = rule.halo_of(index, loop) if rule is not None else None
+            if want != plan.values.get(_source(value)) or halo is not None:
+                annotator.annotate_use(op, index, want, halo)
         for value in op.results:
             if plan.values.get(value) is not None:
                 annotator.annotate_result(value, plan.values[value], op)
@@ -205,6 +216,8 @@ def plan_summary(plan: Plan, estimates: dict[str, int] | None) -> DictionaryAttr
             ", ".join(f"{count} {kind}" for kind, count in sorted(plan.collective_count.items())) or "none"
         ),
     }
+    if not plan.splits_anything and plan.refusals:
+        entries["refused"] = StringAttr("; ".join(plan.refusals[:3]))
     if estimates:
         entries["alternatives"] = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in estimates.items()})
     return DictionaryAttr(entries)
@@ -232,7 +245,7 @@ class ShardPropagatePass(ModulePass):
     name = "shard-propagate"
 
     strategy: str = "none"
-    """tp, sp, dp, tp-sp, auto (the cheapest of those) or none (the annotations only)."""
+    """tp, sp, dp, tp-sp, layerwise, auto (the cheapest of those) or none (the annotations only)."""
 
     cores: int | None = None
     """The grid size when the module has no grid (default: the target's cores)."""

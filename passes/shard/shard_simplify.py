@@ -44,7 +44,7 @@ class ReduceScatterFromSliceOfAllReduce(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: shard.AllSliceOp, rewriter: PatternRewriter) -> None:
         inner = _only_input_of(op.input, op, shard.AllReduceOp)
-        if not isinstance(inner, shard.AllReduceOp) or inner.axes != op.axes:
+        if not isinstance(inner, shard.AllReduceOp) or inner.axes != op.axes or op.halo is not None:
             return
         if inner.input.type != inner.result.type:
             return  # the reduction also converts the element type
@@ -66,7 +66,7 @@ class ElideSliceOfGather(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: shard.AllSliceOp, rewriter: PatternRewriter) -> None:
         inner = _only_input_of(op.input, op, shard.AllGatherOp)
-        if inner is None or inner.axes != op.axes:
+        if inner is None or inner.axes != op.axes or op.halo is not None:
             return
         same_dim = inner.int_prop("gather_axis") == op.int_prop("slice_axis")
         if same_dim and inner.input.type == op.result.type:

@@ -70,3 +70,24 @@ func.func @heads(%x: tensor<2x64xf32>) -> tensor<2x2x32xf32> {
 // CHECK:         %e = graph.exp %{{.*}} : tensor<2x16xf32>
 // CHECK-NEXT:    %[[G:.*]] = shard.all_gather %e on @g grid_axes = [0] gather_axis = 1 : tensor<2x16xf32> -> tensor<2x64xf32>
 // CHECK-NEXT:    %r = graph.reshape %[[G]] : tensor<2x64xf32> -> tensor<2x2x32xf32>
+
+// -----
+
+// A conv split along its output rows over 2 cores: its input is whole, so every core takes
+// its 4 rows plus one row of halo on each side (zeros past the ends stand for the padding),
+// and its conv pads no rows (only columns). Its result stays split by rows.
+shard.grid @cores(shape = 2)
+func.func @conv_rows(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %rows = shard.sharding @cores split_axes = [[], [], [0], []] : !shard.sharding
+  %halo = shard.sharding @cores split_axes = [[], [], [0], []] halo_sizes = [1, 1] : !shard.sharding
+  %w = graph.constant dense<0.5> : tensor<8x4x3x3xf32>
+  %xs = shard.shard %x to %halo annotate_for_users : tensor<1x4x8x8xf32>
+  %h = graph.conv %xs, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x8x8xf32>
+  %hs = shard.shard %h to %rows : tensor<1x8x8x8xf32>
+  func.return %hs : tensor<1x8x8x8xf32>
+}
+// CHECK-LABEL: func.func @conv_rows
+// CHECK:         %[[X:.*]] = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 halo = [1, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK-NEXT:    %h = graph.conv %[[X]], %w {pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 1, 1>} : tensor<1x4x6x8xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x4x8xf32>
+// CHECK-NEXT:    %[[G:.*]] = shard.all_gather %h on @cores grid_axes = [0] gather_axis = 2 : tensor<1x8x4x8xf32> -> tensor<1x8x8x8xf32>
+// CHECK-NEXT:    func.return %[[G]]

@@ -57,3 +57,28 @@ builtin.module attributes {aitc.target = "edge"} {
 // CHECK-NEXT:    %[[T:.*]] = shard.shard %t to %{{.*}} : tensor<6x4xf32>
 // CHECK-NEXT:    %[[R:.*]] = shard.shard %[[T]] to %{{.*}} annotate_for_users : tensor<6x4xf32>
 // CHECK-NEXT:    func.return %[[R]]
+
+// -----
+
+// Spatial split of a CNN (sp): each conv splits its output rows. The 3x3 conv reads one row
+// of halo on each side of its part (its input's sharding says so); the stride-2 1x1 conv
+// reads exactly its part of the relu's rows, which are split already: no collective.
+func.func @convs(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x4x4xf32> {
+  %w1 = graph.constant dense<0.5> : tensor<8x4x3x3xf32>
+  %w2 = graph.constant dense<0.25> : tensor<8x8x1x1xf32>
+  %h = graph.conv %x, %w1 {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<1x4x8x8xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x8x8xf32>
+  %r = graph.relu %h : tensor<1x8x8x8xf32>
+  %y = graph.conv %r, %w2 {strides = array<i64: 2, 2>} : tensor<1x8x8x8xf32>, tensor<8x8x1x1xf32> -> tensor<1x8x4x4xf32>
+  func.return %y : tensor<1x8x4x4xf32>
+}
+// SP-LABEL:    func.func @convs
+// SP-DAG:      %[[ROWS:.*]] = shard.sharding @cores split_axes = {{\[\[\], \[\], \[0\], \[\]\]}} : !shard.sharding
+// SP-DAG:      %[[HALO:.*]] = shard.sharding @cores split_axes = {{\[\[\], \[\], \[0\], \[\]\]}} halo_sizes = [1, 1] : !shard.sharding
+// SP:          %[[X:.*]] = shard.shard %x to %[[HALO]] annotate_for_users : tensor<1x4x8x8xf32>
+// SP-NEXT:     %h = graph.conv %[[X]], %w1 {{.*}}decision = "sp: split output rows (halo 1+1)"
+// SP-NEXT:     %[[H:.*]] = shard.shard %h to %[[ROWS]] : tensor<1x8x8x8xf32>
+// SP-NEXT:     %r = graph.relu %[[H]] {{.*}}decision = "split result dim 2: least cycles"
+// SP-NEXT:     %[[R:.*]] = shard.shard %r to %[[ROWS]] : tensor<1x8x8x8xf32>
+// SP-NEXT:     %y = graph.conv %[[R]], %w2 {{.*}}decision = "sp: split output rows"
+// SP-NOT:      collectives
+// SP:          func.return

@@ -91,6 +91,36 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A halo widens each core's part: 8 / 2 + 1 + 1 = 6, not 4.
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<8xf32>) -> tensor<4xf32> {
+  %y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 halo = [1, 1] : tensor<8xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: shard.all_slice: the result of tensor<8xf32> over 2 cores has shape [6], not [4]
+
+// -----
+
+// A halo is two sizes, neither negative.
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<8xf32>) -> tensor<4xf32> {
+  %y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 halo = [-1, 1] : tensor<8xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: shard.all_slice: halo must be [lo, hi], both >= 0, not [-1, 1]
+
+// -----
+
+// halo_sizes: (lo, hi) per split dim.
+shard.grid @g(shape = 2)
+func.func @f() {
+  %s = shard.sharding @g split_axes = [[0], []] halo_sizes = [1] : !shard.sharding
+  func.return
+}
+// CHECK: shard.sharding: halo_sizes needs two values >= 0 (lo, hi) per split dim (1 split), got [1]
+
+// -----
+
 // Reductions are sum, max, min or prod.
 shard.grid @g(shape = 2)
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -20,6 +20,9 @@ func.func @annotations(%x: tensor<10x16xf32>) -> tensor<10x16xf32> {
   %y = shard.shard %x to %s : tensor<10x16xf32>
   // CHECK-NEXT: %z = shard.shard %y to %u annotate_for_users : tensor<10x16xf32>
   %z = shard.shard %y to %u annotate_for_users : tensor<10x16xf32>
+  // A split widened by a halo (upstream's halo_sizes): one row before each part, two after.
+  // CHECK-NEXT: %h = shard.sharding @cores split_axes = [[0]] halo_sizes = [1, 2] : !shard.sharding
+  %h = shard.sharding @cores split_axes = [[0]] halo_sizes = [1, 2] : !shard.sharding
   func.return %z : tensor<10x16xf32>
 }
 
@@ -36,6 +39,9 @@ func.func @collectives(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %r = shard.reduce_scatter %g on @cores grid_axes = [0] scatter_axis = 1 : tensor<8x64xf32> -> tensor<8x16xf32>
   // CHECK-NEXT: shard.all_slice %r on @mesh grid_axes = [0] slice_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
   %l = shard.all_slice %r on @mesh grid_axes = [0] slice_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  // A part widened by a halo: 16 / 4 + 1 + 1 columns.
+  // CHECK-NEXT: shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 1] : tensor<8x16xf32> -> tensor<8x6xf32>
+  %w = shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 1] : tensor<8x16xf32> -> tensor<8x6xf32>
   // CHECK-NEXT: shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x16xf32> -> tensor<16x4xf32>
   %t = shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x16xf32> -> tensor<16x4xf32>
   // CHECK-NEXT: shard.broadcast %x on @mesh grid_axes = [0, 1] root = [1, 0] : tensor<8x16xf32> -> tensor<8x16xf32>

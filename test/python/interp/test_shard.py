@@ -99,6 +99,24 @@ def test_all_slice_keeps_each_cores_part(cores: int):
         np.testing.assert_array_equal(result, values[core][:, core : core + 1])
 
 
+@pytest.mark.parametrize(("cores", "halo"), [(2, (1, 1)), (4, (2, 0)), (4, (0, 3)), (3, (5, 5))])
+def test_all_slice_with_a_halo_widens_each_part_with_zeros_past_the_ends(cores: int, halo: tuple[int, int]):
+    """Core k keeps rows [4k - lo, 4k + 4 + hi) of its value: its neighbours' rows, zeros past
+    the ends (a halo wider than a part reaches past the neighbour)."""
+    lo, hi = halo
+    rows = 4 * cores
+    values = _per_core(cores, (rows, 2))
+    types = f"{_tensor((rows, 2))} -> {_tensor((4 + lo + hi, 2))}"
+    body = f"%y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 halo = [{lo}, {hi}] : {types}"
+    got = _run(_module(str(cores), body, _tensor((rows, 2)), _tensor((4 + lo + hi, 2))), values)
+    for core, result in enumerate(got):
+        padded = np.concatenate(
+            [np.zeros((lo + 8, 2), np.float32), values[core], np.zeros((hi + 8, 2), np.float32)]
+        )
+        start = 4 * core + 8  # row 4 core - lo of the value, in the padded copy
+        np.testing.assert_array_equal(result, padded[start : start + 4 + lo + hi])
+
+
 @pytest.mark.parametrize("cores", [2, 3, 4])
 def test_all_to_all(cores: int):
     values = _per_core(cores, (2, cores * 2))

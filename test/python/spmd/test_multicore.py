@@ -12,7 +12,8 @@ phase, link with peer-DMA collectives) into one hw.program, simulated.
       cores), the CNN on tiny (convs under a small SRAM), the residual block on edge x 4, the
       depthwise-separable block on tiny (depthwise convs under a small SRAM), the transformer
       layer on edge x 4 and the encoder on edge x 2 (embedding gather, two layers).
-  Nothing is skipped: a model or strategy the compiler cannot do is a failing case.
+  Nothing is skipped: a model or strategy the compiler cannot do is a failing case; dp on 4
+  cores of a batch of 2 splits nothing and is refused (REFUSED checks the error).
 - Levels agree: the per-core graph (`emit="graph"`, every core run in lockstep by
   `run_module`) and the simulated hw program of the transformer layer on edge x 4.
 - Determinism: two compiles of the same model for 4 cores give byte-identical .aitb files.
@@ -32,6 +33,7 @@ import pytest
 
 import aitc
 from aitc.api import Compiled
+from aitc.diagnostics import AitcError
 from aitc.dialects.hw import InstructionOp, ProgramOp
 from aitc.interp.run import run_module
 from aitc.reference import onnxruntime_outputs
@@ -67,6 +69,9 @@ EXPLICIT = {
     "encoder": [("edge", 2)],
 }
 """Where tp, sp and dp are each run as well (see the module docstring)."""
+
+REFUSED = {("residual_block", "edge", 4, "dp"), ("transformer_encoder_layer", "edge", 4, "dp")}
+"""Cases whose strategy splits nothing (a batch of 2 on 4 cores): the compile is refused."""
 
 CASES = [
     *[(model, target, cores, "auto") for model in MODELS for target, cores in MACHINES],
@@ -128,6 +133,12 @@ def program(compiled_model: Compiled) -> ProgramOp:
 )
 def test_sharded_model_matches_onnxruntime(name: str, target: str, cores: int, strategy: str):
     _, inputs, want = example(name)
+    if (name, target, cores, strategy) in REFUSED:
+        with pytest.raises(
+            AitcError, match=f"--shard dp on {cores} cores splits nothing: .* of 2, which does not"
+        ):
+            compiled(name, target, cores, strategy)
+        return
     result = compiled(name, target, cores, strategy)
     assert result.level == "hw"
     assert len(program(result).cores()) == cores
@@ -137,17 +148,41 @@ def test_sharded_model_matches_onnxruntime(name: str, target: str, cores: int, s
 # --------------------------------------------------------------------------- levels agree
 
 
-@pytest.mark.parametrize("strategy", ["auto", "tp", "sp", "dp"])
-def test_per_core_graph_and_hw_simulation_agree(strategy: str):
-    """The transformer layer on edge x 4: `emit="graph"` is the per-core (SPMD) graph, which
-    `run_module` runs on all 4 cores in lockstep (and checks they agree); the hw program is the
-    same computation lowered per core and linked."""
+@pytest.mark.parametrize(("strategy", "cores"), [("auto", 4), ("tp", 4), ("sp", 4), ("dp", 2)])
+def test_per_core_graph_and_hw_simulation_agree(strategy: str, cores: int):
+    """The transformer layer on edge (dp on 2 cores: its batch is 2): `emit="graph"` is the
+    per-core (SPMD) graph, which `run_module` runs on all cores in lockstep (and checks they
+    agree); the hw program is the same computation lowered per core and linked."""
     model, inputs, _ = example("transformer_encoder_layer")
-    graph = aitc.compile(model, "edge", emit="graph", cores=4, shard=strategy, input_shapes=shapes(inputs))
+    graph = aitc.compile(
+        model, "edge", emit="graph", cores=cores, shard=strategy, input_shapes=shapes(inputs)
+    )
     assert graph.level == "graph"
-    assert grid_size(graph.module) == 4
+    assert grid_size(graph.module) == cores
     per_core_graph = run_module(graph.module, inputs)
-    simulated = compiled("transformer_encoder_layer", "edge", 4, strategy).simulate(inputs).outputs
+    simulated = compiled("transformer_encoder_layer", "edge", cores, strategy).simulate(inputs).outputs
+    assert_outputs_close(simulated, per_core_graph, LEVELS_TOLERANCE)
+
+
+@pytest.mark.parametrize(
+    ("target", "cores", "strategy"), [("edge", 4, "sp"), ("tiny", 2, "sp"), ("edge", 4, "layerwise")]
+)
+def test_spatial_split_cnn_matches_onnxruntime_and_its_per_core_graph(target: str, cores: int, strategy: str):
+    """A batch-1 residual block (3x3 convs, a strided 3x3 and a strided 1x1 downsample): sp
+    splits every conv's output rows, each core reading its input rows plus the halo (the
+    outer cores' zero padding folded into their convs); the simulated binary matches
+    onnxruntime and the per-core graph run in lockstep."""
+    model, inputs = model_zoo.residual_block(batch=1, channels=8, image=16)
+    want = onnxruntime_outputs(model, inputs)
+    graph = aitc.compile(
+        model, target, emit="graph", cores=cores, shard=strategy, input_shapes=shapes(inputs)
+    )
+    per_core_graph = run_module(graph.module, inputs)
+    result = aitc.compile(model, target, cores=cores, shard=strategy, input_shapes=shapes(inputs))
+    if strategy == "sp":
+        assert "split output rows (halo 1+1)" in result.report()
+    simulated = result.simulate(inputs).outputs
+    assert_outputs_close(simulated, want, TOLERANCE)
     assert_outputs_close(simulated, per_core_graph, LEVELS_TOLERANCE)
 
 

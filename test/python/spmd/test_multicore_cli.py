@@ -65,6 +65,7 @@ def models(tmp_path_factory) -> dict[str, Saved]:
         "mlp": save(directory, "mlp", *model_zoo.mlp()),
         "transformer": save(directory, "transformer", *model_zoo.transformer_encoder_layer()),
         "bert": save(directory, "bert", *model_zoo.bert_torch_export()),
+        "cnn": save(directory, "cnn", *model_zoo.residual_block(batch=1, channels=8, image=16)),
     }
 
 
@@ -80,7 +81,8 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
     return diff / scale if scale > 0 else diff
 
 
-CLI_CASES = [("transformer", "edge", 4, "auto"), ("mlp", "tiny", 2, "tp")]
+CLI_CASES = [("transformer", "edge", 4, "auto"), ("mlp", "tiny", 2, "tp"), ("cnn", "edge", 4, "sp")]
+"""(model, target, cores, strategy); the CNN (batch 1) with sp splits its convs' output rows."""
 
 
 @dataclass
@@ -119,8 +121,10 @@ def test_compile_then_run_matches_onnxruntime(case, models, cli_compiled, tmp_pa
             error = relative_error(got[output], expected)
             assert error <= TOLERANCE, f"{output}: relative error {error:.3g}"
     report = compiled.stdout
-    chosen = "(tp|sp|dp|tp-sp)" if strategy == "auto" else strategy
+    chosen = "(tp|sp|dp|tp-sp|layerwise)" if strategy == "auto" else strategy
     assert re.search(rf"^sharding plan: {chosen} on {cores} cores", report, re.M), report
+    if name == "cnn":  # the 3x3 convs read one row of halo on each side
+        assert re.search(r"graph\.conv\s+sp: split output rows \(halo 1\+1\)", report), report
     assert re.search(r"^node\s+op\s+decision\s+est_cycles\s+collectives$", report, re.M), report
     for core in range(cores):
         assert re.search(rf"^  core {core}: [1-9]\d* instructions", report, re.M), report
@@ -189,6 +193,34 @@ def test_more_cores_than_the_target_has_is_refused(
     assert f"{cores} cores" in line
     assert f"target '{target}' has {has}" in line
     assert f"use at most {has} cores" in line
+
+
+@pytest.mark.parametrize("strategy", ["tp", "auto"])
+def test_a_split_that_divides_nothing_is_refused_with_the_numbers(capsys, tmp_path, strategy: str):
+    """12 heads of 8 (96 columns, FFN 192, 16 tokens, batch 1) on 5 of server's 8 cores:
+    no dim any strategy splits divides by 5, so the plan would run everything on every
+    core. Refused on one line with the sizes and the core counts that divide them."""
+    saved = save(
+        tmp_path, "h12", *model_zoo.transformer_encoder_layer(hidden=96, heads=12, seq=16, ffn=192, batch=1)
+    )
+    output = tmp_path / "h12.aitb"
+    argv = [
+        "compile",
+        saved.onnx_path,
+        "--target",
+        "server",
+        "--cores",
+        "5",
+        "--shard",
+        strategy,
+        "-o",
+        output,
+    ]
+    code, _, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    line = assert_one_line_error(code, err, output)
+    assert f"--shard {strategy} on 5 cores splits nothing" in line
+    assert "split n (output columns) of 96, which does not divide by 5 (2, 3, 4, 6, 8 cores would)" in line
+    assert "use a core count that divides" in line
 
 
 def test_a_model_with_host_segments_on_several_cores_is_refused_clearly(capsys, models, tmp_path):

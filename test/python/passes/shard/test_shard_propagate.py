@@ -72,6 +72,18 @@ def plan_of(module: ModuleOp) -> dict:
     return plan
 
 
+def decisions(module: ModuleOp, op_name: str | None = None) -> list[str]:
+    """The decision recorded on every op (named `op_name`) that carries a plan."""
+    found = []
+    for op in module.walk():
+        plan = op.attributes.get("shard.plan")
+        if isinstance(plan, DictionaryAttr) and not isinstance(op, ModuleOp) and op_name in (None, op.name):
+            decision = plan.data["decision"]
+            assert isinstance(decision, StringAttr)
+            found.append(decision.data)
+    return found
+
+
 def splits(module: ModuleOp) -> list[tuple[tuple[int, ...], int]]:
     """(shape, split dim) of every shard.shard that splits its value."""
     found = []
@@ -298,3 +310,56 @@ def test_twelve_heads_on_five_cores_split_only_what_five_divides():
     for outputs in run_spmd(module, [inputs] * 5):
         scale = float(np.max(np.abs(want["y"])))
         assert float(np.max(np.abs(outputs["y"] - want["y"]))) <= 1e-4 * scale
+    refused = [
+        d for d in decisions(module) if "of 768, which does not divide by 5 (2, 3, 4, 6, 8 cores would)" in d
+    ]
+    assert refused, decisions(module)
+    assert "refused" not in plan_of(module)  # something splits: the plan stands
+
+
+def test_a_plan_that_splits_nothing_records_why():
+    """12 heads (96 columns), FFN 192, 16 tokens on 5 cores: nothing tp splits divides by 5;
+    the module's plan says so with the sizes and the core counts that would divide them."""
+    text, _ = zoo_graph("transformer_encoder_layer", hidden=96, heads=12, seq=16, ffn=192, batch=1)
+    plan = plan_of(propagated(text, "tp", cores=5, target="server"))
+    assert not splits(propagated(text, "tp", cores=5, target="server"))
+    assert (
+        "n (output columns) of 96, which does not divide by 5 (2, 3, 4, 6, 8 cores would)" in plan["refused"]
+    )
+
+
+# --------------------------------------------------------------------------- layerwise and spatial
+
+
+def test_layerwise_chooses_per_conv_and_says_why():
+    """A batch-1 residual block: `layerwise` takes, per conv, the cheapest of tp's output
+    channels and sp's output rows (dp has no batch to split), and records every candidate's
+    cycles in the decision."""
+    text, _ = zoo_graph("residual_block", batch=1, channels=16, image=16)
+    module = propagated(text, "layerwise", cores=4)
+    found = decisions(module, "graph.conv")
+    assert len(found) == 5, found
+    for decision in found:
+        assert decision.startswith("layerwise: "), decision
+        assert "(cycles: tp " in decision, decision
+        assert ", sp " in decision, decision
+    assert plan_of(module)["strategy"] == "layerwise"
+
+
+@pytest.mark.parametrize("cores", [2, 4])
+def test_sp_splits_conv_rows_with_the_halo_its_window_needs(cores: int):
+    """sp on a batch-1 residual block: every conv splits its output rows; a 3x3 conv's input
+    is annotated with halo_sizes [1, 1] (stride 1) or [1, 0] (stride 2: the last row of a
+    part's windows is its own), the 1x1 downsample's with none."""
+    text, _ = zoo_graph("residual_block", batch=1, channels=8, image=16)
+    module = propagated(text, "sp", cores=cores)
+    halos = Counter(
+        tuple(op.halo) if op.halo is not None else None
+        for op in module.walk()
+        if isinstance(op, shard.ShardingOp)
+    )
+    assert (1, 1) in halos, halos
+    assert (1, 0) in halos, halos
+    convs = decisions(module, "graph.conv")
+    assert len(convs) == 5, convs
+    assert all("split output rows" in decision for decision in convs), convs
