@@ -136,6 +136,13 @@ def _reshard_cycles(plan: OpPlan) -> int:
     return sum(cycles for kind, _, cycles, _ in plan.collectives if kind in ("all_gather", "all_to_all"))
 
 
+def exchanges_halo(have: Split, want: Split, halo: tuple[int, int], part_rows: int) -> bool:
+    """Whether a value split along `have`, read split along `want` with `halo`, is widened by
+    exchanging boundaries with the neighbours (`Partitioner.exchange_halo`): it is split along
+    that dim already and the halo reaches no further than the neighbours' parts."""
+    return have is not None and have == want and max(halo) <= part_rows
+
+
 def result_split(rule: Rule | None, loop: int | None, index: int) -> Split:
     """The sharding of result `index` when the op splits `loop` (a reduction's partial result
     is all-reduced, so whole)."""
@@ -192,11 +199,14 @@ class Planner:
 
     # -- costs
 
-    def collective(self, kind: str, value: SSAValue, split: Split = None) -> tuple[str, int, int, str]:
-        """(kind, bytes of the whole value, estimated cycles: the links and the DRAM staging
-        around them, algorithm). An all_gather of a value split along its outermost dim (the
-        parts are contiguous) goes through the shared DRAM: a barrier, no link, no staging."""
-        nbytes = tensor_bytes(value)
+    def collective(
+        self, kind: str, value: SSAValue, split: Split = None, nbytes: int | None = None
+    ) -> tuple[str, int, int, str]:
+        """(kind, bytes of the whole value (or `nbytes`), estimated cycles: the links and the
+        DRAM staging around them, algorithm). An all_gather of a value split along its
+        outermost dim (the parts are contiguous) goes through the shared DRAM: a barrier, no
+        link, no staging."""
+        nbytes = tensor_bytes(value) if nbytes is None else nbytes
         if kind == "all_gather" and split is not None and math.prod(shape_of(value)[:split]) == 1:
             return (kind, nbytes, 2 * self.target.dma.latency, "dram")
         estimate = collective_cycles(self.target, kind, nbytes, self.cores)
@@ -209,17 +219,38 @@ class Planner:
             shape[split] //= self.cores
         return tuple(shape)
 
+    def halo_exchange(self, value: SSAValue, want: Split, halo: tuple[int, int] | None) -> bool:
+        """Whether operand `value`, read split along `want` with `halo`, is widened by
+        exchanging boundaries with the neighbours (`exchanges_halo`)."""
+        if halo is None or want is None:
+            return False
+        return exchanges_halo(self.values.get(value), want, halo, shape_of(value)[want] // self.cores)
+
+    def operand_collective(
+        self, value: SSAValue, want: Split, halo: tuple[int, int] | None
+    ) -> tuple[str, int, int, str] | None:
+        """The collective that gives an op its operand `value` split along `want` (read with
+        `halo`): none, a reshard, the all_gather of every core's boundary rows (a halo on a
+        value split along that dim already), or for another halo making the value whole."""
+        have = self.values.get(value)
+        if self.halo_exchange(value, want, halo):
+            assert want is not None
+            assert halo is not None
+            boundaries = tensor_bytes(value) // shape_of(value)[want] * self.cores * sum(halo)
+            return self.collective("all_gather", value, have, nbytes=boundaries)
+        kind = reshard_kind(have, None if halo else want)
+        return None if kind in (None, "all_slice") else self.collective(kind, value, have)
+
     def evaluate(self, op: Operation, rule: Rule | None, loop: int | None) -> OpPlan:
         """The cost of `op` splitting `loop`, given its operands' current shardings (an operand
-        read with a halo is made whole first, then sliced)."""
+        read with a halo: see `operand_collective`)."""
         collectives = []
         local = []
         for index, value in enumerate(op.operands):
             want = operand_want(op, index, loop)
             halo = rule.halo_of(index, loop) if rule is not None else None
-            kind = reshard_kind(self.values.get(value), None if halo else want)
-            if kind not in (None, "all_slice"):
-                collectives.append(self.collective(kind, value, self.values.get(value)))
+            if (moved := self.operand_collective(value, want, halo)) is not None:
+                collectives.append(moved)
             shape = self.local_shape(value, want)
             if halo is not None and want is not None:
                 shape = (*shape[:want], shape[want] + sum(halo), *shape[want + 1 :])
@@ -343,12 +374,14 @@ class Planner:
         """Whether taking the forced loop would all-gather a split operand that another
         candidate keeps (then the costs decide)."""
         rule = rule_of(op)
-        halos = [rule is not None and rule.halo_of(i, loop) is not None for i in range(len(op.operands))]
-        return any(
-            reshard_kind(self.values.get(v), None if halo else operand_want(op, i, loop))
-            in ("all_gather", "all_to_all")
-            for i, (v, halo) in enumerate(zip(op.operands, halos, strict=True))
-        )
+        for index, value in enumerate(op.operands):
+            want = operand_want(op, index, loop)
+            halo = rule.halo_of(index, loop) if rule is not None else None
+            if self.halo_exchange(value, want, halo):
+                continue  # the neighbours' boundaries only
+            if reshard_kind(self.values.get(value), None if halo else want) in ("all_gather", "all_to_all"):
+                return True
+        return False
 
     def record(self, op: Operation, plan: OpPlan) -> None:
         self.ops[op] = plan

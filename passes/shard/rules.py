@@ -26,10 +26,11 @@ Ops without a rule (gather_nd, argmax, ...) run replicated: every operand whole.
 
 **Halo.** A convolution split along its output rows H reads, on every core, the input rows of
 its part plus `lo` rows before and `hi` after it (the window overhang: `lo` = the top padding,
-`hi` = extent - stride - lo). Its rule's `halo` names that loop and operand: the input is then
-made whole and every core takes its widened part (`shard.all_slice ... halo = [lo, hi]`,
-zeros past the ends stand for the padding), and the core's convolution has no padding along
-H (`local_attributes`). Offered when the input has exactly stride x output rows (each core's
+`hi` = extent - stride - lo). Its rule's `halo` names that loop and operand: a whole input
+gives every core its widened part (`shard.all_slice ... halo = [lo, hi]`, zeros past the ends
+stand for the padding); an input split along H already gets its neighbours' boundary rows
+(`shard-partition`'s halo exchange); the core's convolution has no padding along H
+(`local_attributes`). Offered when the input has exactly stride x output rows (each core's
 part of the input lines up with its part of the output), as "same"-padded convs do. Pooling
 splits H without a halo where its windows do not overlap or pad (kernel <= stride).
 

@@ -9,6 +9,10 @@ annotation becomes the collective that moves it:
     whole -> split d        shard.all_slice  (local: each core keeps its part)
     split d -> whole        shard.all_gather
     split a -> split b      shard.all_to_all (split_axis = b, concat_axis = a)
+    whole -> split d + halo shard.all_slice halo = [lo, hi] (a conv split along its rows)
+    split d -> split d + halo   the halo exchange: every core's boundary rows all-gathered,
+                            each core widens its part with its neighbours' (`exchange_halo`)
+    split a -> split d + halo   all_gather, then the all_slice with a halo
 
 The function keeps its signature: arguments arrive whole on every core, results leave whole
 (`shard-propagate` annotates every split return value back to whole), so the partitioned
@@ -30,7 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import graph, shard
-from aitc.passes.shard.planner import Split
+from aitc.passes.shard.planner import Split, exchanges_halo
 from aitc.passes.shard.rules import Rule, local_attributes, rule_of, shape_of, splittable
 from aitc.passes.shard.shard_propagate import graph_function, split_of
 
@@ -174,6 +178,47 @@ class Partitioner:
             bias = self.emit(graph.ReshapeOp(bias, [shape_of(bias)[0], *[1] * (rank - 2)]), op).results[0]
         return self.emit(graph.AddOp(value, bias), op).results[0]
 
+    def rows(self, value: SSAValue, axis: int, start: int, count: int, like: Operation) -> SSAValue:
+        """`count` elements of `value` along `axis` from `start` (the same on every core)."""
+        assert isinstance(value.type, TensorType)
+        shape = list(value.type.get_shape())
+        shape[axis] = count
+        starts = [start if d == axis else 0 for d in range(len(shape))]
+        sliced = graph.SliceOp.create(
+            operands=[value],
+            result_types=[TensorType(value.type.element_type, shape)],
+            attributes={"starts": graph.ints_attr(starts), "steps": graph.ints_attr([1] * len(shape))},
+        )
+        return self.emit(sliced, like).results[0]
+
+    def exchange_halo(self, part: SSAValue, axis: int, lo: int, hi: int, like: Operation) -> SSAValue:
+        """`part` (this core's part along `axis`) widened by its neighbours' `lo` last and `hi`
+        first elements (zeros past the ends): every core's boundary (its last lo, then its
+        first hi elements) is all-gathered, each core keeps the boundaries of itself and its
+        two neighbours (an all_slice with a halo of one boundary) and takes the rows it needs.
+        Moves p (lo + hi) rows, not the whole value."""
+        rows = shape_of(part)[axis]
+        width = lo + hi
+        pieces = ([self.rows(part, axis, rows - lo, lo, like)] if lo else []) + (
+            [self.rows(part, axis, 0, hi, like)] if hi else []
+        )
+        boundary = pieces[0] if len(pieces) == 1 else self.emit(graph.ConcatOp(pieces, axis), like).results[0]
+        assert isinstance(boundary.type, TensorType)
+        shape, element = list(boundary.type.get_shape()), boundary.type.element_type
+
+        def rows_of(count: int) -> TensorType:
+            return TensorType(element, [count if d == axis else n for d, n in enumerate(shape)])
+
+        gather = shard.AllGatherOp(boundary, self.grid, [0], rows_of(self.parts * width), gather_axis=axis)
+        gathered = self.emit(gather, like).results[0]
+        neighbours = shard.AllSliceOp(
+            gathered, self.grid, [0], rows_of(3 * width), slice_axis=axis, halo=(width, width)
+        )
+        around = self.emit(neighbours, like).results[0]
+        widened = ([self.rows(around, axis, 0, lo, like)] if lo else []) + [part]
+        widened += [self.rows(around, axis, 2 * width + lo, hi, like)] if hi else []
+        return self.emit(graph.ConcatOp(widened, axis), like).results[0]
+
     def annotation(self, op: shard.ShardOp) -> None:
         """A shard.shard: its operand, moved to the sharding it names."""
         sharding = op.sharding.owner
@@ -182,20 +227,26 @@ class Partitioner:
                 "shard-partition: a shard.shard needs an even shard.sharding (no sharded_dims_offsets)"
             )
         want = split_of(sharding)
-        if sharding.halo is not None and want is not None:  # whole, then every core's widened part
+        if sharding.halo is not None and want is not None:
             lo, hi = sharding.halo
-            shape = list(local_type(op.src, want, self.parts).get_shape())
-            shape[want] += lo + hi
-            assert isinstance(op.src.type, TensorType)
-            widened = shard.AllSliceOp(
-                self.operand(op, 0, None),
-                self.grid,
-                [0],
-                TensorType(op.src.type.element_type, shape),
-                slice_axis=want,
-                halo=(lo, hi),
-            )
-            self.local[op.result], self.split[op.result] = self.emit(widened, op).results[0], want
+            if exchanges_halo(self.split[op.src], want, sharding.halo, shape_of(op.src)[want] // self.parts):
+                widened = self.exchange_halo(self.local[op.src], want, lo, hi, op)
+            else:  # whole, then every core's widened part
+                shape = list(local_type(op.src, want, self.parts).get_shape())
+                shape[want] += lo + hi
+                assert isinstance(op.src.type, TensorType)
+                widened = self.emit(
+                    shard.AllSliceOp(
+                        self.operand(op, 0, None),
+                        self.grid,
+                        [0],
+                        TensorType(op.src.type.element_type, shape),
+                        slice_axis=want,
+                        halo=(lo, hi),
+                    ),
+                    op,
+                ).results[0]
+            self.local[op.result], self.split[op.result] = widened, want
             return
         self.local[op.result], self.split[op.result] = self.operand(op, 0, want), want
 

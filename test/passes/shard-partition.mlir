@@ -91,3 +91,33 @@ func.func @conv_rows(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x8x8xf32> {
 // CHECK-NEXT:    %h = graph.conv %[[X]], %w {pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 1, 1>} : tensor<1x4x6x8xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x4x8xf32>
 // CHECK-NEXT:    %[[G:.*]] = shard.all_gather %h on @cores grid_axes = [0] gather_axis = 2 : tensor<1x8x4x8xf32> -> tensor<1x8x8x8xf32>
 // CHECK-NEXT:    func.return %[[G]]
+
+// -----
+
+// A conv split along its output rows whose input is split along its rows already: no
+// all_gather of the whole input. Every core's boundary (its last row, then its first) is
+// gathered (2 rows per core), each core keeps its own and its neighbours' boundaries (an
+// all_slice with a halo of one boundary: zeros past the ends), and its part is widened by
+// the previous core's last row and the next core's first row.
+shard.grid @cores(shape = 2)
+func.func @conv_rows_of_rows(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %rows = shard.sharding @cores split_axes = [[], [], [0], []] : !shard.sharding
+  %halo = shard.sharding @cores split_axes = [[], [], [0], []] halo_sizes = [1, 1] : !shard.sharding
+  %w = graph.constant dense<0.5> : tensor<8x8x3x3xf32>
+  %xr = shard.shard %x to %rows : tensor<1x8x8x8xf32>
+  %xs = shard.shard %xr to %halo annotate_for_users : tensor<1x8x8x8xf32>
+  %h = graph.conv %xs, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x8x8xf32>, tensor<8x8x3x3xf32> -> tensor<1x8x8x8xf32>
+  %hs = shard.shard %h to %rows : tensor<1x8x8x8xf32>
+  func.return %hs : tensor<1x8x8x8xf32>
+}
+// CHECK-LABEL: func.func @conv_rows_of_rows
+// CHECK:         %[[PART:.*]] = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 : tensor<1x8x8x8xf32> -> tensor<1x8x4x8xf32>
+// CHECK-NEXT:    %[[LAST:.*]] = graph.slice %[[PART]] {starts = array<i64: 0, 0, 3, 0>, steps = array<i64: 1, 1, 1, 1>} : tensor<1x8x4x8xf32> -> tensor<1x8x1x8xf32>
+// CHECK-NEXT:    %[[FIRST:.*]] = graph.slice %[[PART]] {starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : tensor<1x8x4x8xf32> -> tensor<1x8x1x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.concat %[[LAST]], %[[FIRST]] {axis = 2 : i64}
+// CHECK-NEXT:    %[[G:.*]] = shard.all_gather %[[B]] on @cores grid_axes = [0] gather_axis = 2 : tensor<1x8x2x8xf32> -> tensor<1x8x4x8xf32>
+// CHECK-NEXT:    %[[N:.*]] = shard.all_slice %[[G]] on @cores grid_axes = [0] slice_axis = 2 halo = [2, 2] : tensor<1x8x4x8xf32> -> tensor<1x8x6x8xf32>
+// CHECK-NEXT:    %[[ABOVE:.*]] = graph.slice %[[N]] {starts = array<i64: 0, 0, 0, 0>, {{.*}} -> tensor<1x8x1x8xf32>
+// CHECK-NEXT:    %[[BELOW:.*]] = graph.slice %[[N]] {starts = array<i64: 0, 0, 5, 0>, {{.*}} -> tensor<1x8x1x8xf32>
+// CHECK-NEXT:    %[[W:.*]] = graph.concat %[[ABOVE]], %[[PART]], %[[BELOW]] {axis = 2 : i64} : (tensor<1x8x1x8xf32>, tensor<1x8x4x8xf32>, tensor<1x8x1x8xf32>) -> tensor<1x8x6x8xf32>
+// CHECK-NEXT:    %h = graph.conv %[[W]], %w {pads = array<i64: 0, 1, 0, 1>}
