@@ -29,7 +29,15 @@ from xdsl.passes import ModulePass
 from aitc.analysis.graph_matching import location_name, node_name
 from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
-from aitc.dialects.exec import REASON_ATTR, CallOp, is_host_function, is_schedule, kept_functions, symbol_name
+from aitc.dialects.exec import (
+    REASON_ATTR,
+    CallOp,
+    is_host_function,
+    is_schedule,
+    kept_functions,
+    lowered_here,
+    symbol_name,
+)
 from aitc.dialects.graph import ConstantOp
 from aitc.dialects.hw import InstructionOp, ProgramOp
 from aitc.dialects.shard import CollectiveOp
@@ -38,6 +46,8 @@ from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
 from aitc.ir import parse_mlir, require_weights
 from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
+from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
+from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.planner import Planner
@@ -284,16 +294,67 @@ def _compile_multicore(
             f"{options.emit}-level IR, which is not printed; use --emit graph (the per-core graph) or hw"
         )
     timings: list[tuple[str, float]] = []
+    shard_passes = [passes for level, passes in stages if level == "graph" and _is_shard_stage(passes)]
     with _fewer_collections():
         for level, passes in stages:
-            if level == "graph":
+            if level == "graph" and not _is_shard_stage(passes):
                 timings += _run_passes(module, passes)
+        segmented = _placed_on_host(module, options.host_fallback)
+        if segmented is not None and shard_passes:
+            return _compile_multicore_segments(segmented, shard_passes[0], options, target, timings)
+        for passes in shard_passes:
+            timings += _run_passes(module, passes)
         _refuse_an_empty_plan(module, options)
         plan = shard_plan_report(module)
         start = time.perf_counter()
         lowered = lower_spmd(module, options.depth)
         timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
     return CompileResult(lowered, "hw", [], timings, [], target, plan)
+
+
+def _is_shard_stage(passes: list[ModulePass]) -> bool:
+    return bool(passes) and isinstance(passes[0], ShardPropagatePass)
+
+
+def _placed_on_host(module: ModuleOp, fallback: bool) -> ModuleOp | None:
+    """The module split into NPU and host segments by place-on-host (after legalize-axes, as
+    the single-core pipeline places), or None when every op runs on the NPU (without
+    `fallback`, an op that needs the host is an error listing them)."""
+    split = module.clone()
+    run_pipeline_reporting(split, [GraphLegalizeAxesPass(), PlaceOnHostPass(fallback=fallback)])
+    return split if any(is_schedule(op) for op in split.ops) else None
+
+
+def _compile_multicore_segments(
+    module: ModuleOp,
+    shard_passes: list[ModulePass],
+    options: CompileOptions,
+    target: str | None,
+    timings: list[tuple[str, float]],
+) -> CompileResult:
+    """A model with host segments on several cores: every NPU segment is sharded on its own
+    (its plan, its collectives) and lowered to a multi-core hw.program of the segment's name;
+    the host segments and the schedule stay as the single-core pipeline leaves them."""
+    plans = []
+    for function in [op for op in module.ops if lowered_here(op)]:
+        segment = ModuleOp([function.clone()])
+        segment.attributes.update(module.attributes)
+        timings += _run_passes(segment, shard_passes)
+        name = function.sym_name.data
+        plans.append(f"segment @{name}: " + (shard_plan_report(segment) or "not sharded\n"))
+        start = time.perf_counter()
+        lowered = lower_spmd(segment, options.depth)
+        timings.append((f"lower-spmd @{name}", time.perf_counter() - start))
+        (program,) = [op for op in lowered.ops if isinstance(op, ProgramOp)]
+        program.detach()
+        module.body.block.insert_op_before(program, function)
+        function.detach()
+        function.erase()
+    if not plans:
+        raise AitcError("every op of the model runs on the host: there is nothing to shard; use --cores 1")
+    return CompileResult(
+        module, "hw", kernel_report(module), timings, segment_report(module), target, "".join(plans)
+    )
 
 
 def _refuse_an_empty_plan(module: ModuleOp, options: CompileOptions) -> None:
@@ -410,10 +471,13 @@ REPORT_COLUMNS = (
 
 
 def multicore_summary(module: ModuleOp) -> str:
-    """One line per core of a multi-core program: its static instruction count."""
+    """One line per core of a multi-core program (of each NPU segment's, named, when host
+    segments run between them): its static instruction count."""
     programs = [op for op in module.walk() if isinstance(op, ProgramOp)]
     lines = ["", f"multi-core program: {len(programs[0].cores()) if programs else 0} cores"]
     for program in programs:
+        if len(programs) > 1:
+            lines.append(f" segment @{symbol_name(program)}:")
         for core in program.cores():
             count = sum(1 for op in core.walk() if isinstance(op, InstructionOp))
             lines.append(f"  core {core.core_id()}: {count} instructions (static)")
@@ -465,33 +529,37 @@ def format_report(result: CompileResult) -> str:
         table = "(per-core kernels: each core's phases were lowered on their own)"
     total = sum(seconds for _, seconds in result.pass_seconds)
     summary = placement_summary(result.kernels)
+    handed_over = ""
     if result.segments:
         columns = ["segment", "on", "in", "out"]
         handed = format_table(columns, [[row[c] for c in columns] for row in result.segments])
-        summary += (
+        handed_over = (
             f"\nsegments in order, with the tensors handed over through DRAM (count, bytes):\n{handed}\n"
         )
+        summary += handed_over
     plan = result.plan if result.plan is not None else shard_plan_report(result.module)
     plan = f"\n{plan}" if plan else ""
     if result.cores_note:
         plan += f"\n{result.cores_note}\n"
     if result.plan is not None:
-        summary = multicore_summary(result.module)
+        programs = sum(1 for op in result.module.ops if isinstance(op, ProgramOp))
+        placed = placement_summary(result.kernels, programs) + handed_over if result.segments else ""
+        summary = multicore_summary(result.module) + placed
     return f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s"
 
 
-def placement_summary(rows: list[dict[str, object]]) -> str:
-    """Where the nodes run: one line when everything is on the NPU, else the host nodes and why."""
+def placement_summary(rows: list[dict[str, object]], multicore_segments: int = 0) -> str:
+    """Where the nodes run: one line when everything is on the NPU, else the host nodes and why
+    (`multicore_segments`: the NPU segments are multi-core programs, not kernels)."""
     host = [row for row in rows if row.get("on") == "host"]
     if not host:
         return "\nplacement: every node on the NPU\n"
     npu = [row for row in rows if row.get("on") == "npu"]
     segments = {str(row.get("segment")): str(row.get("on")) for row in rows}
     count = {on: sum(1 for s in segments.values() if s == on) for on in ("npu", "host")}
-    lines = [
-        "",
-        f"placement: {len(npu)} kernel(s) on the NPU in {count['npu']} segment(s), {len(host)} node(s) "
-        f"on the host in {count['host']} segment(s):",
-    ]
+    on_npu = f"{len(npu)} kernel(s) on the NPU in {count['npu']} segment(s)"
+    if multicore_segments:
+        on_npu = f"{multicore_segments} multi-core NPU segment(s)"
+    lines = ["", f"placement: {on_npu}, {len(host)} node(s) on the host in {count['host']} segment(s):"]
     lines += [f"  {row['kernel']} ({row['op']}): {row['reason']}" for row in host]
     return "\n".join(lines) + "\n"

@@ -77,18 +77,20 @@ def multicore_level(path: Path, model: onnx.ModelProto, inputs, reference, singl
     start = time.perf_counter()
     try:
         result = compile_module(model, CompileOptions(target=TARGET, cores=target.cores, shard="auto"))
-    except AitcError as error:  # e.g. a model with host segments: multi-core is NPU-only
-        reason = str(error).split(";")[0].removeprefix("a multi-core program runs on the NPU only, but ")
+    except AitcError as error:  # e.g. a plan that splits nothing
+        reason = str(error).split(";")[0]
         return (path.stem, "-", "-", "-", single_cycles, "-", "-", "-", reason, "SKIPPED")  # fmt: skip
     compile_s = time.perf_counter() - start
     save_program(OUT / f"{path.stem}.{target.cores}cores.aitb", result.module, target)
     run = Simulator(result.module, target).run(inputs)
     error = relative_error(run.outputs, reference)
-    lines = (result.plan or "").splitlines()
-    strategy = lines[0].removeprefix("sharding plan: ").split(" on ")[0] if lines else "-"
+    lines = (result.plan or "").splitlines()  # a model with host segments: one plan per NPU segment
+    plans = [line.split("sharding plan: ", 1)[1] for line in lines if "sharding plan: " in line]
+    plans = [plan.split(" on ")[0] for plan in plans]
+    strategy = "/".join(dict.fromkeys(plans)) or "-"
     moved = [line.split(": ", 1)[1] for line in lines if "after shard-simplify" in line]
     return (
-        path.stem, strategy, moved[0] if moved else "none", f"{compile_s:.2f}", single_cycles,
+        path.stem, strategy, " + ".join(moved) if moved else "none", f"{compile_s:.2f}", single_cycles,
         run.stats.cycles, f"{single_cycles / run.stats.cycles:.2f}x",
         sum(c.cycles for c in run.stats.collectives), f"{error:.1e}", _verdict(error),
     )  # fmt: skip

@@ -66,7 +66,7 @@ def _onnx_command(rng: random.Random, path: str) -> list[str]:
             "--cores",
             "2",
             "--shard",
-            rng.choice(["auto", "tp", "tp-sp"]),
+            rng.choice(["auto", "tp", "sp", "tp-sp", "layerwise"]),
         ]
         return rng.choice(
             [

@@ -172,6 +172,7 @@ def merge_stats(parts: list[SimStats], target: Target, runs: tuple[SegmentRun, .
         by_mnemonic=dict(sorted(mnemonics.items())),
         links=tuple(links.values()),
         segments=runs,
+        collectives=tuple(c for p in parts for c in p.collectives),
     )
 
 

@@ -4,8 +4,10 @@ them to beat one core by SPEEDUP_TO_SHARD, else one; a model the multi-core path
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -70,12 +72,23 @@ def test_the_choice_follows_the_estimates():
         assert busy_cores(result.module) == (4 if one >= SPEEDUP_TO_SHARD * many else 1), path
 
 
-def test_a_model_with_host_segments_falls_back_to_one_core(capsys, tmp_path):
-    out = tmp_path / "bert.aitb"
+def test_a_model_with_host_segments_is_sharded_segment_by_segment(capsys, tmp_path):
+    """The bundled BERT (host segments for its mask and pooling): by default every core when
+    the estimate says so, each NPU segment with its own plan; `aitc run` of the binary matches
+    onnxruntime."""
+    out, outputs = tmp_path / "bert.aitb", tmp_path / "out.npz"
     assert main(["compile", str(MODELS / "bert_torch_export.onnx"), "-o", str(out)]) == 0
     report = capsys.readouterr().out
-    assert "cores: 1 of 4: the multi-core program failed (a multi-core program runs on the NPU only" in report
-    assert out.exists()
+    assert re.search(r"^cores: 4 of 4, estimated \d+ cycles against \d+ on one core", report, re.M), report
+    assert re.search(r"^segment @\w+: sharding plan: ", report, re.M), report
+    inputs = MODELS / "bert_torch_export.inputs.npz"
+    assert main(["run", str(out), "--inputs", str(inputs), "--outputs", str(outputs)]) == 0
+    model = onnx.load(MODELS / "bert_torch_export.onnx")
+    want = onnxruntime_outputs(model, dict(np.load(inputs)))
+    with np.load(outputs) as got:
+        for name, expected in want.items():
+            scale = float(np.max(np.abs(expected)))
+            assert float(np.max(np.abs(got[name] - expected))) <= 1e-4 * scale, name
 
 
 @pytest.mark.parametrize("emit", ["graph", "tile", "sync"])
