@@ -126,7 +126,8 @@ def compile(
 ) -> Compiled:
     """Compiles `model` for `target` (a preset name or FILE.toml; None: the input's own, else
     `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does; with `cores` > 1
-    sharded by strategy `shard` (auto, tp, sp, dp, tp-sp, layerwise, none) as `aitc compile --cores --shard`;
+    sharded by strategy `shard` (auto, tp, sp, dp, tp-sp, layerwise, measure, none) as
+    `aitc compile --cores --shard`;
     `cores=None` lets the cost model choose between one core and all, as the CLI's default."""
     options = CompileOptions(
         target, depth, emit, optimize, host_fallback, dict(input_shapes or {}), cores=cores, shard=shard

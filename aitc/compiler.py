@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -44,15 +45,17 @@ from aitc.dialects.shard import CollectiveOp
 from aitc.dialects.tile import KernelOp
 from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import random_inputs
 from aitc.ir import parse_mlir, require_weights
 from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
 from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.passes.shard.planner import Planner
+from aitc.passes.shard.planner import STRATEGIES, Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
 from aitc.report import format_table
+from aitc.sim import Simulator
 from aitc.spmd import grid_size, lower_spmd
 from aitc.target import Target, load_target
 from aitc.types import numpy_dtype
@@ -81,7 +84,8 @@ class CompileOptions:
     target when the cost model expects them to beat one core, else one (`choose_cores`; only
     for a graph-level input compiled to hw, anything else compiles for one core)."""
     shard: str = "auto"
-    """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp, layerwise or none."""
+    """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp, layerwise, measure (every
+    strategy compiled and simulated, the fastest kept) or none."""
 
 
 @dataclass
@@ -185,6 +189,8 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
         return _compile_per_core_graph(module, options)
     if options.cores is None:
         return _compile_choosing_cores(module, options)
+    if options.shard == MEASURE and options.cores > 1 and options.emit == "hw":
+        return _compile_measuring(module, options)
     stages = stage_passes(_start(module, options), options)
     target = record_compile_target(module, options) if stages else options.target
     if (options.cores or 1) > 1 and options.emit != "graph":
@@ -224,6 +230,46 @@ def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> Compil
     return CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
 
 
+MEASURE = "measure"
+"""`--shard measure`: every strategy compiled and simulated, the fastest kept."""
+
+
+def _compile_measuring(module: ModuleOp, options: CompileOptions) -> CompileResult:
+    """`--shard measure`: graph-optimize once, then every strategy's plan (STRATEGIES) compiled
+    for the cores and simulated on seeded random inputs; the fastest by simulated cycles is
+    kept (ties to the first), and the report lists every measurement next to its estimate."""
+    timings: list[tuple[str, float]] = []
+    start = _start(module, options)
+    record_compile_target(module, options)
+    with _fewer_collections():
+        for _, passes in stage_passes(start, replace(options, cores=1, emit="graph")):
+            timings += _run_passes(module, passes)
+    inputs = random_inputs(entry_function(module))
+    measured: list[tuple[str, int, CompileResult]] = []
+    rows: list[list[object]] = []
+    for strategy in STRATEGIES:
+        try:
+            result = compile_module(module.clone(), replace(options, shard=strategy, optimize=False))
+            target = load_target(result.target or options.target)
+            cycles = Simulator(result.module, target).run(inputs).stats.cycles
+        except AitcError as error:
+            rows.append([strategy, "failed", "", str(error).splitlines()[0]])
+            continue
+        estimates = re.findall(r"sharding plan: \S+ on \d+ cores, estimated (\d+) cycles", result.plan or "")
+        rows.append([strategy, cycles, sum(map(int, estimates)) if estimates else "", ""])
+        measured.append((strategy, cycles, result))
+    if not measured:
+        failures = "; ".join(f"{row[0]}: {row[3]}" for row in rows)
+        raise AitcError(f"--shard measure: no strategy compiled for {options.cores} cores: {failures}")
+    strategy, _, best = min(measured, key=lambda entry: entry[1])
+    table = format_table(["strategy", "cycles", "estimated", "why not"], rows)
+    best.plan = (best.plan or "") + (
+        f"\nmeasured on the simulator (--shard measure, seeded random inputs): kept {strategy}\n{table}\n"
+    )
+    best.pass_seconds[:0] = timings
+    return best
+
+
 SPEEDUP_TO_SHARD = 1.1
 """The estimated speed-up over one core below which `cores=None` compiles for one core."""
 
@@ -244,7 +290,7 @@ def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> Compil
     with _fewer_collections():
         for level, passes in stage_passes(start, replace(single, emit="graph")):
             timings += _run_passes(module, passes)
-    one, many = estimate_cores(module, target, options.shard)
+    one, many = estimate_cores(module, target, "auto" if options.shard == MEASURE else options.shard)
     ratio = one / max(many, 1)
     note = (
         f"cores: {target.cores} of {target.cores}, estimated {many} cycles against {one} on one core "

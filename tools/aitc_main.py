@@ -369,10 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shard",
-        choices=("auto", "tp", "sp", "dp", "tp-sp", "layerwise", "none"),
+        choices=("auto", "tp", "sp", "dp", "tp-sp", "layerwise", "measure", "none"),
         default="auto",
         help="sharding strategy with --cores > 1: tensor, sequence (spatial rows for a CNN), data or "
-        "Megatron tensor+sequence parallel, a choice per layer (layerwise), or the cheapest (auto)",
+        "Megatron tensor+sequence parallel, a choice per layer (layerwise), the cheapest estimate "
+        "(auto), or the fastest on the simulator (measure: every strategy compiled and simulated)",
     )
     p.set_defaults(handler=cmd_compile)
 

@@ -95,6 +95,23 @@ def staging_cycles(target: Target, kind: str, nbytes: int, parts: int) -> int:
     return ceil_div(moved, target.dram.bytes_per_cycle) + 2 * target.dma.latency
 
 
+HALO_KERNELS = {"slice": 1, "exchange": 7}
+"""Copy kernels that widen a core's part by a halo: a slice of the whole value's window; or the
+exchange's (two boundary slices, their concat, two neighbour slices, the outer cores' zero pad,
+the concat of the widened part)."""
+
+
+def halo_copy_cycles(target: Target, how: str, window_bytes: int, parts: int) -> int:
+    """What widening every core's part by a halo costs besides the collective: `how`'s copy
+    kernels (`HALO_KERNELS`, two DMA latencies each) moving the window once in and once out,
+    every core at once through the shared DRAM."""
+    moved = 2 * window_bytes
+    streaming = max(
+        ceil_div(moved, target.dma.bytes_per_cycle), ceil_div(parts * moved, target.dram.bytes_per_cycle)
+    )
+    return HALO_KERNELS[how] * 2 * target.dma.latency + streaming
+
+
 def _vector_combine(target: Target, nbytes: int) -> int:
     """Cycles of one vector add of `nbytes` of f32 (one row)."""
     return target.vector.latency + ceil_div(ceil_div(nbytes, 4), target.vector.lanes)

@@ -49,7 +49,13 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.shard.cost_model import collective_cycles, op_cycles, staging_cycles, tensor_bytes
+from aitc.passes.shard.cost_model import (
+    collective_cycles,
+    halo_copy_cycles,
+    op_cycles,
+    staging_cycles,
+    tensor_bytes,
+)
 from aitc.passes.shard.rules import PARALLEL, Rule, local_attributes, rule_of, shape_of, splittable
 from aitc.target import Target
 
@@ -175,7 +181,7 @@ def forced_loop(op: Operation, rule: Rule, strategy: str, values: dict[SSAValue,
             return m
     if isinstance(op, graph.ConvOp) and _is_weight(op.weight) and strategy == "tp":
         have = values.get(op.input)
-        return 2 if have == 1 and len(rule.loops) == 3 else 1
+        return 2 if have == 1 and len(rule.loops) > 2 and rule.loops[2] == "sum" else 1
     if isinstance(op, graph.ConvOp) and _is_weight(op.weight) and strategy == "sp" and rule.halo is not None:
         return rule.halo.loop
     if isinstance(op, graph.GatherOp) and strategy == "sp":
@@ -246,6 +252,7 @@ class Planner:
         read with a halo: see `operand_collective`)."""
         collectives = []
         local = []
+        copies = 0  # the copy kernels that widen a part by its halo
         for index, value in enumerate(op.operands):
             want = operand_want(op, index, loop)
             halo = rule.halo_of(index, loop) if rule is not None else None
@@ -254,6 +261,9 @@ class Planner:
             shape = self.local_shape(value, want)
             if halo is not None and want is not None:
                 shape = (*shape[:want], shape[want] + sum(halo), *shape[want + 1 :])
+                how = "exchange" if self.halo_exchange(value, want, halo) else "slice"
+                window = tensor_bytes(value) // math.prod(shape_of(value)) * math.prod(shape)
+                copies += halo_copy_cycles(self.target, how, window, self.cores)
             local.append(shape)
         for index, value in enumerate(op.results):
             natural = result_split(rule, loop, index)
@@ -267,7 +277,7 @@ class Planner:
                 if kind not in (None, "all_slice"):
                     collectives.append(self.collective(kind, value, natural))
         attributes = local_attributes(op, rule, loop) if rule is not None else None
-        return OpPlan(loop, op_cycles(op, local, self.cores, self.target, attributes), collectives)
+        return OpPlan(loop, op_cycles(op, local, self.cores, self.target, attributes) + copies, collectives)
 
     # -- decisions
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -256,3 +257,38 @@ def test_no_host_fallback_on_several_cores_lists_the_host_ops(capsys, models, tm
     assert ops, "no op named"
     for line in ops:
         assert re.fullmatch(r"  '[^']+' \(graph\.\w+\): .+", line), line
+
+
+def test_shard_measure_keeps_the_fastest_strategy_on_the_simulator(capsys, models, tmp_path):
+    """`--shard measure`: every strategy compiled and simulated; the report lists each one's
+    simulated and estimated cycles (or why it failed: dp has no batch to split) and keeps the
+    fastest, whose binary then runs in exactly the cycles listed."""
+    saved = models["cnn"]
+    output = tmp_path / "cnn.aitb"
+    argv = [
+        "compile",
+        saved.onnx_path,
+        "--target",
+        "edge",
+        "--cores",
+        "4",
+        "--shard",
+        "measure",
+        "-o",
+        output,
+    ]
+    code, out, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    assert code == 0, err
+    kept = re.search(
+        r"^measured on the simulator \(--shard measure, seeded random inputs\): kept (\S+)$", out, re.M
+    )
+    assert kept, out
+    rows = {m[1]: m[2] for m in re.finditer(r"^(tp|sp|dp|tp-sp|layerwise) +(\d+|failed)", out, re.M)}
+    assert sorted(rows) == sorted(["tp", "sp", "dp", "tp-sp", "layerwise"]), out
+    assert rows["dp"] == "failed"  # batch 1
+    cycles = {name: int(value) for name, value in rows.items() if value != "failed"}
+    assert cycles[kept[1]] == min(cycles.values())
+    stats = tmp_path / "stats.json"
+    run = aitc_process(["run", output, "--stats-json", stats])
+    assert run.returncode == 0, run.stderr
+    assert json.loads(stats.read_text())["cycles"] == cycles[kept[1]]
