@@ -240,7 +240,7 @@ def _compile_measuring(module: ModuleOp, options: CompileOptions) -> CompileResu
     kept (ties to the first), and the report lists every measurement next to its estimate."""
     timings: list[tuple[str, float]] = []
     start = _start(module, options)
-    record_compile_target(module, options)
+    target = load_target(record_compile_target(module, options))
     with _fewer_collections():
         for _, passes in stage_passes(start, replace(options, cores=1, emit="graph")):
             timings += _run_passes(module, passes)
@@ -250,7 +250,6 @@ def _compile_measuring(module: ModuleOp, options: CompileOptions) -> CompileResu
     for strategy in STRATEGIES:
         try:
             result = compile_module(module.clone(), replace(options, shard=strategy, optimize=False))
-            target = load_target(result.target or options.target)
             cycles = Simulator(result.module, target).run(inputs).stats.cycles
         except AitcError as error:
             rows.append([strategy, "failed", "", str(error).splitlines()[0]])
