@@ -172,8 +172,16 @@ def _start(module: ModuleOp, options: CompileOptions) -> str:
 
 def compile_pipeline_spec(source, options: CompileOptions) -> str:
     """The `-p` string of the passes `compile_module` would run on `source`, the target given
-    on the first pass that takes one: `aitc-opt -p` on the input gives the same IR."""
-
+    on the first pass that takes one: `aitc-opt -p` on the input gives the same IR. Below the
+    graph level that is the single-core compile's: a multi-core one links per-core programs
+    after the graph passes, which is no pass (`--cores N` is refused there; without --cores
+    the printed pipeline is `--cores 1`'s)."""
+    if (options.cores or 1) > 1 and options.emit != "graph":
+        raise AitcError(
+            f"--print-pipeline with --cores {options.cores}: below the graph level a multi-core compile "
+            "links per-core programs, which no aitc-opt pipeline does; print --emit graph's passes "
+            "(the per-core graph) or --cores 1's"
+        )
     module = load_input(source, options)
     stages = stage_passes(_start(module, options), options)
     if not stages:

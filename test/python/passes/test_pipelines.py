@@ -65,9 +65,28 @@ def test_printed_compile_pipeline_through_aitc_opt_is_aitc_compile(graph_file, t
     assert "place-on-host{target=" in spec
     assert "depth=3" in spec
     compiled, optimized = tmp_path / "compiled.mlir", tmp_path / "opt.mlir"
-    assert aitc(["compile", path, *options, "-o", str(compiled)]) == 0, capsys.readouterr().err
+    # the printed pipeline is one core's (without --cores, a compile to hw may shard over tiny's 2)
+    assert aitc(["compile", path, *options, "--cores", "1", "-o", str(compiled)]) == 0, (
+        capsys.readouterr().err
+    )
     assert aitc_opt([path, "-p", spec, "--print-debuginfo", "-o", str(optimized)]) == 0, (
         capsys.readouterr().err
     )
     same_printer = [print_mlir(parse_mlir(f.read_text(), str(f))) for f in (optimized, compiled)]
     assert same_printer[0] == same_printer[1]
+
+
+def test_print_pipeline_with_several_cores_stops_at_the_graph_level(graph_file, capsys):
+    """A multi-core compile links per-core programs below the graph level, which no aitc-opt
+    pipeline does: --print-pipeline --cores 2 is refused for hw and prints the graph passes
+    (optimize, then the shard passes) for --emit graph."""
+    path = graph_file[0]
+    assert aitc(["compile", path, "--target", "tiny", "--cores", "2", "--print-pipeline"]) == 1
+    err = capsys.readouterr().err
+    assert "--print-pipeline with --cores 2" in err
+    assert "--emit graph" in err
+    argv = ["compile", path, "--target", "tiny", "--cores", "2", "--emit", "graph", "--print-pipeline"]
+    assert aitc(argv) == 0
+    spec = capsys.readouterr().out.strip()
+    assert "shard-propagate{" in spec
+    assert spec.endswith("shard-partition,shard-simplify")
