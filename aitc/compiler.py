@@ -52,7 +52,7 @@ from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.passes.shard.planner import STRATEGIES, Planner
+from aitc.passes.shard.planner import LAYERWISE_MARGIN, STRATEGIES, Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
 from aitc.report import format_table
 from aitc.sim import Simulator
@@ -558,7 +558,10 @@ def shard_plan_report(module: ModuleOp) -> str:
     alternatives = summary.data.get("alternatives")
     if isinstance(alternatives, DictionaryAttr):
         others = ", ".join(f"{k} {_attr_value(v)}" for k, v in alternatives.data.items())
-        lines.append(f"  estimated cycles per strategy (auto keeps the least): {others}")
+        lines.append(
+            f"  estimated cycles per strategy (auto keeps the least; layerwise when "
+            f"{LAYERWISE_MARGIN:.0%} below the rest): {others}"
+        )
     rows = []
     for op in module.walk():
         plan = op.attributes.get(PLAN_ATTR)
