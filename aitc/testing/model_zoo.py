@@ -366,6 +366,51 @@ def residual_block(batch: int = 2, channels: int = 8, image: int = 12, seed: int
     return b.model(), {"x": b.rng.standard_normal((batch, channels, image, image)).astype(np.float32)}
 
 
+def _bottleneck(b: GraphBuilder, x: str, prefix: str, c_in: int, width: int, stride: int) -> str:
+    """ResNet-50's Bottleneck (torchvision v1.5: the stride on the 3x3): 1x1 -> 3x3 -> 1x1 (x4
+    channels), each conv-bn (relu but the last), + shortcut (1x1 conv-bn when shape changes), relu."""
+    c_out = 4 * width
+    h = _conv(b, x, f"{prefix}/conv1", c_in, width, 1)
+    h = b.node("Relu", [_batch_norm(b, h, f"{prefix}/bn1", width)], f"/{prefix}/relu/Relu")
+    h = _conv(b, h, f"{prefix}/conv2", width, width, 3, stride=stride)
+    h = b.node("Relu", [_batch_norm(b, h, f"{prefix}/bn2", width)], f"/{prefix}/relu_1/Relu")
+    h = _batch_norm(b, _conv(b, h, f"{prefix}/conv3", width, c_out, 1), f"{prefix}/bn3", c_out)
+    shortcut = x
+    if stride != 1 or c_in != c_out:
+        shortcut = _conv(b, x, f"{prefix}/downsample/0", c_in, c_out, 1, stride=stride)
+        shortcut = _batch_norm(b, shortcut, f"{prefix}/downsample/1", c_out)
+    h = b.node("Add", [h, shortcut], f"/{prefix}/Add")
+    return b.node("Relu", [h], f"/{prefix}/relu_2/Relu")
+
+
+def resnet50(
+    batch: int = 1, image: int = 224, classes: int = 1000, blocks: Sequence[int] = (3, 4, 6, 3), seed: int = 0
+):
+    """ResNet-50 as torchvision builds it (random weights): 7x7/2 stem conv-bn-relu, 3x3/2 max
+    pool, four stages of bottlenecks (`blocks` per stage; widths 64..512, x4 out), global
+    average pool, flatten, a fully connected head. ~25.6 M parameters at the defaults.
+
+    Input `x` [N, 3, image, image]; output `logits` [N, classes].
+    """
+    b = GraphBuilder("resnet50", opset=17, seed=seed)
+    x = b.input("x", ["N", 3, image, image])
+    h = _conv(b, x, "conv1", 3, 64, 7, stride=2)
+    h = b.node("Relu", [_batch_norm(b, h, "bn1", 64)], "/relu/Relu")
+    h = b.node("MaxPool", [h], "/maxpool/MaxPool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c_in = 64
+    for stage, (count, width) in enumerate(zip(blocks, (64, 128, 256, 512), strict=True)):
+        for index in range(count):
+            stride = 2 if stage > 0 and index == 0 else 1
+            h = _bottleneck(b, h, f"layer{stage + 1}.{index}", c_in, width, stride)
+            c_in = 4 * width
+    h = b.node("GlobalAveragePool", [h], "/avgpool/GlobalAveragePool")
+    h = b.node("Flatten", [h], "/Flatten", axis=1)
+    w = b.weight("fc.weight", [classes, c_in], fan_in=c_in)
+    logits = b.node("Gemm", [h, w, b.uniform("fc.bias", [classes], -0.1, 0.1)], "/fc/Gemm", transB=1)
+    b.output(logits, "logits", ["N", classes])
+    return b.model(), {"x": b.rng.standard_normal((batch, 3, image, image)).astype(np.float32)}
+
+
 def depthwise_separable(batch: int = 2, channels: int = 8, image: int = 12, seed: int = 0):
     """MobileNet's block: depthwise 3x3 Conv (group=C), BN, Relu6 (Clip 0..6), pointwise 1x1 Conv,
     BN, Relu6.

@@ -293,12 +293,23 @@ def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
         yield replace(plan, cycles=cycles, dma_bytes=dram, work=work, sram_bytes=sram, acc_bytes=acc)
 
 
+_PLANS: dict[tuple, WindowPlan | None] = {}
+"""`plan_window`'s answers by (problem, target fingerprint, SRAM, ACC, depth): a network
+repeats a handful of window shapes (ResNet-50's 53 convs have 20 distinct problems), and the
+search over every tiling is most of the conversion's time."""
+
+
 def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
-    """The cheapest candidate (`WindowPlan.key`); None if none fits."""
-    candidates = list(window_candidates(p, budget))
-    if not candidates:
-        return None
-    return replace(min(candidates, key=WindowPlan.key), candidates=len(candidates))
+    """The cheapest candidate (`WindowPlan.key`); None if none fits. A pure function of its
+    arguments, remembered (`_PLANS`)."""
+    key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
+    if key not in _PLANS:
+        if len(_PLANS) >= 4096:
+            _PLANS.clear()
+        candidates = list(window_candidates(p, budget))
+        best = replace(min(candidates, key=WindowPlan.key), candidates=len(candidates)) if candidates else None
+        _PLANS[key] = best
+    return _PLANS[key]
 
 
 def window_minimum(p: WindowProblem) -> tuple[int, int]:
