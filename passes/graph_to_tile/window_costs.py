@@ -307,8 +307,8 @@ def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
         if len(_PLANS) >= 4096:
             _PLANS.clear()
         candidates = list(window_candidates(p, budget))
-        best = replace(min(candidates, key=WindowPlan.key), candidates=len(candidates)) if candidates else None
-        _PLANS[key] = best
+        best = min(candidates, key=WindowPlan.key, default=None)
+        _PLANS[key] = None if best is None else replace(best, candidates=len(candidates))
     return _PLANS[key]
 
 
