@@ -27,6 +27,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
+from aitc import progress
 from aitc.analysis.graph_matching import location_name, node_name
 from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
@@ -205,7 +206,7 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
         return _compile_multicore(module, stages, options, target)
     kernels: list[dict[str, object]] = []
     timings: list[tuple[str, float]] = []
-    with _fewer_collections():
+    with _fewer_collections(), progress.passes(sum(len(passes) for _, passes in stages)):
         for level, passes in stages:
             timings += _run_passes(module, passes)
             if level == "sync":

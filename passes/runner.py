@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException
 
+from aitc import progress
 from aitc.diagnostics import AitcError
 from aitc.ir import make_context
 
@@ -34,6 +35,7 @@ class _Monitor:
             except DiagnosticException as error:
                 raise _failure(previous.name, f"the IR is invalid after this pass: {error}", error) from error
             self.seconds.append((previous.name, time.perf_counter() - self.started))
+            progress.pass_done(previous.name)
         self.running = following
         self.started = time.perf_counter()
 

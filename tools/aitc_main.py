@@ -342,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", help="MODEL.onnx or FILE.mlir (graph, tile or sync level)")
     p.add_argument("-o", "--output", help="OUT.aitb (or OUT.mlir with --emit)")
+    _add_quiet(p)
     p.add_argument("--target", help="preset NAME or FILE.toml (default: the input's aitc.target, else edge)")
     p.add_argument(
         "--print-pipeline",
@@ -394,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run graph-level .mlir/.onnx (reference interpreter) or a hw program .mlir/.aitb (simulator)",
     )
     p.add_argument("file")
+    _add_quiet(p)
     p.add_argument("--inputs", help=".npz whose keys are the model input names")
     p.add_argument("--outputs", help="write outputs to this .npz (keys = output names)")
     p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
@@ -414,12 +416,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars (they only show on a terminal anyway)"
+    )
+
+
 def _where(args: argparse.Namespace) -> str | None:
     return getattr(args, "model", None) or getattr(args, "file", None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from aitc import progress
+
+    progress.set_quiet(bool(getattr(args, "quiet", False)))
     return run_command(_where(args), lambda: args.handler(args), debug=bool(os.environ.get("AITC_DEBUG")))
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aitc import progress
 from aitc.sim.checks import RaceDetector, cap_error, check_region, deadlock_error, unbalanced_error
 from aitc.sim.execute import EXECUTE, Memories, gather_indices
 from aitc.sim.footprint import Region, gather_intervals
@@ -53,6 +54,10 @@ class SimOptions:
 
     max_instructions: int = 5_000_000
     max_cycles: int = 10**12
+
+
+PROGRESS_STEP = 16384
+"""Scheduling steps between two updates of the progress bar (`aitc.progress`)."""
 
 
 class EngineState:
@@ -82,6 +87,10 @@ class LinkPorts:
     def __init__(self) -> None:
         self.egress_free = self.ingress_free = 0
         self.sent = self.received = self.egress_busy = self.wait = 0
+
+
+PROGRESS_STEP = 16384
+"""Scheduling steps between two updates of the progress bar (`aitc.progress`)."""
 
 
 class Scheduler:
@@ -135,13 +144,21 @@ class Scheduler:
             if not e.remaining:
                 self.detector.finish(e.gid)
         steps = {"exec": self._execute, "signal": self._signal, "wait": self._wait, "barrier": self._barrier}
-        while self.heap:
-            t, gid = heapq.heappop(self.heap)
-            self.now = t
-            e = self.engines[gid]
-            ins = e.head if e.head is not None else self._next(e)
-            e.head = ins
-            steps[ins.static.kind](e, ins, t)
+        total = left = sum(e.remaining for e in self.engines)
+        with progress.bar(total, "simulate", unit="instr") as shown:
+            while self.heap:
+                for _ in range(PROGRESS_STEP):  # the bar moves every PROGRESS_STEP steps
+                    if not self.heap:
+                        break
+                    t, gid = heapq.heappop(self.heap)
+                    self.now = t
+                    e = self.engines[gid]
+                    ins = e.head if e.head is not None else self._next(e)
+                    e.head = ins
+                    steps[ins.static.kind](e, ins, t)
+                remaining = sum(e.remaining for e in self.engines)
+                shown.update(left - remaining)
+                left = remaining
         if any(e.remaining for e in self.engines):
             raise self._deadlock()
         if self.semaphores.any():

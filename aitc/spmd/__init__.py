@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from aitc import progress
 from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
 from aitc.dialects import shard
@@ -25,7 +26,7 @@ from aitc.module_target import record_target
 from aitc.passes.pipelines import lowering_pipeline
 from aitc.passes.runner import run_pipeline_reporting
 from aitc.spmd.link import link
-from aitc.spmd.phases import Phase, cut
+from aitc.spmd.phases import Phase, Steps, cut
 from aitc.spmd.specialize import expand_all_to_all, specialize
 
 
@@ -46,22 +47,30 @@ def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
         raise AitcError(f"the module runs on {cores} cores; target '{target.name}' has {target.cores}")
     name = entry_function(module).sym_name.data
     per_core = []
-    for core in range(cores):
-        copy = module.clone()
-        function = entry_function(copy)
-        expand_all_to_all(function)
-        specialize(function, core)
-        steps = cut(function, spec, core)
-        pipeline = lowering_pipeline(depth, optimize=False, host_fallback=False)
-        lowered = []
-        for step in steps.steps:
-            if isinstance(step, Phase):
-                _lower_phase(step, pipeline)
-                lowered.append(step.module)
-            else:
-                lowered.append(None)
-        per_core.append((steps, lowered))
+    with progress.paused(), progress.bar(cores, "lower per core", unit="core") as lowered_cores:
+        for core in range(cores):
+            per_core.append(_lower_core(module, spec, core, depth))
+            lowered_cores.update(1)
     return link(target, spec, per_core, name)
+
+
+def _lower_core(module: ModuleOp, spec: str, core: int, depth: int) -> tuple[Steps, list[ModuleOp | None]]:
+    """Core `core`'s steps, and each phase lowered to a single-core hw module (None for a
+    collective or slice step)."""
+    copy = module.clone()
+    function = entry_function(copy)
+    expand_all_to_all(function)
+    specialize(function, core)
+    steps = cut(function, spec, core)
+    pipeline = lowering_pipeline(depth, optimize=False, host_fallback=False)
+    lowered: list[ModuleOp | None] = []
+    for step in steps.steps:
+        if isinstance(step, Phase):
+            _lower_phase(step, pipeline)
+            lowered.append(step.module)
+        else:
+            lowered.append(None)
+    return steps, lowered
 
 
 def _lower_phase(phase: Phase, pipeline: list) -> None:

@@ -75,7 +75,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("aitc.diagnostics", "aitc.types", "aitc.files", "aitc.report", "aitc.xdsl_fixes",
-                    "aitc.target", "aitc.module_target", "aitc.weights")),
+                    "aitc.target", "aitc.module_target", "aitc.weights", "aitc.progress")),
     ("dialects", ("aitc.dialects.*",)),
     ("ir", ("aitc.ir", "aitc.binary")),
     ("analysis", ("aitc.analysis.*", "aitc.semantics")),
