@@ -55,7 +55,7 @@ from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.planner import LAYERWISE_MARGIN, STRATEGIES, Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
-from aitc.report import format_table
+from aitc.report import format_table, peak_rss_mib
 from aitc.sim import Simulator
 from aitc.spmd import grid_size, lower_spmd
 from aitc.target import Target, load_target
@@ -602,7 +602,10 @@ def format_report(result: CompileResult) -> str:
         programs = sum(1 for op in result.module.ops if isinstance(op, ProgramOp))
         placed = placement_summary(result.kernels, programs) + handed_over if result.segments else ""
         summary = multicore_summary(result.module) + placed
-    return f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s"
+    return (
+        f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s, "
+        f"peak RSS {peak_rss_mib():.0f} MiB"
+    )
 
 
 def placement_summary(rows: list[dict[str, object]], multicore_segments: int = 0) -> str:

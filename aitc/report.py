@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import resource
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+
+def peak_rss_mib() -> float:
+    """The process's peak resident set so far, in MiB (getrusage: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

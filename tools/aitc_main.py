@@ -213,6 +213,9 @@ def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray
 def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The outputs of the program on the simulator, and the report files asked for (the trace
     for --trace, the statistics for --stats-json) as {path: JSON text}."""
+    import time
+
+    from aitc.report import peak_rss_mib
     from aitc.sim import Session, format_stats, stats_json, trace_json
 
     session = Session(module if module is not None else args.file, target=args.target)
@@ -220,11 +223,14 @@ def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.nd
         inputs = _random_program_inputs(session, args.seed)
         print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(inputs)}")
     names = [spec.name for spec in session.get_outputs()]
+    started = time.perf_counter()
     values = session.run(None, inputs, trace=args.trace is not None)
+    seconds = time.perf_counter() - started
     result = session.last_result
     assert result is not None
     if args.stats:
         print(format_stats(result.stats))
+        print(f"host: simulated in {seconds:.2f} s, peak RSS {peak_rss_mib():.0f} MiB")
     reports = {}
     if args.trace is not None and result.trace is not None:
         reports[args.trace] = trace_json(result.trace)

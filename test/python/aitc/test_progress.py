@@ -1,10 +1,12 @@
-"""Progress bars (`aitc.progress`): shown on stderr when it is a terminal, for the passes of a
-compile (and the cores of a multi-core one) and the instructions of a simulation; nothing when
-stderr is not a terminal or with --quiet; the compiled program is the same either way."""
+"""Long work, as a user sees it: progress bars (`aitc.progress`) shown on stderr when it is a
+terminal, for the passes of a compile (and the cores of a multi-core one) and the instructions
+of a simulation; nothing when stderr is not a terminal or with --quiet; the compiled program
+the same either way. The compile report and `aitc run --stats` give wall time and peak RSS."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -91,3 +93,16 @@ def test_cli_quiet(capsys, monkeypatch, tmp_path, mlp, quiet: bool):
         progress.set_quiet(False)
     assert "wrote" in capsys.readouterr().out
     assert ("compile" in terminal.getvalue()) != quiet
+
+
+def test_compile_and_run_report_time_and_peak_memory(capsys, tmp_path, mlp):
+    model, _, shapes = mlp
+    path, binary = tmp_path / "mlp.onnx", tmp_path / "m.aitb"
+    path.write_bytes(model.SerializeToString())
+    shape = "x".join(map(str, shapes["x"]))
+    assert main(["compile", str(path), "--input-shape", f"x={shape}", "--cores", "1", "-o", str(binary)]) == 0
+    report = capsys.readouterr().out
+    assert re.search(r"^\d+ passes, \d+\.\d\d s, peak RSS [1-9]\d* MiB$", report, re.M), report
+    assert main(["run", str(binary), "--stats"]) == 0
+    stats = capsys.readouterr().out
+    assert re.search(r"^host: simulated in \d+\.\d\d s, peak RSS [1-9]\d* MiB$", stats, re.M), stats
