@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_compile.py
 	$(BIN)/python benchmarks/bench_encoder.py
+	$(BIN)/python benchmarks/bench_encoder.py --model resnet50 --no-simulate
 	$(BIN)/python benchmarks/bench_scaling.py
 
 clean:

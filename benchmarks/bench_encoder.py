@@ -1,18 +1,21 @@
-"""Compile-time benchmark: a BERT-style encoder (MiniLM size by default) from ONNX to hw, then run.
+"""Compile-time benchmark: a BERT-style encoder (MiniLM size by default) or ResNet-50 from ONNX to
+hw on one core, then run.
 
     python benchmarks/bench_encoder.py [--layers 6] [--hidden 384] [--heads 12] [--ffn 1536]
                                        [--seq 128] [--target edge] [--depth 2]
+    python benchmarks/bench_encoder.py --model resnet50 [--image 224] [--no-simulate]
 
-Builds `model_zoo.encoder` with the given sizes (batch 1, static shapes) and compiles it once
-with `compile_module`. Prints the wall seconds of each lowering stage (graph optimisation,
-graph -> tile, the tile passes, tile -> sync, sync -> hw; each pass includes the verification
-after it) and of the 8 slowest passes, then one summary row: total compile seconds (ONNX import
-and the compile report included), the static hw instruction count, the simulator's wall time,
-the instructions it executed and the simulated cycles, onnxruntime's wall time on the same model
-in this process (best of 3; graph optimisations off, as its default optimiser mis-fuses a
-pattern of this model) and the ratio, and the relative error of the simulated outputs against
-onnxruntime's (max |difference| / max(1, max |reference|)). Prints tables; asserts nothing about
-speed.
+Builds `model_zoo.encoder` with the given sizes (batch 1, static shapes), or
+`model_zoo.resnet50`, and compiles it once with `compile_module` for one core. Prints the wall
+seconds of each lowering stage (graph optimisation, graph -> tile, the tile passes, tile -> sync,
+sync -> hw; each pass includes the verification after it) and of the 8 slowest passes, then one
+summary row: total compile seconds (ONNX import and the compile report included), the peak RSS
+after compiling, the static hw instruction count, the simulator's wall time and the peak RSS
+after it, the instructions it executed and the simulated cycles, onnxruntime's wall time on the
+same model in this process (best of 3; graph optimisations off, as its default optimiser
+mis-fuses a pattern of the encoder) and the ratio, and the relative error of the simulated
+outputs against onnxruntime's (max |difference| / max(1, max |reference|)). Prints tables;
+asserts nothing about speed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from aitc.diagnostics import AitcError
 from aitc.dialects.hw import InstructionOp
 from aitc.passes.pipelines import lowering_stages
 from aitc.reference import onnxruntime_session
-from aitc.report import format_table
+from aitc.report import format_table, peak_rss_mib
 from aitc.sim import Simulator
 from aitc.testing import model_zoo
 
@@ -77,21 +80,47 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--target", default="edge")
     parser.add_argument("--depth", type=int, default=2)
+    parser.add_argument("--model", choices=("encoder", "resnet50"), default="encoder")
+    parser.add_argument("--image", type=int, default=224, help="resnet50: input height and width")
+    parser.add_argument(
+        "--no-simulate", action="store_true", help="compile only (ResNet-50 simulates for many minutes)"
+    )
     args = parser.parse_args()
 
-    model, inputs = model_zoo.encoder(
-        layers=args.layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq
-    )
+    if args.model == "resnet50":
+        model, inputs = model_zoo.resnet50(image=args.image)
+        described = f"ResNet-50, {args.image}x{args.image}"
+    else:
+        model, inputs = model_zoo.encoder(
+            layers=args.layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq
+        )
+        described = (
+            f"encoder: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, ffn {args.ffn}, "
+            f"seq {args.seq}"
+        )
     shapes = {name: list(value.shape) for name, value in inputs.items()}
-    options = CompileOptions(target=args.target, depth=args.depth, input_shapes=shapes)
+    options = CompileOptions(target=args.target, depth=args.depth, input_shapes=shapes, cores=1)
     start = time.perf_counter()
     try:
         result = compile_module(model, options)
     except AitcError as error:
         raise SystemExit(f"compile failed: {error}") from None
     compile_s = time.perf_counter() - start
+    compile_rss = peak_rss_mib()
     instructions = sum(1 for op in result.module.walk() if isinstance(op, InstructionOp))
 
+    print(
+        f"{described}; {model_zoo.weight_bytes(model) / 2**20:.1f} MiB of weights; "
+        f"target '{args.target}', depth {args.depth}, one core\n"
+    )
+    print(format_table(["stage", "passes", "s"], stage_rows(result, args.depth)))
+    print()
+    print(format_table(["pass", "s", "share"], pass_rows(result)))
+    print()
+    if args.no_simulate:
+        headers = ["compile s", "peak RSS MiB", "static instr"]
+        print(format_table(headers, [[f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions]]))
+        return
     start = time.perf_counter()
     run = Simulator(result.module, args.target).run(inputs)
     sim_s = time.perf_counter() - start
@@ -100,21 +129,12 @@ def main() -> None:
         float(np.abs(got - want).max()) / max(1.0, float(np.abs(want).max()))
         for got, want in zip(run.outputs.values(), expected, strict=True)
     )
-
-    print(
-        f"encoder: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, ffn {args.ffn}, "
-        f"seq {args.seq}; {model_zoo.weight_bytes(model) / 2**20:.1f} MiB of weights; "
-        f"target '{args.target}', depth {args.depth}\n"
-    )
-    print(format_table(["stage", "passes", "s"], stage_rows(result, args.depth)))
-    print()
-    print(format_table(["pass", "s", "share"], pass_rows(result)))
-    print()
     summary = [
-        f"{compile_s:.2f}", instructions, f"{sim_s:.2f}", run.stats.instructions, run.stats.cycles,
-        f"{ort_s:.3f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
+        f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions, f"{sim_s:.2f}", f"{peak_rss_mib():.0f}",
+        run.stats.instructions, run.stats.cycles, f"{ort_s:.3f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
     ]  # fmt: skip
-    headers = ["compile s", "static instr", "sim s", "executed", "cycles", "ort s", "sim/ort", "rel err"]
+    headers = ["compile s", "peak RSS MiB", "static instr", "sim s", "peak RSS MiB", "executed", "cycles",
+               "ort s", "sim/ort", "rel err"]  # fmt: skip
     print(format_table(headers, [summary]))
 
 
