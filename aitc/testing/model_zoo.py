@@ -339,16 +339,20 @@ def cnn_bn_pool(batch: int = 2, image: int = 16, classes: int = 10, seed: int = 
     return b.model(), {"image": b.rng.standard_normal((batch, 3, image, image)).astype(np.float32)}
 
 
+def _shortcut(b: GraphBuilder, x: str, prefix: str, c_in: int, c_out: int, stride: int) -> str:
+    """A residual block's shortcut: `x`, or a 1x1 conv-bn projection when the shape changes."""
+    if stride == 1 and c_in == c_out:
+        return x
+    shortcut = _conv(b, x, f"{prefix}/downsample/0", c_in, c_out, 1, stride=stride)
+    return _batch_norm(b, shortcut, f"{prefix}/downsample/1", c_out)
+
+
 def _basic_block(b: GraphBuilder, x: str, prefix: str, c_in: int, c_out: int, stride: int) -> str:
     """ResNet BasicBlock: conv-bn-relu-conv-bn, + shortcut (1x1 conv-bn when shape changes), relu."""
     h = _conv(b, x, f"{prefix}/conv1", c_in, c_out, 3, stride=stride)
     h = b.node("Relu", [_batch_norm(b, h, f"{prefix}/bn1", c_out)], f"/{prefix}/relu/Relu")
     h = _batch_norm(b, _conv(b, h, f"{prefix}/conv2", c_out, c_out, 3), f"{prefix}/bn2", c_out)
-    shortcut = x
-    if stride != 1 or c_in != c_out:
-        shortcut = _conv(b, x, f"{prefix}/downsample/0", c_in, c_out, 1, stride=stride)
-        shortcut = _batch_norm(b, shortcut, f"{prefix}/downsample/1", c_out)
-    h = b.node("Add", [h, shortcut], f"/{prefix}/Add")
+    h = b.node("Add", [h, _shortcut(b, x, prefix, c_in, c_out, stride)], f"/{prefix}/Add")
     return b.node("Relu", [h], f"/{prefix}/relu_1/Relu")
 
 
@@ -375,11 +379,7 @@ def _bottleneck(b: GraphBuilder, x: str, prefix: str, c_in: int, width: int, str
     h = _conv(b, h, f"{prefix}/conv2", width, width, 3, stride=stride)
     h = b.node("Relu", [_batch_norm(b, h, f"{prefix}/bn2", width)], f"/{prefix}/relu_1/Relu")
     h = _batch_norm(b, _conv(b, h, f"{prefix}/conv3", width, c_out, 1), f"{prefix}/bn3", c_out)
-    shortcut = x
-    if stride != 1 or c_in != c_out:
-        shortcut = _conv(b, x, f"{prefix}/downsample/0", c_in, c_out, 1, stride=stride)
-        shortcut = _batch_norm(b, shortcut, f"{prefix}/downsample/1", c_out)
-    h = b.node("Add", [h, shortcut], f"/{prefix}/Add")
+    h = b.node("Add", [h, _shortcut(b, x, prefix, c_in, c_out, stride)], f"/{prefix}/Add")
     return b.node("Relu", [h], f"/{prefix}/relu_2/Relu")
 
 

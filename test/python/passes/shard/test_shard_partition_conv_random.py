@@ -7,19 +7,12 @@ cores with every strategy. `sp` splits a conv's output rows, reading its input w
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aitc.interp.run import entry_function, random_inputs, run_module
-from aitc.interp.shard import run_spmd
-from aitc.ir import parse_mlir, print_mlir
-from aitc.passes.runner import run_pipeline
 from aitc.passes.shard.planner import STRATEGIES
-from aitc.passes.shard.shard_partition import ShardPartitionPass
-from aitc.passes.shard.shard_propagate import ShardPropagatePass
-from aitc.passes.shard.shard_simplify import ShardSimplifyPass
 
-from .test_shard_partition_random import Chain, relative_error, tensor
+from .test_shard_partition_random import Chain, assert_partition_matches, tensor
 
 TOLERANCE = 1e-4
 
@@ -117,21 +110,4 @@ def cnns(draw) -> str:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=cnns(), cores=st.sampled_from([2, 4]), strategy=st.sampled_from(STRATEGIES))
 def test_random_cnn_partitioned_computes_what_it_computes_unsharded(text: str, cores: int, strategy: str):
-    note(text)
-    module = parse_mlir(text)
-    inputs = random_inputs(entry_function(module))
-    want = run_module(module, inputs)
-    run_pipeline(
-        module,
-        [
-            ShardPropagatePass(strategy=strategy, cores=cores, target="edge"),
-            ShardPartitionPass(),
-            ShardSimplifyPass(),
-        ],
-    )
-    note(print_mlir(module))
-    for core, outputs in enumerate(run_spmd(module, [inputs] * cores)):
-        for name, expected in want.items():
-            assert outputs[name].shape == expected.shape, f"core {core}, {name}"
-            error = relative_error(outputs[name], expected)
-            assert error <= TOLERANCE, f"core {core}, {name}: relative error {error:.2e}"
+    assert_partition_matches(text, cores, strategy)

@@ -204,6 +204,12 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=graphs(), cores=st.sampled_from([2, 4]), strategy=st.sampled_from(STRATEGIES))
 def test_random_graph_partitioned_computes_what_it_computes_unsharded(text: str, cores: int, strategy: str):
+    assert_partition_matches(text, cores, strategy)
+
+
+def assert_partition_matches(text: str, cores: int, strategy: str) -> None:
+    """shard-propagate (`strategy`, `cores` of edge), -partition and -simplify on the function
+    `text`: every core's outputs equal the unsharded ones (shapes, TOLERANCE)."""
     note(text)
     module = parse_mlir(text)
     inputs = random_inputs(entry_function(module))
