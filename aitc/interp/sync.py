@@ -33,7 +33,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 
-from aitc.analysis.access_log import PRUNE_MIN, AccessLog
+from aitc.analysis.access_log import PRUNE_MIN, AccessLog, Intervals
 from aitc.analysis.signature import check_inputs, entry_function, is_output_arg, output_names
 from aitc.analysis.tile_footprint import Access, window_bytes
 from aitc.analysis.vector_clock import SignalUnits
@@ -72,17 +72,17 @@ class RaceChecker:
         self.clocks[engine, engine] += 1
         clock = self.clocks[engine]
         for access, starts in task.windows:
-            intervals = window_bytes(access.view, [(s, s) for s in starts], access.box)
+            intervals = Intervals.of(*window_bytes(access.view, [(s, s) for s in starts], access.box))
             reads, writes, _ = self._logs(access)
             self.refs.append((task, self.engines[engine], access))
             ref = len(self.refs) - 1
-            found = writes.conflict(clock, *intervals)
+            found = writes.conflict(clock, intervals)
             if found is None and access.write:
-                found = reads.conflict(clock, *intervals)
+                found = reads.conflict(clock, intervals)
             if found is not None:
                 raise self._race(access, ref, found)
             log = writes if access.write else reads
-            log.add(*intervals, engine, int(clock[engine]), ref)
+            log.add(intervals, engine, int(clock[engine]), ref)
             if log.size > PRUNE_MIN:
                 self._prune(reads, writes)
 
@@ -90,7 +90,7 @@ class RaceChecker:
         view = access.view
         if view.storage not in self.storages:
             name = view.name if not isinstance(view.storage, str) else f"{view.storage} (at {view.name})"
-            self.storages[view.storage] = (AccessLog(len(self.engines)), AccessLog(len(self.engines)), name)
+            self.storages[view.storage] = (AccessLog(), AccessLog(), name)
         return self.storages[view.storage]
 
     def _prune(self, reads: AccessLog, writes: AccessLog) -> None:

@@ -17,9 +17,10 @@ Races, with vector clocks (as in ThreadSanitizer/FastTrack, per engine instead o
   all its participants. These are the only happens-before edges besides the program order of
   each (in-order) engine.
 - Each access is recorded as (engine, epoch, byte intervals, read/write, instruction) in an
-  `AccessLog` (`aitc.analysis.access_log`, shared with the sync interpreter): intervals are
-  numpy arrays, one per row of a strided region, and every search is vectorised. A new
-  access conflicts with a record of another engine that does not happen before it
+  `AccessLog` (`aitc.analysis.access_log`, shared with the sync interpreter), per engine in
+  its order, so only the records an access is not yet ordered after are searched (a binary
+  search on epochs, then bounding boxes; the per-row intervals are compared with numpy only when
+  boxes meet). A new access conflicts with a record of another engine that does not happen before it
   (`record.epoch > clock[record.engine]`) when their intervals overlap and at least one of them
   writes. Reads and writes are kept in separate logs, so a read is only compared with writes.
 - Records every engine that can still touch that memory has already seen are pruned, so the
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aitc.analysis.access_log import PRUNE_MIN, AccessLog
+from aitc.analysis.access_log import PRUNE_MIN, AccessLog, Intervals
 from aitc.analysis.vector_clock import SignalUnits
 from aitc.sim.errors import SimulationError
 from aitc.sim.execute import Memories
@@ -80,8 +81,8 @@ class RaceDetector:
 
     def __init__(self, n_engines: int, accessors: Sequence[Sequence[int]]):
         self.clocks = np.zeros((n_engines, n_engines), np.int64)
-        self.reads = [AccessLog(n_engines) for _ in accessors]
-        self.writes = [AccessLog(n_engines) for _ in accessors]
+        self.reads = [AccessLog() for _ in accessors]
+        self.writes = [AccessLog() for _ in accessors]
         self.accessors = [np.array(sorted(a), np.int64) for a in accessors]
         self.finished = np.zeros(n_engines, bool)
         self.limits = [PRUNE_MIN] * len(accessors)
@@ -113,16 +114,16 @@ class RaceDetector:
         self.finished[gid] = True
 
     # -- accesses
-    def access(self, gid: int, key: int, lo: np.ndarray, hi: np.ndarray, write: bool, ref: int) -> None:
+    def access(self, gid: int, key: int, intervals: Intervals, write: bool, ref: int) -> None:
         """Checks one access against the logs (raising `SimulationError` on a race), then records it."""
-        clock = self.clocks[gid]
-        found = self.writes[key].conflict(clock, lo, hi)
+        clock = self.clocks[gid].tolist()
+        found = self.writes[key].conflict(clock, intervals)
         if found is not None:
             raise self._race_error(key, (ref, write), (found, True))
-        if write and (found := self.reads[key].conflict(clock, lo, hi)) is not None:
+        if write and (found := self.reads[key].conflict(clock, intervals)) is not None:
             raise self._race_error(key, (ref, write), (found, False))
         log = self.writes[key] if write else self.reads[key]
-        log.add(lo, hi, gid, int(clock[gid]), ref)
+        log.add(intervals, gid, clock[gid], ref)
         if log.size > self.limits[key]:
             self._prune(key)
 

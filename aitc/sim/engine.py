@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aitc import progress
+from aitc.analysis.access_log import Intervals
 from aitc.sim.checks import RaceDetector, cap_error, check_region, deadlock_error, unbalanced_error
 from aitc.sim.execute import EXECUTE, Memories, gather_indices
 from aitc.sim.footprint import Region, gather_intervals
@@ -221,10 +222,10 @@ class Scheduler:
         check_region(self.memories, key, base, region, ins, e.name, t)
         if region.gathered:
             indices = gather_indices(self.memories, ins)
-            lo, hi = gather_intervals(base, indices, region.row_bytes, region.stride)
+            intervals = Intervals.of(*gather_intervals(base, indices, region.row_bytes, region.stride))
         else:
-            lo, hi = base + region.lo_off, base + region.hi_off
-        self.detector.access(e.gid, key, lo, hi, region.write, self.refs)
+            intervals = Intervals(base, region.lo_off, region.hi_off, base, base + region.extent)
+        self.detector.access(e.gid, key, intervals, region.write, self.refs)
 
     def _end(self, e: EngineState, ins: Instr, t: int) -> int:
         """Completion cycle; DMAs touching DRAM queue for the shared channel, peer DMAs for
