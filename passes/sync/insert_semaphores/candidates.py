@@ -17,6 +17,14 @@ touches bytes Y wrote, so Y -> F is ordered too; R -> F follows. A write kills o
 surely writes: windows whose indices are exact (constant, or loop-invariant in loops, which run
 at least once here). Without this, buffers that plan-memory reuses across every kernel would
 make the candidates quadratic in the program length.
+
+Across top-level items, a pair also gives nothing new once an edge it implies is known. The pair
+of X (engine A, item a) with Y (engine B, item b) becomes a forward edge a -> b of the function
+body, and such an edge implies every a' -> b' on the same engines with a' <= a and b' >= b
+(insert-semaphores drops those as dominated: the wait before item b orders everything later on
+B after everything up to a on A). Items are visited in order, so once a pair A -> B from item a
+is yielded, later nodes on B skip the records of A from items up to a (`reach`): with buffers
+that loop-variant writes never kill, this keeps the candidates near linear in the program length.
 """
 
 from __future__ import annotations
@@ -92,25 +100,28 @@ class Live:
 
     def __init__(self) -> None:
         self.records: list[Record] = []
-        self.columns = [np.zeros(16, np.int64) for _ in range(5)]  # lows, ends, writes, engines, singles
+        # lows, ends, writes, engines, singles, items
+        self.columns = [np.zeros(16, np.int64) for _ in range(6)]
 
     def add(self, record: Record, engine: int) -> None:
         count = len(self.records)
         if count == len(self.columns[0]):
             self.columns = [np.concatenate((column, np.zeros_like(column))) for column in self.columns]
         found = record.bytes
-        row = (found[0][0], found[1][-1], record.write, engine, len(found[0]) == 1)
+        row = (found[0][0], found[1][-1], record.write, engine, len(found[0]) == 1, record.node.path[0][1])
         for column, value in zip(self.columns, row, strict=True):
             column[count] = value
         self.records.append(record)
 
-    def meeting(self, found: Intervals, write: bool, engine: int) -> tuple[list[int], np.ndarray]:
+    def meeting(
+        self, found: Intervals, write: bool, engine: int, reach: np.ndarray
+    ) -> tuple[list[int], np.ndarray]:
         """The indices, in order, of the records whose hull overlaps the hull of `found` (the
-        first test of `overlap`), one of the two writing, on another engine than `engine`; and
-        per record whether it is a single interval."""
+        first test of `overlap`), one of the two writing, on another engine than `engine`, from
+        an item after `reach[their engine]`; and per record whether it is a single interval."""
         count = len(self.records)
-        lows, ends, writes, engines, singles = (column[:count] for column in self.columns)
-        mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine)
+        lows, ends, writes, engines, singles, items = (column[:count] for column in self.columns)
+        mask = (lows < found[1][-1]) & (found[0][0] < ends) & (engines != engine) & (items > reach[engines])
         if not write:
             mask &= writes.astype(bool)
         return np.flatnonzero(mask).tolist(), singles
@@ -144,6 +155,10 @@ class Candidates:
         self.nodes, self.footprint, self.exact = nodes, footprint, exact
         self.seen: set[tuple[int, int]] = set()
         self.engines: dict[str, int] = {}
+        for node in nodes:
+            self.engines.setdefault(node.engine, len(self.engines))
+        self.reach = np.full((len(self.engines), len(self.engines)), -1, np.int64)
+        """reach[B, A]: the last item of A that a yielded pair A -> B started from."""
 
     def __iter__(self) -> Iterator[tuple[Node, Node]]:
         groups: dict[int, list[Node]] = {}
@@ -160,7 +175,7 @@ class Candidates:
                     storage = live.get(access.view.storage)
                     if storage is None:
                         storage = live[access.view.storage] = Live()
-                    storage.add(record, self.engines.setdefault(node.engine, len(self.engines)))
+                    storage.add(record, self.engines[node.engine])
 
     def _within(self, group: list[Node]) -> Iterator[tuple[Node, Node]]:
         """Every overlapping pair inside one top-level item (a sweep over sorted hulls)."""
@@ -185,23 +200,29 @@ class Candidates:
                         yield first, second
 
     def _against(self, group: list[Node], live: dict[Hashable, Live]) -> Iterator[tuple[Node, Node]]:
-        """Pairs of the group's accesses with the live records of earlier top-level items."""
+        """Pairs of the group's accesses with the live records of earlier top-level items that
+        no earlier pair implies (`reach`)."""
         seen = self.seen
         for node in group:
-            engine = self.engines.setdefault(node.engine, len(self.engines))
+            engine = self.engines[node.engine]
+            reach = self.reach[engine]
             for index, access in enumerate(node.accesses):
                 storage = live.get(access.view.storage)
                 if storage is None:
                     continue
                 found = self.footprint(node, index)
                 single = len(found[0]) == 1
-                meeting, singles = storage.meeting(found, access.write, engine)
-                for k in meeting:  # engines differ (masked): a pair unless seen or disjoint
+                meeting, singles = storage.meeting(found, access.write, engine, reach)
+                for k in meeting:  # engines differ (masked): a pair unless seen, implied or disjoint
                     record = storage.records[k]
                     key = (record.node.order, node.order)
-                    if key in seen or not ((single and singles[k]) or overlap(record.bytes, found)):
+                    item, source = record.node.path[0][1], self.engines[record.node.engine]
+                    if key in seen or item <= reach[source]:
+                        continue
+                    if not ((single and singles[k]) or overlap(record.bytes, found)):
                         continue  # two single intervals whose hulls meet do overlap
                     seen.add(key)
+                    reach[source] = item
                     yield record.node, node
 
     def _kill(self, group: list[Node], live: dict[Hashable, Live]) -> None:
