@@ -157,24 +157,33 @@ class Cost:
     staged: bool = False
 
     def add_dma(
-        self, target: Target, nbytes: int, src: str, dst: str, times: int = 1, ahead: bool = False
+        self,
+        target: Target,
+        nbytes: int,
+        src: str,
+        dst: str,
+        times: int = 1,
+        ahead: bool = False,
+        ops: int = 1,
     ) -> None:
-        """`times` DMA instructions of `nbytes` each from space `src` to `dst`; `ahead`: loads
-        into tiles that only their own step uses, which do not wait for earlier compute even at
-        buffer depth 1 (they run ahead of it)."""
+        """`times` DMA instructions of `nbytes` each from space `src` to `dst`, for each of `ops`
+        identical ops in a row (each is one op of the lead or drain); `ahead`: loads into tiles
+        that only their own step uses, which do not wait for earlier compute even at buffer
+        depth 1 (they run ahead of it)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         queue = dma_queue(src, dst, target.dma.queues)
-        self.queues[queue] = self.queues.get(queue, 0) + times * once
-        self.ahead += times * once if ahead else 0
-        self.transfers += times
+        count = times * ops
+        self.queues[queue] = self.queues.get(queue, 0) + count * once
+        self.ahead += count * once if ahead else 0
+        self.transfers += count
         if dram:
-            self.dram_bytes += times * nbytes
-            self.dram_cycles += times * -(-nbytes // target.dram.bytes_per_cycle)
+            self.dram_bytes += count * nbytes
+            self.dram_cycles += count * -(-nbytes // target.dram.bytes_per_cycle)
         if dst == "dram":
-            self._drain("store", once)
+            self._drain("store", ops * once)
             return
-        self.lead += 0 if self.started else once
+        self.lead += 0 if self.started else ops * once
         self.drain = {}
 
     def add_matrix(self, once: int, times: int = 1) -> None:
@@ -231,6 +240,17 @@ class Cost:
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
+
+    def floor(self, matrix_to_come: int = 0) -> int:
+        """A lower bound of `cycles` once `matrix_to_come` more matrix cycles are added, that
+        never decreases as ops are added, so a tile planner can stop estimating a candidate once
+        it exceeds the best one found: at depth 1 the loads and the compute run one after the
+        other (`serial`); deeper, each engine's busy time and the DRAM channel's."""
+        matrix = self.matrix + matrix_to_come
+        if self.depth < 2:
+            compute = max(matrix, self.vector) if self.overlap else matrix + self.vector
+            return math.ceil(self.loads - self.ahead + self.queues.get("dma2", 0) + compute)
+        return max(matrix, self.vector, self.dram_cycles)
 
     def work(self) -> int:
         """Busy time of all engines together (fewer, larger instructions win ties)."""

@@ -6,6 +6,7 @@ output position of a block (`PatchLayout`) and the tile.copy that moves one tap 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from aitc.passes.graph_to_tile.window import Geometry
 
@@ -38,7 +39,9 @@ class PatchLayout:
     `flat` (tap-major patch and a column stride: pooling): the patch rows are Hs*Ws/sw wide,
     a whole stage plane each, so the rows of all channels of a tap are one arithmetic sequence
     too: one DMA instruction per tap (the stage has one spare plane the last channel's garbage
-    columns run into)."""
+    columns run into).
+
+    The derived sizes are computed once per layout (the tile planner asks for them often)."""
 
     g: Geometry
     rows: int
@@ -46,24 +49,24 @@ class PatchLayout:
     tc: int
     order: str = "channel"
 
-    @property
+    @cached_property
     def hs(self) -> int:
         return self.g.h.stage(self.rows)
 
-    @property
+    @cached_property
     def ws(self) -> int:
         return self.g.w.stage(self.cols)
 
-    @property
+    @cached_property
     def pitch(self) -> int:
         """Patch columns from one output row of a block to the next."""
         return self.g.h.stride * self.ws // self.g.w.stride if self.rows > 1 else self.cols
 
-    @property
+    @cached_property
     def flat(self) -> bool:
         return self.order == "tap" and self.g.w.stride > 1 and not self.g.direct
 
-    @property
+    @cached_property
     def planes(self) -> int:
         """Stage planes: tc, and a spare one for `flat` taps."""
         return self.tc + int(self.flat)
@@ -72,14 +75,14 @@ class PatchLayout:
         """Patch columns of a block of rows x cols outputs (garbage between rows included)."""
         return (rows - 1) * self.pitch + cols
 
-    @property
+    @cached_property
     def width(self) -> int:
         """Patch columns: those of a full block (the most any block uses), a plane if `flat`."""
         if self.flat:
             return self.hs * self.ws // self.g.w.stride
         return self.positions(self.rows, self.cols)
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         """Whether the matrix engine's output tiles are dense [.., R*Q], read out of the wide ACC
         row by row: when blocks of several rows do not cover the image, a wide tile would be

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from xdsl.ir import Operation
 
@@ -163,9 +164,11 @@ class BlockRun:
         return dim.span(self.size) if self.inside else dim.field(self.o0, self.size)[2]
 
 
-def block_runs(dim: WindowDim, tile: int) -> list[BlockRun]:
+@cache
+def block_runs(dim: WindowDim, tile: int) -> tuple[BlockRun, ...]:
     """The blocks of `tile` outputs: leading border blocks, the run of blocks inside the input
-    (contiguous: both bounds are monotone in o0), trailing border blocks, the remainder."""
+    (contiguous: both bounds are monotone in o0), trailing border blocks, the remainder.
+    Remembered: the tile planner asks for the same runs for every candidate of a dim."""
     full = dim.out // tile
     inner = [b for b in range(full) if dim.inside(b * tile, tile)]
     first, stop = (inner[0], inner[-1] + 1) if inner else (full, full)
@@ -174,7 +177,7 @@ def block_runs(dim: WindowDim, tile: int) -> list[BlockRun]:
     runs += [BlockRun(b * tile, tile, 1, False) for b in range(stop, full)]
     rest = dim.out - full * tile
     runs += [BlockRun(full * tile, rest, 1, dim.inside(full * tile, rest))] if rest else []
-    return runs
+    return tuple(runs)
 
 
 def for_blocks(kb: KernelBuilder, dim: WindowDim, tile: int, body: Callable[[Block], None]) -> None:

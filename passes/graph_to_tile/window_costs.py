@@ -83,9 +83,10 @@ class WindowPlan:
 # --------------------------------------------------------------------------- footprint
 
 
-def window_sram(p: WindowProblem, plan: WindowPlan) -> int:
-    """SRAM bytes of the kernel's buffers (graph_to_tile_conv / _pool allocate exactly these)."""
-    g, layout = p.g, _layout(p, plan)
+def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None = None) -> int:
+    """SRAM bytes of the kernel's buffers (graph_to_tile_conv / _pool allocate exactly these);
+    `layout`: the plan's `_layout`, when the caller has it."""
+    g, layout = p.g, layout or _layout(p, plan)
     stage = layout.planes * layout.hs * layout.ws
     patch = 0 if g.direct else g.taps * plan.tc * layout.width
     if p.engine == "matrix":
@@ -101,10 +102,10 @@ def window_sram(p: WindowProblem, plan: WindowPlan) -> int:
     return F32 * (stage + patch + weights + rest)
 
 
-def window_acc(p: WindowProblem, plan: WindowPlan) -> int:
+def window_acc(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None = None) -> int:
     if p.engine != "matrix":
         return 0
-    return F32 * plan.tm * _layout(p, plan).width
+    return F32 * plan.tm * (layout or _layout(p, plan)).width
 
 
 def _layout(p: WindowProblem, plan: WindowPlan) -> PatchLayout:
@@ -142,8 +143,7 @@ def _gather(cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: i
         return
     tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
     count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
-    for _ in range(g.taps):
-        cost.add_dma(budget.target, nbytes, "sram", "sram", times * count)
+    cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps)
 
 
 def _epilogue(
@@ -186,28 +186,81 @@ def _fills(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, strip
             cost.add_vector(vector_cycles(budget.target, op, *size), times)
 
 
-def _contract(cost: Cost, budget: Budget, m: int, k: int, positions: int, times: int) -> None:
-    """The matmuls of one m x k x positions product (_MatrixConv._products): per column tile
-    of <= cols positions, the first k chunk then the others."""
+def _contract_ops(budget: Budget, m: int, k: int, positions: int) -> Iterator[tuple[int, int]]:
+    """(cycles, count) of the matmuls of one m x k x positions product (_MatrixConv._products),
+    in order: per column tile of <= cols positions, the first k chunk then the others."""
     rows = budget.rows
     for _, pc in split(positions, budget.cols):
-        cost.add_matrix(matmul_cycles(budget.target, m, min(rows, k)), times * pc)
+        yield matmul_cycles(budget.target, m, min(rows, k)), pc
         for ks, kc in split(k - rows, rows) if k > rows else ():
-            cost.add_matrix(matmul_cycles(budget.target, m, ks), times * pc * kc)
+            yield matmul_cycles(budget.target, m, ks), pc * kc
 
 
-def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
-    """The loop nest of graph_to_tile_conv._MatrixConv, op for op."""
+def _contract(cost: Cost, budget: Budget, m: int, k: int, positions: int, times: int) -> None:
+    """The matmuls of one m x k x positions product."""
+    for once, count in _contract_ops(budget, m, k, positions):
+        cost.add_matrix(once, times * count)
+
+
+def _matrix_products(p: WindowProblem, plan: WindowPlan, layout: PatchLayout) -> Iterator[tuple]:
+    """(run pair, times, m tile (size, count), channel chunk (size, count)) of every product of
+    _MatrixConv's loop nest, in order."""
+    g = p.g
+    whole = plan.tc >= g.channels
+    chunks = [(g.channels, 1)] if whole else split(g.channels, plan.tc)
+    for h, w in _runs(g, plan):
+        times = g.batch * g.groups * h.count * w.count
+        for m_tile in split(g.outs, plan.tm):
+            for chunk in chunks:
+                yield (h, w), times, m_tile, chunk
+
+
+def _matrix_busy(p: WindowProblem, budget: Budget, plan: WindowPlan, layout: PatchLayout) -> int:
+    """The matrix engine's busy cycles over the whole kernel: what its `_contract`s add, in
+    closed form (every column tile multiplies the first k chunk, then the full and the last
+    partial chunk of the rest)."""
+    rows, latency, busy = budget.rows, budget.target.matrix.latency, 0
+    for (h, w), times, (ms, mc), (cs, cc) in _matrix_products(p, plan, layout):
+        k = cs * p.g.taps
+        full, rest = divmod(max(0, k - rows), rows)
+        chunks = (
+            latency + min(rows, k) + ms + full * (latency + rows + ms) + (latency + rest + ms if rest else 0)
+        )
+        column_tiles = -(-layout.positions(h.size, w.size) // budget.cols)
+        busy += column_tiles * chunks * times * mc * cc
+    return busy
+
+
+def _matrix_prologue(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan) -> None:
+    """Before _MatrixConv's loops: the padding fills, the weights kept for the whole kernel, the bias."""
+    g, target = p.g, budget.target
+    _fills(cost, p, budget, plan, prefill_strips(g, (plan.rows, plan.cols)), 1)
+    if plan.keep:
+        cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
+    if p.bias:
+        cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
+
+
+def _beaten(cost: Cost, matrix_to_come: int, bound: int | None) -> bool:
+    """Whether a candidate cannot beat `bound` cycles, even if only the `matrix_to_come` matmul
+    cycles were still to come."""
+    return bound is not None and cost.floor(matrix_to_come) > bound
+
+
+def estimate_matrix(
+    p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None
+) -> Cost | None:
+    """The loop nest of graph_to_tile_conv._MatrixConv, op for op; None once its `Cost.floor`
+    exceeds `bound` (the candidate cannot win)."""
     g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
     layout = _layout(p, plan)
     chunks, m_tiles = split(g.channels, plan.tc), split(g.outs, plan.tm)
     whole = plan.tc >= g.channels
     tiles = (plan.rows, plan.cols)
-    _fills(cost, p, budget, plan, prefill_strips(g, tiles), 1)
-    if plan.keep:
-        cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
-    if p.bias:
-        cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
+    matrix = _matrix_busy(p, budget, plan, layout) if bound is not None else 0
+    _matrix_prologue(cost, p, budget, plan)
+    if _beaten(cost, matrix, bound):
+        return None
     for h, w in _runs(g, plan):
         times = g.batch * g.groups * h.count * w.count
         positions = layout.positions(h.size, w.size)
@@ -215,6 +268,8 @@ def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
         if whole:
             _gather(cost, p, budget, (layout, (h, w), g.channels), times)
         for ms, mc in m_tiles:
+            if _beaten(cost, matrix - cost.matrix, bound):
+                return None
             for cs, cc in [(g.channels, 1)] if whole else chunks:
                 if not whole:
                     _gather(cost, p, budget, (layout, (h, w), cs), times * mc * cc)
@@ -226,8 +281,11 @@ def estimate_matrix(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
     return cost
 
 
-def estimate_vector(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
-    """The loop nest of im2col.VectorWindow, op for op."""
+def estimate_vector(
+    p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None
+) -> Cost | None:
+    """The loop nest of im2col.VectorWindow, op for op; None once its `Cost.floor` exceeds
+    `bound`."""
     g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
     layout = _layout(p, plan)
     loads = [n for n in (g.taps if p.weights else 0, int(p.bias)) if n]  # per channel: weights, bias
@@ -236,6 +294,8 @@ def estimate_vector(p: WindowProblem, budget: Budget, plan: WindowPlan) -> Cost:
     for n in loads if plan.keep else ():
         cost.add_dma(target, F32 * n * g.channels, "dram", "sram")
     for h, w in _runs(g, plan):
+        if bound is not None and cost.floor() > bound:
+            return None
         times, positions = g.batch * h.count * w.count, layout.positions(h.size, w.size)
         _fills(cost, p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False), times)
         for cs, cc in split(g.channels, plan.tc):
@@ -277,20 +337,16 @@ other (measured: a pipelined estimate was 0.6-0.8 of the simulated cycles, a ser
 
 
 def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
-    """Every tiling whose buffers fit the SRAM and ACC budgets, estimated (at `WINDOW_DEPTH`)."""
-    budget = replace(budget, depth=WINDOW_DEPTH)
-    estimate = estimate_matrix if p.engine == "matrix" else estimate_vector
+    """Every tiling whose buffers fit the SRAM and ACC budgets, not yet estimated."""
     tms = _sizes(p.g.outs) if p.engine == "matrix" else [0]
     keeps = (True, False) if p.engine == "matrix" or p.weights or p.bias else (False,)
-    for (rows, cols), tc, tm, keep in product(_shapes(p.g), _sizes(p.g.channels), tms, keeps):
-        plan = WindowPlan(p.engine, rows, cols, tc, tm, keep)
-        sram, acc = window_sram(p, plan), window_acc(p, plan)
-        if sram > budget.sram or acc > budget.acc:
-            continue
-        cost = estimate(p, budget, plan)
-        work = cost.work()
-        cycles, dram = cost.cycles(budget.target), cost.dram_bytes
-        yield replace(plan, cycles=cycles, dma_bytes=dram, work=work, sram_bytes=sram, acc_bytes=acc)
+    for (rows, cols), tc in product(_shapes(p.g), _sizes(p.g.channels)):
+        layout = _layout(p, WindowPlan(p.engine, rows, cols, tc, 0, False))
+        for tm, keep in product(tms, keeps):
+            plan = WindowPlan(p.engine, rows, cols, tc, tm, keep)
+            sram, acc = window_sram(p, plan, layout), window_acc(p, plan, layout)
+            if sram <= budget.sram and acc <= budget.acc:
+                yield replace(plan, sram_bytes=sram, acc_bytes=acc)
 
 
 _PLANS: dict[tuple, WindowPlan | None] = {}
@@ -300,16 +356,42 @@ search over every tiling is most of the conversion's time."""
 
 
 def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
-    """The cheapest candidate (`WindowPlan.key`); None if none fits. A pure function of its
-    arguments, remembered (`_PLANS`)."""
+    """The cheapest candidate (`WindowPlan.key`, the first of equal ones); None if none fits. A
+    pure function of its arguments, remembered (`_PLANS`)."""
     key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
     if key not in _PLANS:
         if len(_PLANS) >= 4096:
             _PLANS.clear()
-        candidates = list(window_candidates(p, budget))
-        best = min(candidates, key=WindowPlan.key, default=None)
-        _PLANS[key] = None if best is None else replace(best, candidates=len(candidates))
+        _PLANS[key] = _search(p, budget)
     return _PLANS[key]
+
+
+def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
+    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound: an estimate stops
+    as soon as its lower bound (`Cost.floor`) exceeds the cycles of the best candidate so far,
+    which it then cannot beat, so the winner is the one a full search picks."""
+    budget = replace(budget, depth=WINDOW_DEPTH)
+    estimate = estimate_matrix if p.engine == "matrix" else estimate_vector
+    candidates = list(window_candidates(p, budget))
+    visits = sorted(range(len(candidates)), key=lambda index: _promise(candidates[index], index))
+    best: tuple[tuple[int, ...], WindowPlan] | None = None
+    for index in visits:
+        plan = candidates[index]
+        cost = estimate(p, budget, plan, None if best is None else best[1].cycles)
+        if cost is None:
+            continue
+        estimated = replace(
+            plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work()
+        )
+        key = (*estimated.key(), index)
+        if best is None or key < best[0]:
+            best = (key, estimated)
+    return None if best is None else replace(best[1], candidates=len(candidates))
+
+
+def _promise(plan: WindowPlan, index: int) -> tuple[int, ...]:
+    """The order `_search` visits candidates in. Any order finds the same plan."""
+    return (index % 32 != 0, index % 8 != 0, index)
 
 
 def window_minimum(p: WindowProblem) -> tuple[int, int]:
