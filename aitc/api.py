@@ -123,14 +123,24 @@ def compile(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     cores: int | None = 1,
     shard: str = "auto",
+    verify_each: bool = False,
 ) -> Compiled:
     """Compiles `model` for `target` (a preset name or FILE.toml; None: the input's own, else
     `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does; with `cores` > 1
     sharded by strategy `shard` (auto, tp, sp, dp, tp-sp, layerwise, measure, none) as
     `aitc compile --cores --shard`;
-    `cores=None` lets the cost model choose between one core and all, as the CLI's default."""
+    `cores=None` lets the cost model choose between one core and all, as the CLI's default;
+    `verify_each` verifies the IR after every pass (`aitc compile --verify-each`)."""
     options = CompileOptions(
-        target, depth, emit, optimize, host_fallback, dict(input_shapes or {}), cores=cores, shard=shard
+        target,
+        depth,
+        emit,
+        optimize,
+        host_fallback,
+        dict(input_shapes or {}),
+        cores=cores,
+        shard=shard,
+        verify_each=verify_each,
     )
     source = str(model) if isinstance(model, os.PathLike) else model
     return Compiled(compile_module(source, options), source, options)

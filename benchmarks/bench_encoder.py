@@ -8,7 +8,7 @@ hw on one core, then run.
 Builds `model_zoo.encoder` with the given sizes (batch 1, static shapes), or
 `model_zoo.resnet50`, and compiles it once with `compile_module` for one core. Prints the wall
 seconds of each lowering stage (graph optimisation, graph -> tile, the tile passes, tile -> sync,
-sync -> hw; each pass includes the verification after it) and of the 8 slowest passes, then one
+sync -> hw; the last pass of a stage includes its verification) and of the 8 slowest passes, then one
 summary row: total compile seconds (ONNX import and the compile report included), the peak RSS
 after compiling, the static hw instruction count, the simulator's wall time and the peak RSS
 after it, the instructions it executed and the simulated cycles, onnxruntime's wall time on the

@@ -97,7 +97,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
         host_fallback=not args.no_host_fallback, input_shapes=dict(args.input_shape or []),
-        cores=args.cores, shard=args.shard,
+        cores=args.cores, shard=args.shard, verify_each=args.verify_each,
     )  # fmt: skip
     if args.print_pipeline:
         print(compile_pipeline_spec(args.model, options))
@@ -360,6 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--depth", type=int, default=2, choices=(1, 2, 3), help="pipelining buffer depth")
     p.add_argument("--no-optimize", action="store_true", help="skip the graph-optimize pipeline")
+    p.add_argument(
+        "--verify-each",
+        action="store_true",
+        help="verify the IR after every pass, naming the pass that broke it (default: after each "
+        "lowering stage)",
+    )
     p.add_argument(
         "--no-host-fallback",
         action="store_true",

@@ -39,8 +39,9 @@ def grid_size(module: ModuleOp) -> int:
     return grids[0].dims[0]
 
 
-def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
-    """The multi-core hw module of a partitioned graph module (see the module docstring)."""
+def lower_spmd(module: ModuleOp, depth: int = 2, verify_each: bool = True) -> ModuleOp:
+    """The multi-core hw module of a partitioned graph module (see the module docstring); each
+    phase is verified after every pass with `verify_each`, else once lowered."""
     spec, target = record_target(module, None)
     cores = grid_size(module)
     if cores > target.cores:
@@ -49,12 +50,14 @@ def lower_spmd(module: ModuleOp, depth: int = 2) -> ModuleOp:
     per_core = []
     with progress.paused(), progress.bar(cores, "lower per core", unit="core") as lowered_cores:
         for core in range(cores):
-            per_core.append(_lower_core(module, spec, core, depth))
+            per_core.append(_lower_core(module, spec, core, depth, verify_each))
             lowered_cores.update(1)
     return link(target, spec, per_core, name)
 
 
-def _lower_core(module: ModuleOp, spec: str, core: int, depth: int) -> tuple[Steps, list[ModuleOp | None]]:
+def _lower_core(
+    module: ModuleOp, spec: str, core: int, depth: int, verify_each: bool
+) -> tuple[Steps, list[ModuleOp | None]]:
     """Core `core`'s steps, and each phase lowered to a single-core hw module (None for a
     collective or slice step)."""
     copy = module.clone()
@@ -66,17 +69,17 @@ def _lower_core(module: ModuleOp, spec: str, core: int, depth: int) -> tuple[Ste
     lowered: list[ModuleOp | None] = []
     for step in steps.steps:
         if isinstance(step, Phase):
-            _lower_phase(step, pipeline)
+            _lower_phase(step, pipeline, verify_each)
             lowered.append(step.module)
         else:
             lowered.append(None)
     return steps, lowered
 
 
-def _lower_phase(phase: Phase, pipeline: list) -> None:
+def _lower_phase(phase: Phase, pipeline: list, verify_each: bool) -> None:
     """Runs the single-core pipeline on a phase; ops only the host runs are refused here."""
     try:
-        run_pipeline_reporting(phase.module, pipeline)
+        run_pipeline_reporting(phase.module, pipeline, verify_each)
     except AitcError as error:
         text = str(error)
         if not text.startswith("place-on-host:"):

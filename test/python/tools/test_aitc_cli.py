@@ -110,6 +110,16 @@ def test_compile_takes_the_inputs_target_and_refuses_another(capsys, tmp_path, l
     assert "module is for target 'tiny' (aitc.target) but --target says 'edge'; drop --target" in err
 
 
+def test_compile_verify_each_gives_the_same_binary(capsys, tmp_path, layer):
+    """--verify-each only verifies more often: the program is the same."""
+    path, _, _ = layer
+    binaries = [tmp_path / "stages.aitb", tmp_path / "each.aitb"]
+    for binary, extra in zip(binaries, ([], ["--verify-each"]), strict=True):
+        code, _, err = run_cli(capsys, ["compile", path, *SHAPES, "--cores", "1", "-o", binary, *extra])
+        assert code == 0, err
+    assert binaries[0].read_bytes() == binaries[1].read_bytes()
+
+
 # --------------------------------------------------------------------------- aitc check
 
 

@@ -423,6 +423,23 @@ def test_run_pipeline_names_the_pass_that_broke_the_ir():
         pipelines.run_pipeline(m, [GraphCanonicalizePass(), BreakTypesPass(), GraphCanonicalizePass()], CTX)
 
 
+def test_run_pipeline_verifying_once_names_every_pass_of_the_stage():
+    """Without verify_each (aitc compile's default) the IR is verified after the last pass: a
+    failure names the passes of the list and the flag that finds the one."""
+    matmul = "%y = graph.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>"
+    m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
+    passes = [GraphCanonicalizePass(), BreakTypesPass(), GraphCanonicalizePass()]
+    expected = (
+        r"^graph-canonicalize, test-break-types, graph-canonicalize: "
+        r"the IR is invalid after these passes \(--verify-each"
+    )
+    with pytest.raises(PassFailedException, match=expected):
+        pipelines.run_pipeline(m, passes, CTX, verify_each=False)
+    m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
+    seconds = pipelines.run_pipeline(m, pipelines.graph_optimize_pipeline(), CTX, verify_each=False)
+    assert [name for name, _ in seconds] == [p.name for p in pipelines.graph_optimize_pipeline()]
+
+
 def test_run_pipeline_times_every_pass_and_names_a_failing_one():
     matmul = "%y = graph.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>"
     m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
