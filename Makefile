@@ -37,12 +37,16 @@ conformance: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python -m aitc.fuzz --n $(N) --seed $(SEED)
 
-bench: $(STAMP)
+$(VENV)/.installed-iree: $(STAMP)
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev,iree]'
+	touch $@
+
+bench: $(STAMP) $(VENV)/.installed-iree
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_compile.py
 	$(BIN)/python benchmarks/bench_encoder.py
-	$(BIN)/python benchmarks/bench_encoder.py --model resnet50 --no-simulate
+	$(BIN)/python benchmarks/bench_encoder.py --model resnet50
 	$(BIN)/python benchmarks/bench_scaling.py
 
 clean:

@@ -113,7 +113,7 @@ from aitc.dialects.hw.program import check_program
 from aitc.files import read_bytes, write_atomic
 from aitc.ir import make_context, print_mlir
 from aitc.target import Target, load_target
-from aitc.types import element_bytes
+from aitc.types import element_bytes, i64_attr
 from aitc.weights import RESOURCES
 
 MAGIC = b"AITB"
@@ -310,7 +310,7 @@ def _write_int(w: _Writer, op: Operation, field: hw.Field, attr: Attribute) -> N
 
 
 def _read_int(r: _Reader, field: hw.Field) -> Attribute:
-    return IntegerAttr(r.sv(), i64)
+    return i64_attr(r.sv())
 
 
 def _write_float(w: _Writer, op: Operation, field: hw.Field, attr: Attribute) -> None:

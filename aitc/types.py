@@ -1,9 +1,11 @@
-"""Element types and shapes shared by every aitc level: MLIR type <-> numpy dtype, broadcasting."""
+"""Element types and shapes shared by every aitc level: MLIR type <-> numpy dtype, broadcasting,
+interned i64 attributes."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TypeAlias
 
 import numpy as np
@@ -13,12 +15,23 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IntegerAttr,
     IntegerType,
     ShapedType,
     Signedness,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute
+
+
+@lru_cache(maxsize=1 << 16)
+def i64_attr(value: int) -> IntegerAttr:
+    """`IntegerAttr(value, i64)`, interned: building one costs ~9 us (xDSL checks the value
+    against the type), and a lowered program holds a few thousand distinct values in tens of
+    thousands of instruction fields. Attributes are immutable, so sharing them is safe."""
+    return IntegerAttr(value, i64)
+
 
 _SIGNLESS = Signedness.SIGNLESS
 _UNSIGNED = Signedness.UNSIGNED

@@ -21,9 +21,15 @@ asserts nothing about speed.
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
+import onnx
 
 from aitc.compiler import CompileOptions, CompileResult, compile_module
 from aitc.diagnostics import AitcError
@@ -70,6 +76,26 @@ def reference(model, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], f
     return outputs, best  # pyright: ignore[reportReturnType]
 
 
+def iree_compile_seconds(model: onnx.ModelProto) -> float | None:
+    """Wall seconds of IREE importing and compiling `model` for this CPU; None without IREE."""
+    tools = Path(sys.executable).parent
+    importer = shutil.which("iree-import-onnx", path=tools) or shutil.which("iree-import-onnx")
+    compiler = shutil.which("iree-compile", path=tools) or shutil.which("iree-compile")
+    if importer is None or compiler is None:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        source, imported, module = (
+            Path(scratch) / name for name in ("model.onnx", "model.mlir", "model.vmfb")
+        )
+        onnx.save(model, source)
+        start = time.perf_counter()
+        subprocess.run([importer, source, "-o", imported], check=True, capture_output=True)
+        backend = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu"]
+        cpu = ["--iree-llvmcpu-target-cpu=host"]
+        subprocess.run([compiler, *backend, *cpu, imported, "-o", module], check=True, capture_output=True)
+        return time.perf_counter() - start
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -82,9 +108,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=2)
     parser.add_argument("--model", choices=("encoder", "resnet50"), default="encoder")
     parser.add_argument("--image", type=int, default=224, help="resnet50: input height and width")
-    parser.add_argument(
-        "--no-simulate", action="store_true", help="compile only (ResNet-50 simulates for many minutes)"
-    )
+    parser.add_argument("--no-simulate", action="store_true", help="compile only")
     args = parser.parse_args()
 
     if args.model == "resnet50":
@@ -117,9 +141,11 @@ def main() -> None:
     print()
     print(format_table(["pass", "s", "share"], pass_rows(result)))
     print()
+    iree_s = iree_compile_seconds(model)
+    iree = ["not installed", "-"] if iree_s is None else [f"{iree_s:.2f}", f"{compile_s / iree_s:.2f}"]
     if args.no_simulate:
-        headers = ["compile s", "peak RSS MiB", "static instr"]
-        print(format_table(headers, [[f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions]]))
+        headers = ["compile s", "peak RSS MiB", "static instr", "IREE compile s", "aitc/IREE"]
+        print(format_table(headers, [[f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions, *iree]]))
         return
     start = time.perf_counter()
     run = Simulator(result.module, args.target).run(inputs)
@@ -130,11 +156,12 @@ def main() -> None:
         for got, want in zip(run.outputs.values(), expected, strict=True)
     )
     summary = [
-        f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions, f"{sim_s:.2f}", f"{peak_rss_mib():.0f}",
-        run.stats.instructions, run.stats.cycles, f"{ort_s:.3f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
+        f"{compile_s:.2f}", f"{compile_rss:.0f}", instructions, *iree,
+        f"{sim_s:.2f}", f"{peak_rss_mib():.0f}", run.stats.instructions, run.stats.cycles,
+        f"{ort_s:.3f}", f"{sim_s / ort_s:.0f}x", f"{error:.1e}",
     ]  # fmt: skip
-    headers = ["compile s", "peak RSS MiB", "static instr", "sim s", "peak RSS MiB", "executed", "cycles",
-               "ort s", "sim/ort", "rel err"]  # fmt: skip
+    headers = ["compile s", "peak RSS MiB", "static instr", "IREE compile s", "aitc/IREE",
+               "sim s", "peak RSS MiB", "executed", "cycles", "ort s", "sim/ort", "rel err"]  # fmt: skip
     print(format_table(headers, [summary]))
 
 

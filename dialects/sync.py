@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Dialect, Operation
 from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_attr_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+from aitc.types import i64_attr
 
 ENGINE_ATTR = "sync.engine"
 """The discardable attribute that binds a tile op to an engine."""
@@ -67,9 +69,9 @@ class SemaphoreOp(IRDLOperation):
     KEYWORDS: ClassVar[tuple[str, ...]] = ("count",)
 
     def __init__(self, sem: int, engine: str, count: int = 1):
-        attributes = {"sem": IntegerAttr(sem, i64), "engine": StringAttr(engine)}
+        attributes = {"sem": i64_attr(sem), "engine": StringAttr(engine)}
         if count != 1:
-            attributes["count"] = IntegerAttr(count, i64)
+            attributes["count"] = i64_attr(count)
         super().__init__(attributes=attributes)
 
     def semaphore(self) -> int:
@@ -136,7 +138,7 @@ class SignalOp(SemaphoreOp):
     def __init__(self, sem: int, engine: str, count: int = 1, peer: int | None = None):
         super().__init__(sem, engine, count)
         if peer is not None:
-            self.attributes["peer"] = IntegerAttr(peer, i64)
+            self.attributes["peer"] = i64_attr(peer)
 
     def peer_core(self) -> int | None:
         """The core whose semaphore the signal counts up; None: this core."""

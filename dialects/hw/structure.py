@@ -23,7 +23,6 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f64,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.irdl import (
@@ -44,6 +43,7 @@ from aitc.dialects.hw.fields import (
     parse_address,
     require,
 )
+from aitc.types import i64_attr
 from aitc.xdsl_fixes import float_literal, parse_float_literal
 
 
@@ -53,7 +53,7 @@ def _encode(field: Field, value: object) -> Attribute:
         return value
     if field.kind == "int":
         assert isinstance(value, SupportsInt)  # an int, bool or numpy integer
-        return IntegerAttr(int(value), i64)
+        return i64_attr(int(value))
     if field.kind == "float":
         assert isinstance(value, SupportsFloat)
         return FloatAttr(float(value), f64)
@@ -299,9 +299,7 @@ class IntegerRegionOp(IRDLOperation):
     INTEGER_ATTR: ClassVar[str] = "count"
 
     def __init__(self, number: int, ops: Sequence[Operation] = ()):
-        super().__init__(
-            attributes={self.INTEGER_ATTR: IntegerAttr(number, i64)}, regions=[Region(Block(ops))]
-        )
+        super().__init__(attributes={self.INTEGER_ATTR: i64_attr(number)}, regions=[Region(Block(ops))])
 
     def leading_integer(self) -> int:
         attr = self.attributes.get(self.INTEGER_ATTR)

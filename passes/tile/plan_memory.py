@@ -26,7 +26,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NameLoc,
-    i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -49,6 +48,7 @@ from aitc.diagnostics import AitcError
 from aitc.dialects import tile
 from aitc.module_target import TARGET_ATTR, module_target, recorded_target
 from aitc.target import Target, load_target
+from aitc.types import i64_attr
 
 OFFSET_ARG_ATTR = "tile.offset"
 PEAK_ATTRS = {"sram": "tile.sram_peak", "acc": "tile.acc_peak", "dram": "tile.dram_bytes"}
@@ -62,7 +62,7 @@ WHOLE_PROGRAM: Span = (0, 1 << 62)
 
 
 def _i64(value: int) -> IntegerAttr:
-    return IntegerAttr(value, i64)
+    return i64_attr(value)
 
 
 def _memref(value: SSAValue) -> MemRefType | None:

@@ -132,7 +132,9 @@ class Live:
         count = len(self.records)
         lows, ends = self.columns[0][:count], self.columns[1][:count]
         inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1])).tolist()
-        dead = [k for k in inside if covered(self.records[k].bytes, written)]
+        if len(written[0]) > 1:  # one interval covers everything inside its hull
+            inside = [k for k in inside if covered(self.records[k].bytes, written)]
+        dead = inside
         if not dead:
             return
         keep = np.ones(count, bool)
