@@ -105,7 +105,7 @@ class Compiled:
         """One simulated execution (hw level): outputs, cycle statistics, optional trace."""
         if self.level != "hw":
             raise ValueError(f"simulation needs the hw level, this is '{self.level}'")
-        return Simulator(self.module, self.target).run(inputs, trace)
+        return Simulator(self.module, self.target, verified=True).run(inputs, trace)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The outputs by name: simulated at hw level, interpreted at the others."""

@@ -12,8 +12,6 @@ compile report.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import re
 import time
@@ -30,6 +28,7 @@ from xdsl.passes import ModulePass
 from aitc import progress
 from aitc.analysis.graph_matching import location_name, node_name
 from aitc.analysis.signature import entry_function
+from aitc.collector import fewer_collections
 from aitc.diagnostics import AitcError
 from aitc.dialects.exec import (
     REASON_ATTR,
@@ -209,7 +208,7 @@ def compile_module(source, options: CompileOptions) -> CompileResult:
         return _compile_multicore(module, stages, options, target)
     kernels: list[dict[str, object]] = []
     timings: list[tuple[str, float]] = []
-    with _fewer_collections(), progress.passes(sum(len(passes) for _, passes in stages)):
+    with fewer_collections(), progress.passes(sum(len(passes) for _, passes in stages)):
         for level, passes in stages:
             timings += _run_passes(module, passes, options)
             if level == "sync":
@@ -236,7 +235,7 @@ def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> Compil
     if options.emit == "graph":
         return CompileResult(module, "graph", [], [], [], target)
     start = time.perf_counter()
-    with _fewer_collections():
+    with fewer_collections():
         lowered = lower_spmd(module, options.depth, options.verify_each)
     timings = [("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start)]
     return CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
@@ -253,7 +252,7 @@ def _compile_measuring(module: ModuleOp, options: CompileOptions) -> CompileResu
     timings: list[tuple[str, float]] = []
     start = _start(module, options)
     target = load_target(record_compile_target(module, options))
-    with _fewer_collections():
+    with fewer_collections():
         for _, passes in stage_passes(start, replace(options, cores=1, emit="graph")):
             timings += _run_passes(module, passes, options)
     inputs = random_inputs(entry_function(module))
@@ -262,7 +261,7 @@ def _compile_measuring(module: ModuleOp, options: CompileOptions) -> CompileResu
     for strategy in STRATEGIES:
         try:
             result = compile_module(module.clone(), replace(options, shard=strategy, optimize=False))
-            cycles = Simulator(result.module, target).run(inputs).stats.cycles
+            cycles = Simulator(result.module, target, verified=True).run(inputs).stats.cycles
         except AitcError as error:
             rows.append([strategy, "failed", "", str(error).splitlines()[0]])
             continue
@@ -298,7 +297,7 @@ def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> Compil
     if target.cores == 1:
         return compile_module(module, single)
     timings: list[tuple[str, float]] = []
-    with _fewer_collections():
+    with fewer_collections():
         for level, passes in stage_passes(start, replace(single, emit="graph")):
             timings += _run_passes(module, passes, options)
     one, many = estimate_cores(module, target, "auto" if options.shard == MEASURE else options.shard)
@@ -352,7 +351,7 @@ def _compile_multicore(
         )
     timings: list[tuple[str, float]] = []
     shard_passes = [passes for level, passes in stages if level == "graph" and _is_shard_stage(passes)]
-    with _fewer_collections():
+    with fewer_collections():
         for level, passes in stages:
             if level == "graph" and not _is_shard_stage(passes):
                 timings += _run_passes(module, passes, options)
@@ -425,19 +424,6 @@ def _refuse_an_empty_plan(module: ModuleOp, options: CompileOptions) -> None:
             f"--shard {options.shard} on {options.cores} cores splits nothing: {refused.data}; "
             "use a core count that divides, another --shard, or --cores 1"
         )
-
-
-@contextlib.contextmanager
-def _fewer_collections():
-    """Passes allocate millions of short-lived IR objects that reference counting frees; the
-    cyclic collector's full passes over a large module cost ~10% of a MiniLM compile. Its
-    thresholds are raised while the passes run (restored after, even on error)."""
-    old = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 def _run_passes(

@@ -114,9 +114,11 @@ class RaceDetector:
         self.finished[gid] = True
 
     # -- accesses
-    def access(self, gid: int, key: int, intervals: Intervals, write: bool, ref: int) -> None:
-        """Checks one access against the logs (raising `SimulationError` on a race), then records it."""
-        clock = self.clocks[gid].tolist()
+    def access(
+        self, gid: int, key: int, intervals: Intervals, write: bool, ref: int, clock: list[int]
+    ) -> None:
+        """Checks one access of engine `gid`, whose vector clock is `clock` (as a list), against
+        the logs (raising `SimulationError` on a race), then records it."""
         found = self.writes[key].conflict(clock, intervals)
         if found is not None:
             raise self._race_error(key, (ref, write), (found, True))

@@ -209,13 +209,15 @@ class Scheduler:
         self.detector.tick(e.gid)
         self.refs += 1
         self.detector.refs[self.refs] = (ins, e.name, t)
+        clock = self.detector.clocks[e.gid].tolist()
         for region in s.regions:
-            self._touch(e, ins, region, t)
+            self._touch(e, ins, region, t, clock)
         EXECUTE[s.mnemonic](self.memories, ins)
         self._complete(e, ins, t, self._end(e, ins, t))
 
-    def _touch(self, e: EngineState, ins: Instr, region: Region, t: int) -> None:
-        """Bounds, alignment and race checks of one region, which is then recorded."""
+    def _touch(self, e: EngineState, ins: Instr, region: Region, t: int, clock: list[int]) -> None:
+        """Bounds, alignment and race checks of one region, which is then recorded (`clock`: the
+        engine's vector clock)."""
         offset = region.key_offset
         key = offset and offset + 2 * (ins.static.peer if region.peer else ins.core)
         base = ins.addr[region.field]
@@ -225,7 +227,7 @@ class Scheduler:
             intervals = Intervals.of(*gather_intervals(base, indices, region.row_bytes, region.stride))
         else:
             intervals = Intervals(base, region.lo_off, region.hi_off, base, base + region.extent)
-        self.detector.access(e.gid, key, intervals, region.write, self.refs)
+        self.detector.access(e.gid, key, intervals, region.write, self.refs, clock)
 
     def _end(self, e: EngineState, ins: Instr, t: int) -> int:
         """Completion cycle; DMAs touching DRAM queue for the shared channel, peer DMAs for

@@ -96,8 +96,8 @@ class StaticInstr:
     """One instruction op, decoded once (see the module docstring)."""
 
     __slots__ = (
-        "addr_fields", "collective", "cost", "count", "engine", "fields", "fixed_addr", "kind", "location",
-        "mnemonic", "op", "peer", "regions", "sem", "spaces", "text",
+        "_text", "addr_fields", "collective", "cost", "count", "engine", "fields", "fixed_addr", "kind",
+        "location", "mnemonic", "op", "peer", "regions", "sem", "spaces",
     )  # fmt: skip
 
     def __init__(self, op: InstructionOp, engine: int, target: Target):
@@ -108,8 +108,11 @@ class StaticInstr:
         addresses = {name: op.get_address(name) for name in values if op.field(name).kind == "addr"}
         self.fields: dict[str, Any] = {k: v for k, v in values.items() if k not in addresses}
         self.spaces = {name: a.space.data for name, a in addresses.items()}
-        self.addr_fields = tuple((name, a.base.data, a.step_values) for name, a in addresses.items())
-        steady = not any(steps for _, _, steps in self.addr_fields)
+        self.addr_fields = tuple(
+            (name, a.base.data, tuple((depth, step) for depth, step in enumerate(a.step_values) if step))
+            for name, a in addresses.items()
+        )  # (field, base, its nonzero (loop depth, step) pairs)
+        steady = not any(moves for _, _, moves in self.addr_fields)
         self.fixed_addr = {name: base for name, base, _ in self.addr_fields} if steady else None
         self.engine = engine
         self.regions: tuple[Region, ...] = footprint(self.mnemonic, self.fields, self.spaces)
@@ -119,16 +122,23 @@ class StaticInstr:
         self.peer: int = self.fields.get("peer", -1)
         self.location = location_name(op)
         self.collective: str | None = self.location if self.location.startswith(COLLECTIVE_PREFIX) else None
-        self.text = f"{op.name} {op.assembly_operands()}".rstrip()
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The instruction's assembly, for diagnostics (printed on first use)."""
+        if self._text is None:
+            self._text = f"{self.op.name} {self.op.assembly_operands()}".rstrip()
+        return self._text
 
     def addresses(self, indices: Sequence[int]) -> dict[str, int]:
         """Concrete byte address of every address field for loop indices `indices`."""
         if self.fixed_addr is not None:
             return self.fixed_addr
         addresses = {}
-        for name, base, steps in self.addr_fields:
-            for step, index in zip(steps, indices):
-                base += step * index
+        for name, base, moves in self.addr_fields:
+            for depth, step in moves:
+                base += step * indices[depth]
             addresses[name] = base
         return addresses
 
@@ -257,10 +267,12 @@ def find_program(source: ModuleOp | ProgramOp) -> ProgramOp:
     return programs[0]
 
 
-def decode_program(source: ModuleOp | ProgramOp, target: Target) -> Program:
-    """Decodes and validates a program for `target` (see the module docstring)."""
+def decode_program(source: ModuleOp | ProgramOp, target: Target, verified: bool = False) -> Program:
+    """Decodes and validates a program for `target` (see the module docstring); `verified`: the
+    caller has just verified it (compiling, parsing and loading a binary do), so the op
+    verifiers are not run again."""
     program = find_program(source)
-    check_limits(program, target)
+    check_limits(program, target, verified)
     decoder = _Decoder(target)
     cores = tuple(decoder.core(core) for core in program.cores())
     if decoder.problems:
@@ -273,12 +285,14 @@ def decode_program(source: ModuleOp | ProgramOp, target: Target) -> Program:
     return Program(name, target, tensors, consts, cores, decoder.names)
 
 
-def check_limits(program: ProgramOp, target: Target) -> None:
-    """The ISA verifiers, then the target limits of `aitc.dialects.hw.program` (bounds over whole
-    loop nests, alignment, engines, semaphores, matrix shape, data layout): one source of truth
-    for what fits a target. The verifier already checks a program against the preset it names."""
+def check_limits(program: ProgramOp, target: Target, verified: bool = False) -> None:
+    """The ISA verifiers (unless the program is `verified`), then the target limits of
+    `aitc.dialects.hw.program` (bounds over whole loop nests, alignment, engines, semaphores,
+    matrix shape, data layout): one source of truth for what fits a target. The verifier already
+    checks a program against the preset it names."""
     try:
-        program.verify()
+        if not verified:
+            program.verify()
     except DiagnosticException as error:
         raise SimulationError("program", f"invalid hw program: {error}") from None
     if program.target is not None and preset(program.target.data) == target:

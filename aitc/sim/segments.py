@@ -73,7 +73,12 @@ class SegmentedProgram:
     """A schedule ready to simulate: its hw.programs decoded, its host segments interpretable."""
 
     def __init__(
-        self, module: ModuleOp, schedule: func.FuncOp, target: Target | str | Path | None, options: SimOptions
+        self,
+        module: ModuleOp,
+        schedule: func.FuncOp,
+        target: Target | str | Path | None,
+        options: SimOptions,
+        verified: bool = False,
     ):
         self.module = module
         self.schedule = schedule
@@ -86,7 +91,7 @@ class SegmentedProgram:
             if call.placement.data == "npu":
                 if not isinstance(callee, ProgramOp):
                     raise exec_error(call, f"is a {callee.name}; the simulator runs hw programs")
-                self.programs[call.callee_name] = decode_program(callee, self.target)
+                self.programs[call.callee_name] = decode_program(callee, self.target, verified)
         self.host = HostRunner(module)
         self.inputs = _specs(schedule, "input")
         self.outputs = _specs(schedule, "output")

@@ -68,8 +68,9 @@ class Session:
     ):
         if target is not None and not isinstance(target, Target):
             target = load_target(target)
-        module = source if isinstance(source, ModuleOp | ProgramOp) else load_program_file(source, target)
-        self.simulator = Simulator(module, target, options)
+        loaded = not isinstance(source, ModuleOp | ProgramOp)  # then verified by loading
+        module = load_program_file(source, target) if loaded else source
+        self.simulator = Simulator(module, target, options, verified=loaded)
         self.last_result: SimResult | None = None
 
     def get_inputs(self) -> tuple[TensorSpec, ...]:

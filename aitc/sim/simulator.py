@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from aitc.collector import fewer_collections
 from aitc.dialects.hw import ProgramOp
 from aitc.interp.schedule import find_schedule
 from aitc.sim.engine import SimOptions
@@ -48,20 +49,33 @@ class Simulator:
         program: ModuleOp | ProgramOp | Program,
         target: Target | str | Path | None = None,
         options: SimOptions | None = None,
+        verified: bool = False,
     ):
+        """`verified`: the module was just verified (as compiling, parsing and loading a binary
+        do), so decoding skips the op verifiers."""
+        with fewer_collections():
+            self._decode(program, target, options, verified)
+
+    def _decode(
+        self,
+        program: ModuleOp | ProgramOp | Program,
+        target: Target | str | Path | None,
+        options: SimOptions | None,
+        verified: bool,
+    ) -> None:
         self.options = options or SimOptions()
         self.segmented: SegmentedProgram | None = None
         schedule = find_schedule(program) if isinstance(program, ModuleOp) else None
         if schedule is not None:
             assert isinstance(program, ModuleOp)
-            self.segmented = SegmentedProgram(program, schedule, target, self.options)
+            self.segmented = SegmentedProgram(program, schedule, target, self.options, verified)
             self.target = self.segmented.target
             return
         if isinstance(program, Program):
             self.program = program
         else:
             op = find_program(program)
-            self.program = decode_program(op, resolve_target(op, target))
+            self.program = decode_program(op, resolve_target(op, target), verified)
         self.target = self.program.target
 
     @property
@@ -77,6 +91,7 @@ class Simulator:
     def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False) -> SimResult:
         """Simulates one execution (`run_program`); raises `SimulationError` on bad inputs or a
         misbehaving program. A schedule runs its segments in order (`aitc.sim.segments`)."""
-        if self.segmented is not None:
-            return self.segmented.run(inputs, trace)
-        return run_program(self.program, inputs, self.options, trace)
+        with fewer_collections():
+            if self.segmented is not None:
+                return self.segmented.run(inputs, trace)
+            return run_program(self.program, inputs, self.options, trace)

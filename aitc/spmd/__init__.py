@@ -17,6 +17,7 @@ The result runs on the simulator like any program; its outputs are core 0's.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from aitc import progress
 from aitc.analysis.signature import entry_function
@@ -41,7 +42,8 @@ def grid_size(module: ModuleOp) -> int:
 
 def lower_spmd(module: ModuleOp, depth: int = 2, verify_each: bool = True) -> ModuleOp:
     """The multi-core hw module of a partitioned graph module (see the module docstring); each
-    phase is verified after every pass with `verify_each`, else once lowered."""
+    phase is verified after every pass with `verify_each`, else once lowered, and the linked
+    program once more."""
     spec, target = record_target(module, None)
     cores = grid_size(module)
     if cores > target.cores:
@@ -52,7 +54,12 @@ def lower_spmd(module: ModuleOp, depth: int = 2, verify_each: bool = True) -> Mo
         for core in range(cores):
             per_core.append(_lower_core(module, spec, core, depth, verify_each))
             lowered_cores.update(1)
-    return link(target, spec, per_core, name)
+    linked = link(target, spec, per_core, name)
+    try:  # the compiler returns verified IR (the simulator relies on it)
+        linked.verify()
+    except DiagnosticException as error:
+        raise AitcError(f"link: the multi-core program is invalid: {error}") from None
+    return linked
 
 
 def _lower_core(

@@ -75,7 +75,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("aitc.diagnostics", "aitc.types", "aitc.files", "aitc.report", "aitc.xdsl_fixes",
-                    "aitc.target", "aitc.module_target", "aitc.weights", "aitc.progress")),
+                    "aitc.target", "aitc.module_target", "aitc.weights", "aitc.progress",
+                    "aitc.collector")),
     ("dialects", ("aitc.dialects.*",)),
     ("ir", ("aitc.ir", "aitc.binary")),
     ("analysis", ("aitc.analysis.*", "aitc.semantics")),
