@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException, PassFailedException
+from xdsl.utils.exceptions import PassFailedException
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
@@ -57,7 +57,7 @@ from aitc.module_target import TARGET_ATTR, module_target_spec
 from aitc.passes.legality import check_no_ops_left, fail
 from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError
 from aitc.passes.sync_to_hw.select import SELECTORS
-from aitc.target import Target, preset_names
+from aitc.target import Target
 from aitc.types import shape_and_element
 
 LOWERED_DIALECTS = ("tile", "sync", "func", "scf", "arith")
@@ -246,12 +246,12 @@ def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
 
 
 def check_fits(program: hw.ProgramOp, target: Target) -> None:
-    """The program verifies (ISA rules and, for a preset, its limits) and fits `target`."""
+    """The program fits `target` (`check_program`: memory bounds over whole loop nests, engines,
+    semaphores, matrix shape). The op verifiers are left to the pipeline runner, which applies
+    them to the pass's result (after the pass, or with the rest of its lowering stage)."""
     try:
-        program.verify()
-        if target.name not in preset_names() or hw_program.preset(target.name) != target:
-            hw_program.check_program(program, target)
-    except (DiagnosticException, AitcError) as error:
+        hw_program.check_program(program, target)
+    except AitcError as error:
         raise PassFailedException(
             f"convert-sync-to-hw produced a program that does not fit: {error}"
         ) from None
@@ -276,7 +276,8 @@ class ConvertSyncToHwPass(ModulePass):
       `aitc.target` moves onto the programs (`target "<target>"`): the hw level says it once.
     Invariants:
       No tile, sync, func, scf or arith op is left; every program verifies and fits the target
-      (`aitc.dialects.hw.program`); the program computes what the sync-level function did, with the same
+      (`aitc.dialects.hw.program`; the limits are checked here, the op verifiers by the
+      pipeline runner); the program computes what the sync-level function did, with the same
       semaphore protocol, so it is race-free and deadlock-free exactly when the input was.
     """
 
