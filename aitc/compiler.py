@@ -13,6 +13,7 @@ compile report.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -24,6 +25,7 @@ import onnx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from aitc import progress
 from aitc.analysis.graph_matching import location_name, node_name
@@ -86,9 +88,10 @@ class CompileOptions:
     shard: str = "auto"
     """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp, layerwise, measure (every
     strategy compiled and simulated, the fastest kept) or none."""
-    verify_each: bool = False
-    """Verify the IR after every pass (a failure names the pass); by default once per lowering
-    stage (a failure names the stage's passes), which saves a fifth of a large compile."""
+    verify_each: bool = field(default_factory=lambda: os.environ.get("AITC_VERIFY_EACH") == "1")
+    """Verify the IR after every pass (a failure names the pass); by default only the result is
+    verified, which saves a quarter of a large compile (`AITC_VERIFY_EACH=1` makes it the
+    default: the test suite verifies every pass)."""
 
 
 @dataclass
@@ -109,6 +112,8 @@ class CompileResult:
     ops, which carry the plan, are gone from the hw module)."""
     cores_note: str | None = None
     """Why this many cores, when `CompileOptions.cores` left the choice to the compiler."""
+    verified: bool = False
+    """Whether `module` was verified as it is (`compile_module` makes sure)."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -194,7 +199,29 @@ def compile_pipeline_spec(source, options: CompileOptions) -> str:
 
 
 def compile_module(source, options: CompileOptions) -> CompileResult:
-    """Lowers `source` to `options.emit`; see the module docstring."""
+    """Lowers `source` to `options.emit`; see the module docstring. The result is verified once
+    (and after every pass with `verify_each`): an invalid one is an AitcError naming the flag
+    that finds the pass."""
+    result = _compile(source, options)
+    if not result.verified:
+        start = time.perf_counter()
+        try:
+            result.module.verify()
+        except DiagnosticException as error:
+            first = str(error).split("\n\n")[0].strip()
+            raise AitcError(
+                f"the compiled module is invalid (--verify-each finds the pass that broke it): {first}"
+            ) from None
+        result.verified = True
+        if result.pass_seconds:
+            name, seconds = result.pass_seconds[-1]
+            result.pass_seconds[-1] = (name, seconds + time.perf_counter() - start)
+    return result
+
+
+def _compile(source, options: CompileOptions) -> CompileResult:
+    """`compile_module` without the final verification (also the choices of
+    `_compile_choosing_cores`)."""
     module = load_input(source, options)
     if any(isinstance(op, CollectiveOp) for op in module.walk()):
         return _compile_per_core_graph(module, options)
@@ -236,7 +263,7 @@ def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> Compil
         return CompileResult(module, "graph", [], [], [], target)
     start = time.perf_counter()
     with fewer_collections():
-        lowered = lower_spmd(module, options.depth, options.verify_each)
+        lowered = lower_spmd(module, options.depth, _verify_mode(options))
     timings = [("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start)]
     return CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
 
@@ -291,11 +318,11 @@ def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> Compil
     single = replace(options, cores=1)
     start = _start(module, single)
     if options.emit != "hw" or start != "graph":
-        return compile_module(module, single)
+        return _compile(module, single)
     spec = record_compile_target(module, single)
     target = load_target(spec)
     if target.cores == 1:
-        return compile_module(module, single)
+        return _compile(module, single)
     timings: list[tuple[str, float]] = []
     with fewer_collections():
         for level, passes in stage_passes(start, replace(single, emit="graph")):
@@ -309,7 +336,7 @@ def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> Compil
     result = None
     if ratio >= SPEEDUP_TO_SHARD:
         try:
-            result = compile_module(module, replace(options, cores=target.cores, optimize=False))
+            result = _compile(module, replace(options, cores=target.cores, optimize=False))
         except AitcError as error:
             reason = str(error).split("\n")[0].split("; compile with")[0].rstrip(":")
             note = f"cores: 1 of {target.cores}: the multi-core program failed ({reason})"
@@ -319,7 +346,7 @@ def _compile_choosing_cores(module: ModuleOp, options: CompileOptions) -> Compil
             f"against {one} on one core (x{ratio:.2f}, below x{SPEEDUP_TO_SHARD}); --cores N forces it"
         )
     if result is None:
-        result = compile_module(module, replace(single, optimize=False))
+        result = _compile(module, replace(single, optimize=False))
     result.pass_seconds[:0] = timings
     result.cores_note = note
     return result
@@ -363,7 +390,7 @@ def _compile_multicore(
         _refuse_an_empty_plan(module, options)
         plan = shard_plan_report(module)
         start = time.perf_counter()
-        lowered = lower_spmd(module, options.depth, options.verify_each)
+        lowered = lower_spmd(module, options.depth, _verify_mode(options))
         timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
     return CompileResult(lowered, "hw", [], timings, [], target, plan)
 
@@ -399,7 +426,7 @@ def _compile_multicore_segments(
         name = function.sym_name.data
         plans.append(f"segment @{name}: " + (shard_plan_report(segment) or "not sharded\n"))
         start = time.perf_counter()
-        lowered = lower_spmd(segment, options.depth, options.verify_each)
+        lowered = lower_spmd(segment, options.depth, _verify_mode(options))
         timings.append((f"lower-spmd @{name}", time.perf_counter() - start))
         (program,) = [op for op in lowered.ops if isinstance(op, ProgramOp)]
         program.detach()
@@ -430,8 +457,12 @@ def _run_passes(
     module: ModuleOp, passes: list[ModulePass], options: CompileOptions
 ) -> list[tuple[str, float]]:
     """`run_pipeline_reporting`: a failing pass is one AitcError naming it; the module is
-    verified after the last of `passes` (a lowering stage), or after each with `verify_each`."""
-    return run_pipeline_reporting(module, passes, options.verify_each)
+    verified after every pass with `verify_each` (else `compile_module` verifies the result)."""
+    return run_pipeline_reporting(module, passes, _verify_mode(options))
+
+
+def _verify_mode(options: CompileOptions) -> str:
+    return "each" if options.verify_each else "none"
 
 
 def _attr_value(value) -> object:

@@ -3,9 +3,10 @@ every pass (naming the pass that broke it) and times every pass. Used by `aitc c
 pipelines of passes/pipelines.py and `graph-optimize`.
 
 Verifying a large module costs about as much as a lowering pass (xDSL verifies every op in
-Python: ~1 s for ResNet-50 at tile level), so `aitc compile` verifies once per lowering stage
-(`verify_each=False`: after the last pass of the list, naming all of them when it fails) unless
-asked to verify after every pass, as LLVM's `opt -verify-each` does.
+Python: ~1 s for ResNet-50 at tile level), so `verify` chooses: "each" (after every pass, the
+default), "end" (after the last pass, naming all of them when it fails) or "none" (the caller
+verifies later: `aitc compile` verifies its result once unless asked to verify each pass, as
+LLVM's `opt` does without `-verify-each`).
 """
 
 from __future__ import annotations
@@ -63,15 +64,19 @@ def _failure(pass_name: str, message: str, cause: Exception) -> PassFailedExcept
     return failure
 
 
+VERIFY_MODES = ("each", "end", "none")
+"""When `run_pipeline` verifies the module: after every pass, after the last, or never."""
+
+
 def run_pipeline(
-    module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None, verify_each: bool = True
+    module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None, verify: str = "each"
 ) -> list[tuple[str, float]]:
-    """Runs `passes` on `module` in order, verifying it after every pass (`verify_each`) or after
-    the last one; returns each pass's wall seconds (the last one's include a final
-    verification). A pass that fails, or leaves IR that does not verify, raises a
-    PassFailedException whose message starts with that pass's name (without `verify_each`, an
-    invalid result names every pass of the list)."""
-    monitor = _Monitor(verify_each)
+    """Runs `passes` on `module` in order, verifying it as `verify` says (`VERIFY_MODES`); returns
+    each pass's wall seconds (with "end", the last one's include the verification). A pass that
+    fails, or leaves IR that does not verify, raises a PassFailedException whose message starts
+    with that pass's name (with "end", an invalid result names every pass of the list)."""
+    assert verify in VERIFY_MODES, verify
+    monitor = _Monitor(verify == "each")
     try:
         PassPipeline(tuple(passes), monitor).apply(ctx if ctx is not None else make_context(), module)
     except (PassFailedException, DiagnosticException) as error:
@@ -79,7 +84,7 @@ def run_pipeline(
         if running is None or str(error).startswith(f"{running.name}:"):
             raise
         raise _failure(running.name, str(error), error) from error
-    if not verify_each and monitor.seconds:
+    if verify == "end" and monitor.seconds:
         start = time.perf_counter()
         names = ", ".join(p.name for p in passes)
         _verify(module, names, "the IR is invalid after these passes (--verify-each finds which one)")
@@ -89,11 +94,11 @@ def run_pipeline(
 
 
 def run_pipeline_reporting(
-    module: ModuleOp, passes: Sequence[ModulePass], verify_each: bool = True
+    module: ModuleOp, passes: Sequence[ModulePass], verify: str = "each"
 ) -> list[tuple[str, float]]:
     """`run_pipeline`, a failure (which names the pass) raised as one AitcError diagnostic: the
     message up to the IR dump xDSL appends after a blank line."""
     try:
-        return run_pipeline(module, passes, verify_each=verify_each)
+        return run_pipeline(module, passes, verify=verify)
     except (PassFailedException, DiagnosticException) as error:
         raise AitcError(str(error).split("\n\n")[0].strip()) from None

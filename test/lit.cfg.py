@@ -15,6 +15,7 @@ bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join(  # noqa: F821
     [bin_dir, config.environment.get("PATH", os.environ.get("PATH", ""))]  # noqa: F821
 )
+config.environment["AITC_VERIFY_EACH"] = "1"  # noqa: F821  -- compiles verify after every pass
 config.substitutions.append(("%python", sys.executable))  # noqa: F821
 config.substitutions.append(  # noqa: F821
     ("AITC_ROUNDTRIP", "aitc-opt %s | aitc-opt | filecheck %s")

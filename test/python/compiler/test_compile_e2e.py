@@ -188,3 +188,29 @@ def test_non_trailing_reductions_and_softmax_run_on_the_npu(target: str):
     assert_close(
         Simulator(result.module, target).run(inputs).outputs, onnxruntime_outputs(model, inputs), 1e-4
     )
+
+
+def test_an_invalid_result_is_reported_with_the_flag_that_finds_the_pass(monkeypatch):
+    """Without verify_each the compiler verifies its result once: an invalid one is an AitcError
+    that says how to find the pass, never a traceback or an invalid module."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from aitc import compiler
+    from aitc.diagnostics import AitcError
+    from aitc.dialects import graph
+    from aitc.testing import model_zoo
+
+    model, inputs = model_zoo.mlp()
+    real = compiler._compile
+
+    def breaking(source, options):
+        result = real(source, options)
+        matmul = next(op for op in result.module.walk() if isinstance(op, graph.MatMulOp))
+        matmul.attributes["activation"] = StringAttr("swish")  # not an activation graph knows
+        return result
+
+    monkeypatch.setattr(compiler, "_compile", breaking)
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    options = CompileOptions(target="tiny", emit="graph", cores=1, input_shapes=shapes, verify_each=False)
+    with pytest.raises(AitcError, match=r"the compiled module is invalid \(--verify-each finds the pass"):
+        compile_module(model, options)

@@ -110,8 +110,9 @@ def test_compile_takes_the_inputs_target_and_refuses_another(capsys, tmp_path, l
     assert "module is for target 'tiny' (aitc.target) but --target says 'edge'; drop --target" in err
 
 
-def test_compile_verify_each_gives_the_same_binary(capsys, tmp_path, layer):
+def test_compile_verify_each_gives_the_same_binary(capsys, tmp_path, layer, monkeypatch):
     """--verify-each only verifies more often: the program is the same."""
+    monkeypatch.setenv("AITC_VERIFY_EACH", "0")  # the default outside the tests: verify the result
     path, _, _ = layer
     binaries = [tmp_path / "stages.aitb", tmp_path / "each.aitb"]
     for binary, extra in zip(binaries, ([], ["--verify-each"]), strict=True):

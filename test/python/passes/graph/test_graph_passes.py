@@ -424,8 +424,8 @@ def test_run_pipeline_names_the_pass_that_broke_the_ir():
 
 
 def test_run_pipeline_verifying_once_names_every_pass_of_the_stage():
-    """Without verify_each (aitc compile's default) the IR is verified after the last pass: a
-    failure names the passes of the list and the flag that finds the one."""
+    """verify="end": the IR is verified after the last pass, and a failure names the passes of
+    the list and the flag that finds the one."""
     matmul = "%y = graph.matmul %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>"
     m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
     passes = [GraphCanonicalizePass(), BreakTypesPass(), GraphCanonicalizePass()]
@@ -434,9 +434,9 @@ def test_run_pipeline_verifying_once_names_every_pass_of_the_stage():
         r"the IR is invalid after these passes \(--verify-each"
     )
     with pytest.raises(PassFailedException, match=expected):
-        pipelines.run_pipeline(m, passes, CTX, verify_each=False)
+        pipelines.run_pipeline(m, passes, CTX, verify="end")
     m = module("%x: tensor<4x4xf32>", "tensor<4x4xf32>", [matmul], "%y")
-    seconds = pipelines.run_pipeline(m, pipelines.graph_optimize_pipeline(), CTX, verify_each=False)
+    seconds = pipelines.run_pipeline(m, pipelines.graph_optimize_pipeline(), CTX, verify="end")
     assert [name for name, _ in seconds] == [p.name for p in pipelines.graph_optimize_pipeline()]
 
 
