@@ -45,7 +45,7 @@ bench: $(STAMP) $(VENV)/.installed-iree
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_compile.py
-	$(BIN)/python benchmarks/bench_encoder.py
+	$(BIN)/python benchmarks/bench_encoder.py --scaling
 	$(BIN)/python benchmarks/bench_encoder.py --model resnet50
 	$(BIN)/python benchmarks/bench_scaling.py
 

@@ -2,20 +2,24 @@
 hw on one core, then run.
 
     python benchmarks/bench_encoder.py [--layers 6] [--hidden 384] [--heads 12] [--ffn 1536]
-                                       [--seq 128] [--target edge] [--depth 2]
+                                       [--seq 128] [--target edge] [--depth 2] [--scaling]
     python benchmarks/bench_encoder.py --model resnet50 [--image 224] [--no-simulate]
 
 Builds `model_zoo.encoder` with the given sizes (batch 1, static shapes), or
 `model_zoo.resnet50`, and compiles it once with `compile_module` for one core. Prints the wall
 seconds of each lowering stage (graph optimisation, graph -> tile, the tile passes, tile -> sync,
-sync -> hw; the last pass of a stage includes its verification) and of the 8 slowest passes, then one
-summary row: total compile seconds (ONNX import and the compile report included), the peak RSS
-after compiling, the static hw instruction count, the simulator's wall time and the peak RSS
-after it, the instructions it executed and the simulated cycles, onnxruntime's wall time on the
-same model in this process (best of 3; graph optimisations off, as its default optimiser
-mis-fuses a pattern of the encoder) and the ratio, and the relative error of the simulated
-outputs against onnxruntime's (max |difference| / max(1, max |reference|)). Prints tables;
-asserts nothing about speed.
+sync -> hw; the last one includes the verification of the result) and of the 8 slowest passes,
+then one summary row: total compile seconds (ONNX import and the compile report included), the
+peak RSS after compiling, the static hw instruction count, IREE's compile of the same ONNX model
+for this CPU in the same run where IREE is installed (`iree-import-onnx`, then `iree-compile`
+with the llvm-cpu backend; `make bench` installs it: `pip install -e '.[iree]'`) and the ratio,
+the simulator's wall time and the peak RSS after it, the instructions it executed and the
+simulated cycles, onnxruntime's wall time on the same model in this process (best of 3; graph
+optimisations off, as its default optimiser mis-fuses a pattern of the encoder) and the ratio,
+and the relative error of the simulated outputs against onnxruntime's (max |difference| /
+max(1, max |reference|)). `--scaling` (encoder) then compiles the encoder with twice the layers
+and prints both compile times and their ratio (linear growth: 2.0). Prints tables; asserts
+nothing about speed.
 """
 
 from __future__ import annotations
@@ -96,6 +100,21 @@ def iree_compile_seconds(model: onnx.ModelProto) -> float | None:
         return time.perf_counter() - start
 
 
+def depth_scaling(args: argparse.Namespace, options: CompileOptions) -> None:
+    """Compile time of the encoder with `args.layers` and twice as many layers, and the ratio."""
+    rows, seconds = [], []
+    for layers in (args.layers, 2 * args.layers):
+        model, _ = model_zoo.encoder(
+            layers=layers, hidden=args.hidden, heads=args.heads, ffn=args.ffn, seq=args.seq
+        )
+        start = time.perf_counter()
+        compile_module(model, options)
+        seconds.append(time.perf_counter() - start)
+        rows.append([layers, f"{seconds[-1]:.2f}", f"{seconds[-1] / seconds[0]:.2f}"])
+    print()
+    print(format_table(["layers", "compile s", "ratio"], rows))
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -109,6 +128,7 @@ def main() -> None:
     parser.add_argument("--model", choices=("encoder", "resnet50"), default="encoder")
     parser.add_argument("--image", type=int, default=224, help="resnet50: input height and width")
     parser.add_argument("--no-simulate", action="store_true", help="compile only")
+    parser.add_argument("--scaling", action="store_true", help="encoder: also compile twice the layers")
     args = parser.parse_args()
 
     if args.model == "resnet50":
@@ -163,6 +183,8 @@ def main() -> None:
     headers = ["compile s", "peak RSS MiB", "static instr", "IREE compile s", "aitc/IREE",
                "sim s", "peak RSS MiB", "executed", "cycles", "ort s", "sim/ort", "rel err"]  # fmt: skip
     print(format_table(headers, [summary]))
+    if args.scaling and args.model == "encoder":
+        depth_scaling(args, options)
 
 
 if __name__ == "__main__":
