@@ -84,13 +84,6 @@ class Record:
     bytes: Intervals
 
 
-def covered(inner: Intervals, outer: Intervals) -> bool:
-    """Whether every interval of `inner` lies inside one interval of the sorted `outer`."""
-    index = np.searchsorted(outer[0], inner[0], "right") - 1
-    clipped = np.maximum(index, 0)
-    return bool(((index >= 0) & (outer[1][clipped] >= inner[1])).all())
-
-
 class Live:
     """The live records of one storage, in order, with per record as array columns its hull
     (first byte, end), whether it writes, its engine (a number) and whether it is a single
@@ -126,15 +119,30 @@ class Live:
             mask &= writes.astype(bool)
         return np.flatnonzero(mask).tolist(), singles
 
+    def _covered(self, candidates: list[int], written: Intervals) -> list[int]:
+        """The records among `candidates` that `written` covers: every interval of the record
+        lies inside one interval of the sorted `written` (all records' intervals tested at once)."""
+        if not candidates:
+            return []
+        parts = [self.records[k].bytes for k in candidates]
+        lengths = np.array([len(lo) for lo, _ in parts])
+        lo = np.concatenate([lo for lo, _ in parts])
+        hi = np.concatenate([hi for _, hi in parts])
+        index = np.searchsorted(written[0], lo, "right") - 1
+        fits = (index >= 0) & (written[1][np.maximum(index, 0)] >= hi)
+        whole = np.logical_and.reduceat(fits, np.concatenate(([0], np.cumsum(lengths)[:-1])))
+        return [k for k, ok in zip(candidates, whole.tolist(), strict=True) if ok]
+
     def kill(self, written: Intervals) -> None:
-        """Drops the records that `written` covers entirely (`covered`; a record can only be
+        """Drops the records that `written` covers entirely (`_covered`; a record can only be
         covered when its hull lies inside the hull of `written`)."""
         count = len(self.records)
         lows, ends = self.columns[0][:count], self.columns[1][:count]
-        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1])).tolist()
-        if len(written[0]) > 1:  # one interval covers everything inside its hull
-            inside = [k for k in inside if covered(self.records[k].bytes, written)]
-        dead = inside
+        inside = np.flatnonzero((lows >= written[0][0]) & (ends <= written[1][-1]))
+        if len(written[0]) == 1:  # one interval covers everything inside its hull
+            dead = inside.tolist()
+        else:
+            dead = self._covered(inside.tolist(), written)
         if not dead:
             return
         keep = np.ones(count, bool)
