@@ -18,8 +18,8 @@ simulated cycles, onnxruntime's wall time on the same model in this process (bes
 optimisations off, as its default optimiser mis-fuses a pattern of the encoder) and the ratio,
 and the relative error of the simulated outputs against onnxruntime's (max |difference| /
 max(1, max |reference|)). `--scaling` (encoder) then compiles the encoder with twice the layers
-and prints both compile times and their ratio (linear growth: 2.0). Prints tables; asserts
-nothing about speed.
+and prints both compile times, their ratio (linear growth: 2.0) and the process's peak RSS after
+each. Prints tables; asserts nothing about speed.
 """
 
 from __future__ import annotations
@@ -110,9 +110,11 @@ def depth_scaling(args: argparse.Namespace, options: CompileOptions) -> None:
         start = time.perf_counter()
         compile_module(model, options)
         seconds.append(time.perf_counter() - start)
-        rows.append([layers, f"{seconds[-1]:.2f}", f"{seconds[-1] / seconds[0]:.2f}"])
+        rows.append(
+            [layers, f"{seconds[-1]:.2f}", f"{seconds[-1] / seconds[0]:.2f}", f"{peak_rss_mib():.0f}"]
+        )
     print()
-    print(format_table(["layers", "compile s", "ratio"], rows))
+    print(format_table(["layers", "compile s", "ratio", "peak RSS MiB so far"], rows))
 
 
 def main() -> None:
