@@ -248,16 +248,17 @@ def _beaten(cost: Cost, matrix_to_come: int, bound: int | None) -> bool:
 
 
 def estimate_matrix(
-    p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None
+    p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None, matrix: int | None = None
 ) -> Cost | None:
     """The loop nest of graph_to_tile_conv._MatrixConv, op for op; None once its `Cost.floor`
-    exceeds `bound` (the candidate cannot win)."""
+    exceeds `bound` (the candidate cannot win). `matrix`: its `_matrix_busy`, when known."""
     g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
     layout = _layout(p, plan)
     chunks, m_tiles = split(g.channels, plan.tc), split(g.outs, plan.tm)
     whole = plan.tc >= g.channels
     tiles = (plan.rows, plan.cols)
-    matrix = _matrix_busy(p, budget, plan, layout) if bound is not None else 0
+    if matrix is None:
+        matrix = _matrix_busy(p, budget, plan, layout) if bound is not None else 0
     _matrix_prologue(cost, p, budget, plan)
     if _beaten(cost, matrix, bound):
         return None
@@ -367,17 +368,25 @@ def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
 
 
 def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
-    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound: an estimate stops
-    as soon as its lower bound (`Cost.floor`) exceeds the cycles of the best candidate so far,
-    which it then cannot beat, so the winner is the one a full search picks."""
+    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound. A candidate's
+    matrix-engine cycles (`_matrix_busy`, cheap) bound its cycles from below, so candidates are
+    visited by that bound: once it exceeds the cycles of the best candidate so far, no later one
+    can win; and an estimate stops as soon as its running bound (`Cost.floor`) does. Ties on
+    `WindowPlan.key` go to the first candidate in `window_candidates` order, so the winner is
+    the one a full search in that order picks."""
     budget = replace(budget, depth=WINDOW_DEPTH)
-    estimate = estimate_matrix if p.engine == "matrix" else estimate_vector
     candidates = list(window_candidates(p, budget))
-    visits = sorted(range(len(candidates)), key=lambda index: _promise(candidates[index], index))
+    floors = _matrix_floors(p, budget, candidates)
     best: tuple[tuple[int, ...], WindowPlan] | None = None
-    for index in visits:
+    for index in sorted(range(len(candidates)), key=lambda i: (floors[i], i)):
         plan = candidates[index]
-        cost = estimate(p, budget, plan, None if best is None else best[1].cycles)
+        if best is not None and floors[index] > best[1].cycles:
+            break  # this candidate and every later one needs more cycles than the best
+        bound = None if best is None else best[1].cycles
+        if p.engine == "matrix":
+            cost = estimate_matrix(p, budget, plan, bound, floors[index])
+        else:
+            cost = estimate_vector(p, budget, plan, bound)
         if cost is None:
             continue
         estimated = replace(
@@ -389,9 +398,19 @@ def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     return None if best is None else replace(best[1], candidates=len(candidates))
 
 
-def _promise(plan: WindowPlan, index: int) -> tuple[int, ...]:
-    """The order `_search` visits candidates in. Any order finds the same plan."""
-    return (index % 32 != 0, index % 8 != 0, index)
+def _matrix_floors(p: WindowProblem, budget: Budget, candidates: list[WindowPlan]) -> list[int]:
+    """Per candidate, the matrix engine's busy cycles (0 on the vector engine), computed once
+    per block and tile shape (it does not depend on `keep`)."""
+    if p.engine != "matrix":
+        return [0] * len(candidates)
+    known: dict[tuple[int, int, int, int], int] = {}
+    floors = []
+    for plan in candidates:
+        shape = (plan.rows, plan.cols, plan.tc, plan.tm)
+        if shape not in known:
+            known[shape] = _matrix_busy(p, budget, plan, _layout(p, plan))
+        floors.append(known[shape])
+    return floors
 
 
 def window_minimum(p: WindowProblem) -> tuple[int, int]:
