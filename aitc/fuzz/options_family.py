@@ -88,6 +88,7 @@ def _other_command(rng: random.Random) -> list[str]:
                 "--target",
                 rng.choice(TARGETS),
                 "--no-host-fallback",
+                *rng.choice([[], ["--verify-each"], ["--quiet"]]),
                 "-o",
                 "out.aitb",
             ],
