@@ -25,9 +25,10 @@ from aitc.dialects import shard
 from aitc.module_target import record_target
 from aitc.passes.pipelines import lowering_pipeline
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.spmd.link import link
+from aitc.spmd.link import check_collectives, link
 from aitc.spmd.phases import Phase, Steps, cut
 from aitc.spmd.specialize import expand_all_to_all, specialize
+from aitc.target import Target
 
 
 def grid_size(module: ModuleOp) -> int:
@@ -51,21 +52,24 @@ def lower_spmd(module: ModuleOp, depth: int = 2, verify: str = "each") -> Module
     per_core = []
     with progress.paused(), progress.bar(cores, "lower per core", unit="core") as lowered_cores:
         for core in range(cores):
-            per_core.append(_lower_core(module, spec, core, depth, verify))
+            per_core.append(_lower_core(module, (spec, target, cores), core, depth, verify))
             lowered_cores.update(1)
     return link(target, spec, per_core, name)
 
 
 def _lower_core(
-    module: ModuleOp, spec: str, core: int, depth: int, verify: str
+    module: ModuleOp, grid: tuple[str, Target, int], core: int, depth: int, verify: str
 ) -> tuple[Steps, list[ModuleOp | None]]:
     """Core `core`'s steps, and each phase lowered to a single-core hw module (None for a
-    collective or slice step)."""
+    collective or slice step); `grid`: the target's spec, the target, the cores. A collective
+    that cannot be exchanged fails before the phases are lowered (`check_collectives`)."""
+    spec, target, cores = grid
     copy = module.clone()
     function = entry_function(copy)
     expand_all_to_all(function)
     specialize(function, core)
     steps = cut(function, spec, core)
+    check_collectives(target, steps, cores)
     pipeline = lowering_pipeline(depth, optimize=False, host_fallback=False)
     lowered: list[ModuleOp | None] = []
     for step in steps.steps:

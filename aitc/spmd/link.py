@@ -294,16 +294,7 @@ class Linker:
         source = self.buffer(core, step.source, step.source_type)
         result = self.buffer(core, step.result, step.result_type)
         rows, row_elements = _matrix(step)
-        algorithm = collective_cycles(self.target, step.kind, rows * row_elements * F32, self.cores).algorithm
-        pieces = self._pieces(step.kind, algorithm, rows, row_elements) or self._pieces(
-            step.kind, "ring", rows, row_elements
-        )
-        if pieces is None:
-            raise AitcError(
-                f"shard.{step.kind} (node {step.node}) of {step.source_type}: not even one row of "
-                f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
-                "receive slots"
-            )
+        pieces = self.pieces_of(step)
         final = step.result in self.final_outputs
         if final:
             result = self.outputs[step.result]
@@ -412,6 +403,22 @@ class Linker:
         )  # fmt: skip
         return [send, SemSignalOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, peer=0)]
 
+    def pieces_of(self, step: Collective) -> list[Piece]:
+        """The pieces `step` is exchanged in through SRAM (its cost model's algorithm, else a
+        ring); an AitcError when not even one row fits."""
+        rows, row_elements = _matrix(step)
+        algorithm = collective_cycles(self.target, step.kind, rows * row_elements * F32, self.cores).algorithm
+        pieces = self._pieces(step.kind, algorithm, rows, row_elements) or self._pieces(
+            step.kind, "ring", rows, row_elements
+        )
+        if pieces is None:
+            raise AitcError(
+                f"shard.{step.kind} (node {step.node}) of {step.source_type}: not even one row of "
+                f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
+                "receive slots"
+            )
+        return pieces
+
     def _pieces(self, kind: str, algorithm: str, rows: int, row_elements: int) -> list[Piece] | None:
         """The pieces the value is exchanged in, each fitting in SRAM with its receive slots
         (None when even the smallest piece does not fit): an all_reduce is cut into column
@@ -482,6 +489,23 @@ def _dma(
         dst=AddressAttr(dst_space, dst), src=AddressAttr(src_space, src), rows=rows, row_bytes=row_bytes,
         dst_stride=dst_stride, src_stride=src_stride,
     )  # fmt: skip
+
+
+def check_collectives(target: Target, steps: Steps, cores: int) -> None:
+    """Raises the error `link` would for a collective of `steps` that cannot go through SRAM at
+    all, before any phase is lowered (lowering every core's phases is most of a multi-core
+    compile). The collectives that take a DRAM path instead are decided as `link` decides them:
+    `declare` (only the outputs' names matter here, not their addresses), then
+    `alias_final_parts` and `gather_in_dram`."""
+    linker = Linker(target, "", cores)
+    for _, value in steps.outputs:
+        linker.buffers[0][value] = linker.outputs[value] = 0
+    linker.final_outputs = _final_outputs(steps)
+    linker.alias_final_parts(steps)
+    linker.gather_in_dram(steps)
+    for step in steps.steps:
+        if isinstance(step, Collective) and step.result not in linker.aliased | linker.in_dram:
+            linker.pieces_of(step)
 
 
 def link(
