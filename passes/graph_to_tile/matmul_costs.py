@@ -217,12 +217,12 @@ KEEPS = (("none", "m"), ("lhs", "m"), ("rhs", "n"))
 """(kept panel, loop order) combinations: a kept panel is reused along the inner loop."""
 
 
-def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
-    """Every candidate that fits (`matmul_fits`): tn <= matrix cols, tk a multiple of matrix
-    rows or all of K, bn a multiple of tn (or all of N), tm up to SRAM and ACC but not below the
-    matrix rows or a quarter of M (rows per matmul below both cannot pay for the engine's
-    latency and k cycles, nor buy more overlap), ACC or SRAM accumulation, a kept panel or
-    none."""
+def matmul_options(p: MatmulProblem, budget: Budget) -> Iterator[tuple[int, int, int, str, int, str, str]]:
+    """(tm, tk, tn, order, bn, mode, keep) of every candidate that fits (`matmul_fits`): tn <=
+    matrix cols, tk a multiple of matrix rows or all of K, bn a multiple of tn (or all of N), tm
+    up to SRAM and ACC but not below the matrix rows or a quarter of M (rows per matmul below
+    both cannot pay for the engine's latency and k cycles, nor buy more overlap), ACC or SRAM
+    accumulation, a kept panel or none."""
     tns = {min(p.n, budget.cols), balanced(p.n, budget.cols)}
     for tn in sorted(tns):
         bns = [b for b in _tile_choices(p.n, tn) if b % tn == 0 or b == p.n]
@@ -231,9 +231,33 @@ def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
             tms = [tm for tm in _tile_choices(p.m, 1) if tm >= min(budget.rows, -(-p.m // 4))]
             for tm, bn, mode, (keep, order) in product(tms, bns, modes, KEEPS):
                 buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
-                if not matmul_fits(buffers, budget, keep):
-                    continue
-                yield estimate_matmul(p, budget, tm, tk, tn, order, bn, mode, keep)
+                if matmul_fits(buffers, budget, keep):
+                    yield tm, tk, tn, order, bn, mode, keep
+
+
+def matmul_candidates(p: MatmulProblem, budget: Budget) -> Iterator[MatmulPlan]:
+    """Every candidate that fits (`matmul_options`), estimated."""
+    for option in matmul_options(p, budget):
+        yield estimate_matmul(p, budget, *option)
+
+
+def matmul_busy(p: MatmulProblem, budget: Budget, option: tuple[int, int, int, str, int, str, str]) -> int:
+    """The matrix engine's busy cycles of a candidate (what `charge_matmul`'s matmuls add), a
+    lower bound of its estimated cycles at any depth."""
+    tm, tk, tn, order, bn, mode, _ = option
+    rows, latency = budget.rows, budget.target.matrix.latency
+    steps = matmul_steps(p.k, tk, mode)
+    outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
+    busy = 0
+    for osz, oc in outer:
+        for isz, ic in inner:
+            msz, nsz = (osz, isz) if order == "m" else (isz, osz)
+            groups = sum(count for _, _, count in column_groups(nsz, tn))
+            for _, ks, kc in steps:
+                chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
+                per_group = sum(count * (latency + kk + msz) for kk, count in chunks)
+                busy += p.batches * oc * ic * kc * groups * per_group
+    return busy
 
 
 def matmul_fits(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
@@ -259,10 +283,21 @@ def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
 
 
 def _search_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
-    candidates = list(matmul_candidates(p, budget))
-    if not candidates:
-        return None
-    return replace(min(candidates, key=MatmulPlan.key), candidates=len(candidates))
+    """The candidate with the least `MatmulPlan.key` (the first of equal ones, in
+    `matmul_options` order), branch and bound: candidates are visited by their matrix-engine
+    cycles (`matmul_busy`, a lower bound of their cycles), and once that exceeds the best
+    cycles found no later candidate can win."""
+    options = list(matmul_options(p, budget))
+    floors = [matmul_busy(p, budget, option) for option in options]
+    best: tuple[tuple[int, ...], MatmulPlan] | None = None
+    for index in sorted(range(len(options)), key=lambda i: (floors[i], i)):
+        if best is not None and floors[index] > best[1].cycles:
+            break
+        plan = estimate_matmul(p, budget, *options[index])
+        key = (*plan.key(), index)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    return None if best is None else replace(best[1], candidates=len(options))
 
 
 def matmul_minimum(p: MatmulProblem, budget: Budget) -> tuple[int, int]:

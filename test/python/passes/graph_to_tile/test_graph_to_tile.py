@@ -28,10 +28,22 @@ from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import make_context, parse_mlir
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.graph_to_tile.builder import element_bytes
-from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, balanced, plan_box, plan_rows, split
+from aitc.passes.graph_to_tile.costs import Budget, Cost, RowFootprint, balanced, plan_box, plan_rows, split
 from aitc.passes.graph_to_tile.lowering import Lowering, LoweringContext
-from aitc.passes.graph_to_tile.matmul_costs import matmul_candidates, plan_matmul
-from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL, MatmulProblem
+from aitc.passes.graph_to_tile.matmul_costs import (
+    charge_matmul,
+    matmul_busy,
+    matmul_candidates,
+    matmul_options,
+    plan_matmul,
+)
+from aitc.passes.graph_to_tile.matmul_tiling import (
+    MAX_UNROLL,
+    MatmulProblem,
+    block_rotates,
+    group_slots,
+    matmul_buffers,
+)
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.table import LOWERINGS, is_fusable
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
@@ -377,6 +389,23 @@ def test_chosen_tiles_respect_engine_shapes_and_budgets(problem: MatmulProblem, 
     assert plan.sram_bytes <= plan.sram_need
     assert plan.acc_bytes <= budget.acc
     assert plan.key() == min(c.key() for c in matmul_candidates(problem, budget))
+
+
+@settings(max_examples=40, deadline=None)
+@given(problem=_PROBLEMS, base=st.sampled_from(["tiny", "edge", "server"]), depth=st.integers(1, 3))
+def test_matmul_busy_is_the_charged_matrix_time_and_bounds_the_cycles(problem, base: str, depth: int):
+    """The search's bound (`matmul_busy`) is what the estimate charges the matrix engine, and
+    never above a candidate's cycles (so stopping at it cannot skip the best)."""
+    budget = Budget.of(load_target(base), depth)
+    for option in matmul_options(problem, budget):
+        tm, tk, tn, order, bn, mode, keep = option
+        buffers = matmul_buffers(problem, tm, tk, tn, bn, mode, keep)
+        cost = Cost(depth=depth, overlap=group_slots(bn, tn) > 1)
+        charge_matmul(
+            cost, problem, budget, tm, tk, tn, bn, mode, order, keep, block_rotates(buffers, budget, keep)
+        )
+        assert matmul_busy(problem, budget, option) == cost.matrix
+        assert cost.matrix <= cost.cycles(budget.target)
 
 
 @settings(max_examples=60, deadline=None)
