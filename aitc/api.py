@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -123,14 +123,15 @@ def compile(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     cores: int | None = 1,
     shard: str = "auto",
-    verify_each: bool = False,
+    verify_each: bool | None = None,
 ) -> Compiled:
     """Compiles `model` for `target` (a preset name or FILE.toml; None: the input's own, else
     `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does; with `cores` > 1
     sharded by strategy `shard` (auto, tp, sp, dp, tp-sp, layerwise, measure, none) as
     `aitc compile --cores --shard`;
     `cores=None` lets the cost model choose between one core and all, as the CLI's default;
-    `verify_each` verifies the IR after every pass (`aitc compile --verify-each`)."""
+    `verify_each` verifies the IR after every pass (`aitc compile --verify-each`; None: as
+    `CompileOptions` says, i.e. when `AITC_VERIFY_EACH=1`)."""
     options = CompileOptions(
         target,
         depth,
@@ -140,7 +141,8 @@ def compile(
         dict(input_shapes or {}),
         cores=cores,
         shard=shard,
-        verify_each=verify_each,
     )
+    if verify_each is not None:
+        options = replace(options, verify_each=verify_each)
     source = str(model) if isinstance(model, os.PathLike) else model
     return Compiled(compile_module(source, options), source, options)
