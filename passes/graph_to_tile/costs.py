@@ -27,9 +27,10 @@ knows of (semaphore drains at loop exits, stores a block waits for, panel loads)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Protocol, TypeVar
 
 from aitc.analysis.dma import dma_queue, merge_dims, transfer_dims
 from aitc.target import Target
@@ -314,3 +315,53 @@ def plan_box(
         if take < shape[dim]:
             break
     return tuple(sizes)
+
+
+# --------------------------------------------------------------------------- plan search
+
+
+class Plan(Protocol):
+    """What the tile searches compare: estimated cycles first, then the rest of `key`."""
+
+    @property
+    def cycles(self) -> int: ...
+
+    def key(self) -> tuple[int, ...]: ...
+
+
+P = TypeVar("P", bound=Plan)
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def cheapest(floors: Sequence[int], estimate: Callable[[int, int | None], P | None]) -> P | None:
+    """The plan with the least `key()` among candidates 0 .. len(floors) - 1, ties to the lowest
+    index, by branch and bound. `floors[i]` is a lower bound of candidate i's cycles: candidates
+    are visited by it, and the search stops once it exceeds the best cycles found (no later
+    candidate can win). `estimate(i, bound)` is candidate i's plan, or None when it cannot beat
+    `bound` cycles (None: no plan yet). Finds what estimating every candidate would."""
+    best: tuple[tuple[int, ...], P] | None = None
+    for index in sorted(range(len(floors)), key=lambda i: (floors[i], i)):
+        if best is not None and floors[index] > best[1].cycles:
+            break
+        plan = estimate(index, None if best is None else best[1].cycles)
+        if plan is None:
+            continue
+        key = (*plan.key(), index)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    return None if best is None else best[1]
+
+
+MEMO_LIMIT = 4096
+"""Entries a planner's memo holds before `remembered` empties it."""
+
+
+def remembered(memo: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """`memo[key]`, computed once: the planners are pure functions of their problem and budget,
+    and a model repeats a few shapes (the memo is emptied at `MEMO_LIMIT` entries)."""
+    if key not in memo:
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = compute()
+    return memo[key]

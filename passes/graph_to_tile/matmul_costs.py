@@ -16,8 +16,10 @@ from aitc.passes.graph_to_tile.costs import (
     Budget,
     Cost,
     balanced,
+    cheapest,
     dma_instruction_cycles,
     matmul_cycles,
+    remembered,
     split,
     vector_cycles,
 )
@@ -275,29 +277,18 @@ matmuls of 5 shapes); plans are immutable, so equal problems share one."""
 def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     """The best candidate by `MatmulPlan.key`; None when not even the smallest tiles fit."""
     key = (p, budget.sram, budget.acc, budget.depth, budget.target.fingerprint())
-    if key not in _PLANS:
-        if len(_PLANS) >= 4096:
-            _PLANS.clear()
-        _PLANS[key] = _search_matmul(p, budget)
-    return _PLANS[key]
+    return remembered(_PLANS, key, lambda: _search_matmul(p, budget))
 
 
 def _search_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     """The candidate with the least `MatmulPlan.key` (the first of equal ones, in
     `matmul_options` order), branch and bound: candidates are visited by their matrix-engine
     cycles (`matmul_busy`, a lower bound of their cycles), and once that exceeds the best
-    cycles found no later candidate can win."""
+    cycles found no later candidate can win (`cheapest`)."""
     options = list(matmul_options(p, budget))
     floors = [matmul_busy(p, budget, option) for option in options]
-    best: tuple[tuple[int, ...], MatmulPlan] | None = None
-    for index in sorted(range(len(options)), key=lambda i: (floors[i], i)):
-        if best is not None and floors[index] > best[1].cycles:
-            break
-        plan = estimate_matmul(p, budget, *options[index])
-        key = (*plan.key(), index)
-        if best is None or key < best[0]:
-            best = (key, plan)
-    return None if best is None else replace(best[1], candidates=len(options))
+    best = cheapest(floors, lambda index, _: estimate_matmul(p, budget, *options[index]))
+    return None if best is None else replace(best, candidates=len(options))
 
 
 def matmul_minimum(p: MatmulProblem, budget: Budget) -> tuple[int, int]:

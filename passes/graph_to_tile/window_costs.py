@@ -20,8 +20,10 @@ from aitc.passes.graph_to_tile.costs import (
     F32,
     Budget,
     Cost,
+    cheapest,
     dma_transfers,
     matmul_cycles,
+    remembered,
     split,
     vector_cycles,
 )
@@ -360,42 +362,30 @@ def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     """The cheapest candidate (`WindowPlan.key`, the first of equal ones); None if none fits. A
     pure function of its arguments, remembered (`_PLANS`)."""
     key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
-    if key not in _PLANS:
-        if len(_PLANS) >= 4096:
-            _PLANS.clear()
-        _PLANS[key] = _search(p, budget)
-    return _PLANS[key]
+    return remembered(_PLANS, key, lambda: _search(p, budget))
 
 
 def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
-    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound. A candidate's
-    matrix-engine cycles (`_matrix_busy`, cheap) bound its cycles from below, so candidates are
-    visited by that bound: once it exceeds the cycles of the best candidate so far, no later one
-    can win; and an estimate stops as soon as its running bound (`Cost.floor`) does. Ties on
-    `WindowPlan.key` go to the first candidate in `window_candidates` order, so the winner is
-    the one a full search in that order picks."""
+    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound (`cheapest`): a
+    candidate's matrix-engine cycles (`_matrix_busy`) bound its cycles from below, and an
+    estimate stops as soon as its running bound (`Cost.floor`) exceeds the best cycles. Ties on
+    `WindowPlan.key` go to the first candidate in `window_candidates` order."""
     budget = replace(budget, depth=WINDOW_DEPTH)
     candidates = list(window_candidates(p, budget))
     floors = _matrix_floors(p, budget, candidates)
-    best: tuple[tuple[int, ...], WindowPlan] | None = None
-    for index in sorted(range(len(candidates)), key=lambda i: (floors[i], i)):
+
+    def estimate(index: int, bound: int | None) -> WindowPlan | None:
         plan = candidates[index]
-        if best is not None and floors[index] > best[1].cycles:
-            break  # this candidate and every later one needs more cycles than the best
-        bound = None if best is None else best[1].cycles
         if p.engine == "matrix":
             cost = estimate_matrix(p, budget, plan, bound, floors[index])
         else:
             cost = estimate_vector(p, budget, plan, bound)
         if cost is None:
-            continue
-        estimated = replace(
-            plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work()
-        )
-        key = (*estimated.key(), index)
-        if best is None or key < best[0]:
-            best = (key, estimated)
-    return None if best is None else replace(best[1], candidates=len(candidates))
+            return None
+        return replace(plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work())
+
+    best = cheapest(floors, estimate)
+    return None if best is None else replace(best, candidates=len(candidates))
 
 
 def _matrix_floors(p: WindowProblem, budget: Budget, candidates: list[WindowPlan]) -> list[int]:

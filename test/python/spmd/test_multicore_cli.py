@@ -240,18 +240,8 @@ def test_no_host_fallback_on_several_cores_lists_the_host_ops(capsys, models, tm
     naming the flag, then one indented line per op that needs the host."""
     saved = models["bert"]
     output = tmp_path / "bert.aitb"
-    argv = [
-        "compile",
-        saved.onnx_path,
-        "--target",
-        "edge",
-        "--cores",
-        "2",
-        "--no-host-fallback",
-        "-o",
-        output,
-    ]
-    code, _, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    argv = ["compile", saved.onnx_path, "--target", "edge", "--cores", "2", "--no-host-fallback"]
+    code, _, err = run_cli(capsys, [*argv, "-o", output, *saved.shape_flags])
     first, *ops = assert_refused(code, err, output)
     assert "--no-host-fallback" in first
     assert ops, "no op named"
@@ -265,19 +255,8 @@ def test_shard_measure_keeps_the_fastest_strategy_on_the_simulator(capsys, model
     fastest, whose binary then runs in exactly the cycles listed."""
     saved = models["cnn"]
     output = tmp_path / "cnn.aitb"
-    argv = [
-        "compile",
-        saved.onnx_path,
-        "--target",
-        "edge",
-        "--cores",
-        "4",
-        "--shard",
-        "measure",
-        "-o",
-        output,
-    ]
-    code, out, err = run_cli(capsys, [*argv, *saved.shape_flags])
+    argv = ["compile", saved.onnx_path, "--target", "edge", "--cores", "4", "--shard", "measure"]
+    code, out, err = run_cli(capsys, [*argv, "-o", output, *saved.shape_flags])
     assert code == 0, err
     kept = re.search(
         r"^measured on the simulator \(--shard measure, seeded random inputs\): kept (\S+)$", out, re.M
