@@ -90,10 +90,6 @@ class LinkPorts:
         self.sent = self.received = self.egress_busy = self.wait = 0
 
 
-PROGRESS_STEP = 16384
-"""Scheduling steps between two updates of the progress bar (`aitc.progress`)."""
-
-
 class Scheduler:
     """Runs a decoded program on memories: timing, checks and functional effects together."""
 
