@@ -7,8 +7,9 @@
   (they feed compute, as loads do).
 - Instruction shape (`transfer_dims`, `merge_dims`), applied by `convert-sync-to-hw`: a copy is
   a list of dims (count, src stride, dst stride) in bytes; inner dims contiguous on both sides
-  fold into `row_bytes`, outer dims that nest exactly merge, the innermost remaining dim is the
-  instruction's `rows` and every other one a hw.loop around it. A transpose is a copy whose
+  fold into `row_bytes`, outer dims that nest exactly merge, the longest remaining dim (the
+  innermost of equal ones) is the instruction's `rows` and every other one a hw.loop around
+  it, so a strided copy is as few instructions, each paying the DMA latency once, as it can be. A transpose is a copy whose
   last two dst strides are swapped, looping over the shorter side.
 """
 
@@ -71,4 +72,7 @@ def merge_dims(dims: Sequence[Dim], element: int) -> tuple[int, list[Dim]]:
             merged[-1] = Dim(outer.count * dim.count, dim.src, dim.dst)
         else:
             merged.append(dim)
+    if merged:  # the longest dim is the instruction's rows: the fewest instructions
+        rows = max(range(len(merged)), key=lambda i: (merged[i].count, i))
+        merged.append(merged.pop(rows))
     return row, merged

@@ -114,7 +114,7 @@ def dma_transfers(
     """(instructions, bytes each) of one tile.copy (or tile.transpose) of `box` from a buffer
     of shape `src` to one of shape `dst`, as convert-sync-to-hw selects it: inner dims that are
     contiguous on both sides fold into the row, outer dims that nest exactly merge, the
-    innermost remaining dim is the instruction's rows and every other one a loop around it
+    longest remaining dim is the instruction's rows and every other one a loop around it
     (`aitc.analysis.dma`, which convert-sync-to-hw shares; a transpose swaps the last two dst
     strides and loops over the shorter side)."""
     return _transfers(tuple(box), tuple(src), tuple(dst), element, transpose)

@@ -5,7 +5,7 @@ instructions in program order (`grep -n "op: tile.MatmulOp" passes/` finds the m
 
 DMA (tile.copy, tile.transpose): a window is a list of dims (count, src stride, dst stride) in
 bytes (`aitc.analysis.dma`, which the cost model of convert-graph-to-tile shares). Inner dims
-contiguous on both sides merge into `row_bytes`; the innermost remaining dim becomes `rows`
+contiguous on both sides merge into `row_bytes`; the longest remaining dim becomes `rows`
 with its strides; dims outside it become hw.loops around the DMA, which advance both addresses
 (`+ stride*iD`). A transpose is a copy whose dst strides are swapped:
 
