@@ -1,0 +1,81 @@
+"""aitc.analysis.dma: a copy's dims become one DMA instruction shape that moves the same bytes
+with as few instructions as possible."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aitc.analysis.dma import Dim, merge_dims, transfer_dims
+from aitc.passes.graph_to_tile.costs import contiguous_strides, dma_transfers
+
+
+def _pairs(dims: list[Dim], element: int) -> set[tuple[int, int]]:
+    """(src, dst) byte offsets of every element the dims move."""
+    points = itertools.product(*(range(d.count) for d in dims))
+    return {
+        (
+            sum(i * d.src for i, d in zip(p, dims, strict=True)) + e,
+            sum(i * d.dst for i, d in zip(p, dims, strict=True)) + e,
+        )
+        for p in points
+        for e in range(element)
+    }
+
+
+def _instruction_pairs(row_bytes: int, remaining: list[Dim]) -> set[tuple[int, int]]:
+    """The same set as the instructions see it: loops around rows of row_bytes bytes."""
+    rows = remaining or [Dim(1, 0, 0)]
+    return {
+        (
+            sum(i * d.src for i, d in zip(p, rows, strict=True)) + b,
+            sum(i * d.dst for i, d in zip(p, rows, strict=True)) + b,
+        )
+        for p in itertools.product(*(range(d.count) for d in rows))
+        for b in range(row_bytes)
+    }
+
+
+def test_the_longest_dim_is_the_rows():
+    # a stride-2 1x1 conv's patch: 64 channels x 2 rows x 7 columns, every element alone
+    dims = transfer_dims([64, 2, 7], [14 * 14 * 2, 28, 2], [14, 7, 1], 4)
+    row_bytes, remaining = merge_dims(dims, 4)
+    assert row_bytes == 4
+    assert remaining[-1].count == 64
+    assert math.prod(d.count for d in remaining[:-1]) == 14
+    # a 3x3 tap of 64 channels x 2 rows of 7: 2 instructions of 64 rows (not 64 of 2)
+    assert dma_transfers([64, 2, 7], [64, 14, 14], [64, 2, 7], 4) == (2, 64 * 7 * 4)
+
+
+def test_equal_counts_keep_the_innermost():
+    row_bytes, remaining = merge_dims([Dim(8, 400, 32), Dim(8, 40, 4)], 4)
+    assert row_bytes == 4
+    assert remaining == [Dim(8, 400, 32), Dim(8, 40, 4)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=4).flatmap(
+        lambda box: st.tuples(
+            st.just(box),
+            st.lists(st.integers(0, 3), min_size=len(box), max_size=len(box)),
+            st.booleans(),
+        )
+    )
+)
+def test_instructions_move_exactly_the_window(case):
+    box, pads, transpose = case
+    if transpose and len(box) < 2:
+        return
+    src = [b + p for b, p in zip(box, pads, strict=True)]
+    dst = list(box)
+    if transpose:
+        dst[-2:] = dst[-1], dst[-2]
+    dims = transfer_dims(box, contiguous_strides(src), contiguous_strides(dst), 4, transpose)
+    row_bytes, remaining = merge_dims(dims, 4)
+    assert _instruction_pairs(row_bytes, remaining) == _pairs(dims, 4)
+    longest = max((d.count for d in remaining), default=1)
+    assert not remaining or remaining[-1].count == longest
