@@ -1240,6 +1240,76 @@ class LogSoftmaxOp(AxisOp):
     name = "graph.log_softmax"
 
 
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """Multi-head scaled dot-product attention on packed heads: the projections as their
+    matmuls make them, with no head reshapes or transposes. For every batch b and head h:
+
+        Q = q[b, :, h*D:(h+1)*D]   K = k[b, :, h*D:(h+1)*D]   V = v[b, :, h*Dv:(h+1)*Dv]
+        out[b, :, h*Dv:(h+1)*Dv] = softmax(Q @ K^T * scale + mask[b, h]) @ V
+
+    q: [B, S, H*D], k: [B, S', H*D], v: [B, S', H*Dv] -> out: [B, S, H*Dv], H = `heads`; the
+    optional additive `mask` is [B or 1, H or 1, S or 1, S'] (dims of size 1 broadcast).
+    `graph-fuse-attention` makes it from the unfused subgraph.
+
+    ```mlir
+    %o = graph.attention %q, %k, %v, %m {heads = 12 : i64, scale = 0.125 : f64}
+       : tensor<1x128x384xf32>, tensor<1x128x384xf32>, tensor<1x128x384xf32>,
+         tensor<1x1x1x128xf32> -> tensor<1x128x384xf32>
+    ```
+    """
+
+    name = "graph.attention"
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    heads = opt_attr_def(IntegerAttr)
+    scale = opt_attr_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$q `,` $k `,` $v (`,` $mask^)? attr-dict `:` type($q) `,` type($k) `,` type($v) "
+        "(`,` type($mask)^)? `->` type($output)"
+    )
+
+    def head_count(self) -> int:
+        return self.heads.value.data if self.heads is not None else 1
+
+    def scale_value(self) -> float:
+        return self.scale.value.data if self.scale is not None else 1.0
+
+    def dims(self) -> tuple[int, int, int, int, int, int]:
+        """(B, S, S', H, D, Dv)."""
+        (b, s, e), k, v = _shape(self.q), _shape(self.k), _shape(self.v)
+        heads = self.head_count()
+        return b, s, k[1], heads, e // heads, v[2] // heads
+
+    def verify_(self) -> None:
+        q, k, v, out = (_shape(x) for x in (self.q, self.k, self.v, self.output))
+        _check(all(len(x) == 3 for x in (q, k, v, out)), "attention: q, k, v and the result are [B, S, E]")
+        heads = self.head_count()
+        divides = heads >= 1 and q[2] % heads == 0 and v[2] % heads == 0
+        _check(divides, f"attention: {heads} heads do not divide q's {q[2]} and v's {v[2]} features")
+        _check(k[2] == q[2], f"attention: k has {k[2]} features, q {q[2]}")
+        _check(q[0] == k[0] == v[0] and k[1] == v[1], "attention: q, k, v need one batch, k and v one length")
+        _check(out == (q[0], q[1], v[2]), f"attention: the result must be {shape_str((q[0], q[1], v[2]))}")
+        elements = {_elem(x) for x in (self.q, self.k, self.v, self.output)}
+        _check(
+            len(elements) == 1 and is_float(_elem(self.q)),
+            "attention: q, k, v and the result: one float type",
+        )
+        if self.mask is not None:
+            m, want = _shape(self.mask), (q[0], heads, q[1], k[1])
+            fits = len(m) == 4 and m[3] == k[1]
+            fits = fits and all(a in (1, b) for a, b in zip(m[:3], want[:3], strict=True))
+            _check(
+                fits,
+                f"attention: mask {shape_str(m)} must be [B or 1, H or 1, S or 1, S'] = {shape_str(want)}",
+            )
+            _check(_elem(self.mask) == _elem(self.q), "attention: the mask needs q's element type")
+
+
 # --------------------------------------------------------------------------- reductions
 
 
@@ -1749,6 +1819,7 @@ Graph = Dialect(
         AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
         EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, CastOp,
         MatMulOp, ConvOp, MaxPoolOp, AvgPoolOp, BatchNormOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp,
+        AttentionOp,
         ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,
         ReshapeOp, TransposeOp, ConcatOp, SliceOp, SplitOp, BroadcastOp, TileOp, PadOp, GatherOp,
         GatherNDOp,

@@ -35,6 +35,12 @@ def _graph_fuse_bias_activation() -> type[ModulePass]:
     return GraphFuseBiasActivationPass
 
 
+def _graph_fuse_attention() -> type[ModulePass]:
+    from aitc.passes.graph.graph_fuse_attention import GraphFuseAttentionPass
+
+    return GraphFuseAttentionPass
+
+
 def _graph_recognize_patterns() -> type[ModulePass]:
     from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 
@@ -124,6 +130,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fold-constants": _graph_fold_constants,
     "graph-fold-batch-norm": _graph_fold_batch_norm,
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
+    "graph-fuse-attention": _graph_fuse_attention,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
     "graph-legalize-axes": _graph_legalize_axes,

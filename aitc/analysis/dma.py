@@ -9,8 +9,9 @@
   a list of dims (count, src stride, dst stride) in bytes; inner dims contiguous on both sides
   fold into `row_bytes`, outer dims that nest exactly merge, the longest remaining dim (the
   innermost of equal ones) is the instruction's `rows` and every other one a hw.loop around
-  it, so a strided copy is as few instructions, each paying the DMA latency once, as it can be. A transpose is a copy whose
-  last two dst strides are swapped, looping over the shorter side.
+  it, so a strided copy is as few instructions, each paying the DMA latency once, as it can
+  be. A transpose is a copy whose last two dst strides are swapped, looping over the shorter
+  side.
 """
 
 from __future__ import annotations

@@ -279,6 +279,20 @@ def _softmax(op: graph.SoftmaxOp, x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _attention(op: graph.AttentionOp, q, k, v, mask=None) -> np.ndarray:
+    """Per batch and head: softmax(Q @ K^T * scale + mask) @ V, heads packed in the last dim."""
+    b, s, s_kv, heads, d, dv = op.dims()
+    query = q.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
+    key_t = k.reshape(b, s_kv, heads, d).transpose(0, 2, 3, 1)
+    value = v.reshape(b, s_kv, heads, dv).transpose(0, 2, 1, 3)
+    scores = np.matmul(query, key_t) * np.asarray(op.scale_value(), q.dtype)
+    if mask is not None:
+        scores = scores + mask
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = np.matmul(e / e.sum(axis=-1, keepdims=True), value)
+    return out.transpose(0, 2, 1, 3).reshape(b, s, heads * dv)
+
+
 def _log_softmax(op: graph.LogSoftmaxOp, x: np.ndarray) -> np.ndarray:
     axis = op.norm_axis()
     shifted = x - x.max(axis=axis, keepdims=True)
@@ -475,6 +489,7 @@ KERNELS: dict[type[Operation], Kernel] = {
     # normalisation
     graph.BatchNormOp: _batch_norm,
     graph.LayerNormOp: _layer_norm,
+    graph.AttentionOp: _attention,
     graph.SoftmaxOp: _softmax,
     graph.LogSoftmaxOp: _log_softmax,
     # reductions

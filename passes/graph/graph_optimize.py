@@ -13,6 +13,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from aitc.passes.graph.graph_canonicalize import GraphCanonicalizePass
 from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
 from aitc.passes.graph.graph_fold_constants import GraphFoldConstantsPass
+from aitc.passes.graph.graph_fuse_attention import GraphFuseAttentionPass
 from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
 from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 from aitc.passes.runner import run_pipeline
@@ -26,6 +27,7 @@ def graph_optimize_pipeline() -> list[ModulePass]:
         GraphFoldConstantsPass(),  # shape arithmetic and weight preprocessing become constants
         GraphFoldBatchNormPass(),  # conv + batch_norm -> conv, while the conv has no activation
         GraphFuseBiasActivationPass(),  # matmul/conv + bias add + activation -> one op
+        GraphFuseAttentionPass(),  # softmax(Q K^T * scale + mask) V on packed heads -> one op
         GraphCanonicalizePass(),  # clean up what fusion exposed
         CommonSubexpressionElimination(),  # xDSL's: graph ops are Pure, equal constants merge too
         DeadCodeElimination(),  # xDSL's: erase what nothing uses any more
@@ -41,7 +43,7 @@ class GraphOptimizePass(ModulePass):
     Output:
       What the passes of `graph_optimize_pipeline` produce, in that order: recognised
       GELU/LayerNorm, no no-op ops, folded constants and batch norms, fused bias/activations,
-      no common subexpressions and no dead ops.
+      fused attention, no common subexpressions and no dead ops.
     Invariants:
       The module verifies after every pass (the first pass that breaks it is named in the
       error). The order lives in `graph_optimize_pipeline` only; `aitc compile` runs the same

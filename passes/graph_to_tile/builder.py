@@ -230,8 +230,20 @@ class KernelBuilder:
         nbytes = math.prod(sizes) * element_bytes(buffer_element(dst.buffer))
         self.cost.add_dma(self.target, nbytes, "dram", "sram", self._times)
 
-    def matmul(self, lhs: Win, rhs: Win, acc: Win, sizes: Sequence[int], accumulate: bool) -> None:
-        self._window_op(tile.MatmulOp, [lhs, rhs, acc], sizes, accumulate=UnitAttr() if accumulate else None)
+    def matmul(
+        self,
+        lhs: Win,
+        rhs: Win,
+        acc: Win,
+        sizes: Sequence[int],
+        accumulate: bool,
+        transpose_rhs: bool = False,
+    ) -> None:
+        """acc (+)= lhs @ rhs; `transpose_rhs`: rhs is stored n x k."""
+        flags = {"accumulate": accumulate, "transpose_rhs": transpose_rhs}
+        self._window_op(
+            tile.MatmulOp, [lhs, rhs, acc], sizes, **{k: UnitAttr() for k, v in flags.items() if v}
+        )
         m, k, _ = sizes
         self.cost.add_matrix(matmul_cycles(self.target, m, k), self._times)
 

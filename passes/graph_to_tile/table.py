@@ -14,7 +14,18 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile import conv, gather, linear, movement, pool, rows, transpose, vector, window
+from aitc.passes.graph_to_tile import (
+    attention,
+    conv,
+    gather,
+    linear,
+    movement,
+    pool,
+    rows,
+    transpose,
+    vector,
+    window,
+)
 from aitc.passes.graph_to_tile.elementwise import EMITTERS
 from aitc.passes.graph_to_tile.lowering import Lowering
 
@@ -41,6 +52,7 @@ LOWERINGS: dict[type[Operation], Lowering] = _table(
     # matrix engine
     ((graph.MatMulOp,), Lowering(linear.lower_matmul, linear.matmul_unsupported)),
     ((graph.ConvOp,), Lowering(conv.lower_conv, window.window_problem)),
+    ((graph.AttentionOp,), Lowering(attention.lower_attention, attention.attention_unsupported)),
     # vector engine: windows, rows, elementwise chains
     ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, window.window_problem)),
     ((graph.BatchNormOp,), Lowering(pool.lower_batch_norm, pool.batch_norm_problem)),

@@ -276,7 +276,7 @@ class Planner:
                 kind = reshard_kind(natural, self.seeds[value])
                 if kind not in (None, "all_slice"):
                     collectives.append(self.collective(kind, value, natural))
-        attributes = local_attributes(op, rule, loop) if rule is not None else None
+        attributes = local_attributes(op, rule, loop, self.cores) if rule is not None else None
         return OpPlan(loop, op_cycles(op, local, self.cores, self.target, attributes) + copies, collectives)
 
     # -- decisions

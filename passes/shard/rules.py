@@ -21,6 +21,9 @@ dim is whole. A **parallel** loop gives every core an independent part of the re
                                             leading dims of both sides share a loop
     transpose                               loops follow the permutation
     gather                                  the gathered axis of the table is None
+    attention q[B, S, H*D] k, v[B, S', H*..]  loops B, S (query rows; k, v whole), heads (q, k,
+                                            v and the result split by whole heads; the mask's
+                                            head dim too when it has one)
 
 Ops without a rule (gather_nd, argmax, ...) run replicated: every operand whole.
 
@@ -45,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.dialects import graph
@@ -182,10 +185,16 @@ def _conv(op: graph.ConvOp) -> Rule:
     return Rule(loops, operands, ((0, 1, rows, *rest),), found)
 
 
-def local_attributes(op: Operation, rule: Rule, loop: int | None) -> dict[str, Attribute]:
-    """`op`'s attributes on one core when it splits `loop`: a conv split along its rows has no
-    padding along them (the halo brings its neighbours' rows and the zeros)."""
+def local_attributes(op: Operation, rule: Rule, loop: int | None, parts: int) -> dict[str, Attribute]:
+    """`op`'s attributes on one of `parts` cores when it splits `loop`: a conv split along its
+    rows has no padding along them (the halo brings its neighbours' rows and the zeros); a
+    grouped conv split along its channels, and an attention split by heads, has its share of
+    the groups or heads."""
     attributes = dict(op.attributes)
+    if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
+        attributes["group"] = IntegerAttr(op.groups() // parts, i64)
+    if isinstance(op, graph.AttentionOp) and loop == 2:
+        attributes["heads"] = IntegerAttr(op.head_count() // parts, i64)
     if rule.halo is not None and loop == rule.halo.loop and isinstance(op, graph.ConvOp):
         _, pads, _ = op.window()
         spatial = op.spatial_rank()
@@ -313,6 +322,21 @@ def _layer_norm(op: graph.LayerNormOp) -> Rule:
     return _whole_dims(op, range(op.norm_axis(), len(shape_of(op.input))))
 
 
+def _attention(op: graph.AttentionOp) -> Rule:
+    """Batch, query rows and heads are parallel; keys (the softmax's axis) stay whole."""
+    b, s, _, heads, _, _ = op.dims()
+    batch, rows, head = 0, 1, 2
+    operands: list[DimMap] = [(batch, rows, head), (batch, None, head), (batch, None, head)]
+    if op.mask is not None:
+        m = shape_of(op.mask)  # [B or 1, H or 1, S or 1, S']: the broadcast dims stay whole
+        mapped = [
+            loop if size == full > 1 else None
+            for loop, size, full in zip((batch, head, rows), m, (b, heads, s))
+        ]
+        operands.append((*mapped, None))
+    return Rule((PARALLEL,) * 3, tuple(operands), ((batch, rows, head),))
+
+
 def _pad(op: graph.PadOp) -> Rule:
     pads = graph.ints_of(op.pads)
     rank = len(shape_of(op.input))
@@ -330,6 +354,7 @@ _RULES: tuple[tuple[type | tuple[type, ...], Callable[[Any], Rule | None]], ...]
     (graph.ConvOp, _conv),
     ((graph.PoolOp, graph.BatchNormOp), _channels),
     (graph.LayerNormOp, _layer_norm),
+    (graph.AttentionOp, _attention),
     (graph.AxisOp, lambda op: _along_axis(op, op.norm_axis())),
     (graph.ArgReduceOp, lambda op: None),
     (graph.ReduceOp, _reduce),
@@ -366,4 +391,6 @@ def splittable(op: Operation, rule: Rule, loop: int, parts: int) -> bool:
                         return False
     if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
         return op.groups() % parts == 0
+    if isinstance(op, graph.AttentionOp) and loop == 2:  # whole heads per core
+        return op.head_count() % parts == 0
     return found

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -141,9 +141,7 @@ class Partitioner:
             split = None if reduction or rule is None else rule.dim_of(rule.results[index], loop)
             results.append((value, split))
         properties = dict(op.properties)
-        attributes = local_attributes(op, rule, loop) if rule is not None else dict(op.attributes)
-        if isinstance(op, graph.ConvOp) and op.groups() > 1 and loop == 1:
-            attributes["group"] = IntegerAttr(op.groups() // self.parts, i64)
+        attributes = local_attributes(op, rule, loop, self.parts) if rule is not None else dict(op.attributes)
         new = op.__class__.create(
             operands=operands,
             result_types=[local_type(value, split, self.parts) for value, split in results],

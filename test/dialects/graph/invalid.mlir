@@ -1053,3 +1053,27 @@ func.func @dynamic_dim(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) -> tensor<?x8xf
 }
 // CHECK-LABEL: {{^}}// {{-+}}
 // CHECK:       Operation does not verify: graph ops need static shapes, got tensor<?x4xf32>
+
+// -----
+
+// Three heads do not divide 64 features.
+%q, %k, %v = "test.op"() : () -> (tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>)
+%0 = graph.attention %q, %k, %v {heads = 3 : i64} : tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32> -> tensor<1x4x64xf32>
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: attention: 3 heads do not divide q's 64 and v's 64 features
+
+// -----
+
+// K and V disagree on the number of keys.
+%q, %k, %v = "test.op"() : () -> (tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x5x64xf32>)
+%0 = graph.attention %q, %k, %v {heads = 2 : i64} : tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x5x64xf32> -> tensor<1x4x64xf32>
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: attention: q, k, v need one batch, k and v one length
+
+// -----
+
+// A mask per key and head, but over 3 heads where there are 2.
+%q, %k, %v, %m = "test.op"() : () -> (tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x3x1x4xf32>)
+%0 = graph.attention %q, %k, %v, %m {heads = 2 : i64} : tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x3x1x4xf32> -> tensor<1x4x64xf32>
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: attention: mask 1x3x1x4 must be [B or 1, H or 1, S or 1, S'] = 1x2x4x4

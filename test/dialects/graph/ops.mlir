@@ -293,6 +293,17 @@ func.func @normalization(%x: tensor<1x16x8x8xf32>, %c: tensor<16xf32>, %t: tenso
 // CHECK-NEXT:    %2 = graph.layer_norm %t, %h {axis = 1 : i64} : tensor<1x128x384xf32>, tensor<128x384xf32> -> tensor<1x128x384xf32>
 // CHECK-NEXT:    func.return %0, %1, %2 : tensor<1x16x8x8xf32>, tensor<1x128x384xf32>, tensor<1x128x384xf32>
 
+// attention with a per-batch key mask, and without a mask (V of another head width).
+func.func @attention(%q: tensor<2x16x64xf32>, %k: tensor<2x8x64xf32>, %v: tensor<2x8x32xf32>, %m: tensor<2x1x1x8xf32>) -> (tensor<2x16x32xf32>, tensor<2x16x32xf32>) {
+  %0 = graph.attention %q, %k, %v, %m {heads = 4 : i64, scale = 0.25 : f64} : tensor<2x16x64xf32>, tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x1x1x8xf32> -> tensor<2x16x32xf32>
+  %1 = graph.attention %q, %k, %v {heads = 2 : i64, scale = 1.0 : f64} : tensor<2x16x64xf32>, tensor<2x8x64xf32>, tensor<2x8x32xf32> -> tensor<2x16x32xf32>
+  func.return %0, %1 : tensor<2x16x32xf32>, tensor<2x16x32xf32>
+}
+// CHECK-LABEL: func.func @attention(
+// CHECK-NEXT:    %0 = graph.attention %q, %k, %v, %m {heads = 4 : i64, scale = 2.500000e-01 : f64} : tensor<2x16x64xf32>, tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x1x1x8xf32> -> tensor<2x16x32xf32>
+// CHECK-NEXT:    %1 = graph.attention %q, %k, %v {heads = 2 : i64, scale = 1.000000e+00 : f64} : tensor<2x16x64xf32>, tensor<2x8x64xf32>, tensor<2x8x32xf32> -> tensor<2x16x32xf32>
+// CHECK-NEXT:    func.return %0, %1
+
 // softmax/log_softmax with an explicit axis and with the default (-1).
 func.func @softmax(%s: tensor<1x12x128x128xf32>, %l: tensor<4x10xf32>) -> (tensor<1x12x128x128xf32>, tensor<4x10xf32>, tensor<4x10xf32>) {
   %0 = graph.softmax %s {axis = -1 : i64} : tensor<1x12x128x128xf32>

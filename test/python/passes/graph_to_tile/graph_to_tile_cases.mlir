@@ -171,3 +171,36 @@ func.func @vector_functions(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %row: tens
   %s = graph.reduce_sum %7 {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
   func.return %7, %8, %w, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Fused attention as BERT has it: 2 heads of 8, one key mask row shared by all, scaled.
+func.func @attention_shared_mask(%q: tensor<1x8x16xf32>, %k: tensor<1x8x16xf32>, %v: tensor<1x8x16xf32>, %m: tensor<1x1x1x8xf32>) -> tensor<1x8x16xf32> {
+  %o = graph.attention %q, %k, %v, %m {heads = 2 : i64, scale = 0.35 : f64} : tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x1x1x8xf32> -> tensor<1x8x16xf32>
+  func.return %o : tensor<1x8x16xf32>
+}
+
+// -----
+
+// Two batches with a key mask each, 3 heads, fewer keys than queries and V heads of another width.
+func.func @attention_batch_mask(%q: tensor<2x6x12xf32>, %k: tensor<2x5x12xf32>, %v: tensor<2x5x9xf32>, %m: tensor<2x1x1x5xf32>) -> tensor<2x6x9xf32> {
+  %o = graph.attention %q, %k, %v, %m {heads = 3 : i64, scale = 0.5 : f64} : tensor<2x6x12xf32>, tensor<2x5x12xf32>, tensor<2x5x9xf32>, tensor<2x1x1x5xf32> -> tensor<2x6x9xf32>
+  func.return %o : tensor<2x6x9xf32>
+}
+
+// -----
+
+// A mask per head and query row (causal or relative-position biases), no scale.
+func.func @attention_full_mask(%q: tensor<1x5x8xf32>, %k: tensor<1x7x8xf32>, %v: tensor<1x7x8xf32>, %m: tensor<1x2x5x7xf32>) -> tensor<1x5x8xf32> {
+  %o = graph.attention %q, %k, %v, %m {heads = 2 : i64} : tensor<1x5x8xf32>, tensor<1x7x8xf32>, tensor<1x7x8xf32>, tensor<1x2x5x7xf32> -> tensor<1x5x8xf32>
+  func.return %o : tensor<1x5x8xf32>
+}
+
+// -----
+
+// 300 keys: on tiny no score row fits, so the online softmax runs over chunks of keys (with a
+// remainder chunk), rescaling the running max, sum and output per chunk; edge keeps whole rows.
+func.func @attention_long(%q: tensor<1x6x8xf32>, %k: tensor<1x300x8xf32>, %v: tensor<1x300x8xf32>, %m: tensor<1x1x1x300xf32>) -> tensor<1x6x8xf32> {
+  %o = graph.attention %q, %k, %v, %m {heads = 1 : i64, scale = 0.25 : f64} : tensor<1x6x8xf32>, tensor<1x300x8xf32>, tensor<1x300x8xf32>, tensor<1x1x1x300xf32> -> tensor<1x6x8xf32>
+  func.return %o : tensor<1x6x8xf32>
+}

@@ -303,10 +303,11 @@ def test_error_names_the_pass(name: str):
 
 def test_twelve_heads_on_five_cores_split_only_what_five_divides():
     """hidden 768 = 12 heads x 64 on 5 cores: the QKV/output projections (768 columns) and the
-    head reshape cannot split; only the FFN (40 = 5 x 8) does. Every split divides by 5 and
-    the partitioned layer computes what the layer computes."""
+    attention (12 heads) cannot split; only the FFN (40 = 5 x 8) does. Every split divides by 5
+    and the partitioned layer computes what the layer computes."""
     text, inputs = zoo_graph("transformer_encoder_layer", hidden=768, heads=12, seq=8, ffn=40, batch=1)
-    assert "tensor<1x8x12x64xf32>" in text  # the head reshape is there
+    assert "graph.attention" in text  # the fused attention is there
+    assert "heads = 12" in text
     module = propagated(text, "tp", cores=5, target="server")
     found = splits(module)
     assert found, "the FFN (40 columns) divides by 5 and should be split"
