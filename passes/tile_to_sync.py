@@ -5,29 +5,37 @@
     tile.acc_read %acc[..] to %y[..] ...             tile.acc_read ... {sync.engine = "vector"}
     tile.copy %y[..] to %out[..] ...                 tile.copy ... {sync.engine = "dma1"}   store
 
-DMA ops (copy, transpose, gather) go to a queue by direction: reads from DRAM (loads) to dma0,
-writes to DRAM (stores) to dma1, so loads of the next tile never queue behind stores of the
-previous one; on-chip copies (sram/acc <-> sram) go to dma2 when the target has a third queue,
-else they share dma0 with the loads (they feed compute, as loads do). matmul runs on the matrix
-engine, every other compute op on the vector engine (`tile.ENGINE_OF`).
+DMA ops (copy, transpose, gather) of a kernel are spread over the target's DMA queues
+(`aitc.analysis.dma.spread_queues`): stores on dma1, every other one, the busiest first (its
+instructions' cycles times its trip count), on the least busy queue, except that a DRAM read
+that would queue behind one of the kernel's stores (after its first store, or in a loop that
+stores) stays off dma1. Outside a kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on
+a two-queue target). matmul runs on the matrix engine, every other compute op on the vector
+engine (`tile.ENGINE_OF`).
 
 Binding alone orders nothing across engines: `insert-semaphores` adds that.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from xdsl.context import Context
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from aitc.analysis.dma import dma_queue
+from aitc.analysis.dma import Transfer, dma_queue, spread_queues
+from aitc.analysis.tile_footprint import trip_count
 from aitc.dialects import sync, tile
 from aitc.module_target import module_target
+from aitc.passes.graph_to_tile.costs import dma_instruction_cycles, dma_transfers
 from aitc.passes.legality import check_all_bound, fail
 from aitc.target import Target
+from aitc.types import element_bytes
 
 
 def engine_for(op: tile.WindowOp, target: Target) -> str:
@@ -38,6 +46,60 @@ def engine_for(op: tile.WindowOp, target: Target) -> str:
         return kind
     source, destination = op.accesses()[0][0], op.accesses()[-1][0]
     return dma_queue(tile.space_of(source), tile.space_of(destination), target.dma.queues)
+
+
+def _is_dma(op: Operation) -> TypeGuard[tile.WindowOp]:
+    return isinstance(op, tile.COMPUTE_OPS) and tile.engine_class(op) == "dma"
+
+
+def _writes_dram(op: tile.WindowOp) -> bool:
+    return tile.space_of(op.accesses()[-1][0]) == "dram"
+
+
+def _parents(op: Operation, kernel: tile.KernelOp) -> list[Operation]:
+    """The ops around `op` inside `kernel` (its loops), innermost first."""
+    parents, parent = [], op.parent_op()
+    while parent is not None and parent is not kernel:
+        parents.append(parent)
+        parent = parent.parent_op()
+    return parents
+
+
+def _trips(op: Operation, kernel: tile.KernelOp) -> int:
+    """How many times `op` runs per run of `kernel` (its loops' trip counts)."""
+    loops = [parent for parent in _parents(op, kernel) if isinstance(parent, scf.ForOp)]
+    return math.prod(trip_count(loop) or 1 for loop in loops)
+
+
+def _busy_cycles(op: tile.WindowOp, target: Target) -> int:
+    """Cycles one run of DMA op `op` keeps its queue busy, as the cost model charges it."""
+    source, destination = op.accesses()[0][0], op.accesses()[-1][0]
+    spaces = (tile.space_of(source), tile.space_of(destination))
+    dram = "dram" in spaces
+    if isinstance(op, tile.GatherOp):
+        nbytes = op.box()[0] * op.box()[1] * element_bytes(tile.memref_of(destination).get_element_type())
+        return dma_instruction_cycles(target, nbytes, dram)
+    src_shape, dst_shape = (tile.memref_of(buffer).get_shape() for buffer in (source, destination))
+    element = element_bytes(tile.memref_of(destination).get_element_type())
+    count, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+    return count * dma_instruction_cycles(target, nbytes, dram)
+
+
+def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
+    """Binds the unbound DMA ops of `kernel` to queues (`spread_queues`, module docstring)."""
+    order = {op: index for index, op in enumerate(kernel.walk())}
+    dmas = [op for op in kernel.walk() if _is_dma(op) and sync.engine_of(op) is None]
+    first_store = min((order[op] for op in dmas if _writes_dram(op)), default=len(order))
+    storing = {parent for op in dmas if _writes_dram(op) for parent in _parents(op, kernel)}
+    transfers = []
+    for op in dmas:
+        reads_dram = tile.space_of(op.accesses()[0][0]) == "dram"
+        in_storing_loop = any(parent in storing for parent in _parents(op, kernel))
+        behind = reads_dram and (order[op] > first_store or in_storing_loop)
+        cycles = _trips(op, kernel) * _busy_cycles(op, target)
+        transfers.append(Transfer(cycles, _writes_dram(op), behind))
+    for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
+        sync.bind(op, queue)
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:
@@ -62,9 +124,10 @@ class ConvertTileToSyncPass(ModulePass):
       Tile-level functions (any stage after convert-graph-to-tile).
       The target: the module's `aitc.target`, else the `target` option (`aitc.module_target`).
     Output:
-      The same IR with `sync.engine` on every compute op: DMA loads on dma0, stores on dma1,
-      on-chip copies on dma2 (dma0 if the target has two queues), matmul on matrix, the other
-      compute ops on vector. Ops already bound keep their binding if it is valid.
+      The same IR with `sync.engine` on every compute op: a kernel's DMA ops spread over the DMA
+      queues (stores on dma1, the others by `spread_queues`), DMA ops outside kernels by
+      `dma_queue`, matmul on matrix, the other compute ops on vector. Ops already bound keep
+      their binding if it is valid.
     Invariants:
       Every tile compute op is bound (`check_all_bound`) to an engine that exists on the target
       and runs its op class; nothing else changes.
@@ -76,6 +139,9 @@ class ConvertTileToSyncPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op, self.target, self.name)
+        for kernel in op.walk():
+            if isinstance(kernel, tile.KernelOp):
+                bind_kernel_dmas(kernel, target)
         for nested in op.walk():
             if not isinstance(nested, tile.COMPUTE_OPS):
                 continue

@@ -1,10 +1,14 @@
 """How a DMA moves a window, and which queue runs it: the facts the cost model of
 `convert-graph-to-tile` predicts and the later stages implement.
 
-- Queue policy (`dma_queue`), applied by `convert-tile-to-sync`: loads (from DRAM) on dma0,
-  stores (to DRAM) on dma1, so loads of the next tile never queue behind stores of the previous
-  one; on-chip copies on dma2 when the target has a third queue, else on dma0 with the loads
-  (they feed compute, as loads do).
+- Queue policy (`spread_queues`), applied by `convert-tile-to-sync` to the DMA ops of each
+  kernel: stores (to DRAM) on dma1; every other DMA op (loads, on-chip copies, gathers), the
+  busiest first, on the queue with the fewest cycles so far, so loads use every queue the
+  target has (one queue moves 32 B/cycle, DRAM gives more). Queues run in order, so a DRAM read
+  that would queue behind a store of its kernel (placed after the kernel's first store, or in
+  a loop that stores) stays off the store queue: it would wait for that store, which waits for
+  the compute before it, and lose its prefetch. Outside a kernel (`dma_queue`): loads on dma0,
+  stores on dma1, on-chip copies on dma2 when the target has a third queue, else dma0.
 - Instruction shape (`transfer_dims`, `merge_dims`), applied by `convert-sync-to-hw`: a copy is
   a list of dims (count, src stride, dst stride) in bytes; inner dims contiguous on both sides
   fold into `row_bytes`, outer dims that nest exactly merge, the longest remaining dim (the
@@ -22,9 +26,41 @@ from dataclasses import dataclass
 LOAD_QUEUE, STORE_QUEUE, LOCAL_QUEUE = "dma0", "dma1", "dma2"
 
 
+@dataclass(frozen=True)
+class Transfer:
+    """One DMA op of a kernel, for `spread_queues`: its busy cycles over the whole kernel (every
+    instruction of every trip), whether it writes DRAM, and whether it is a DRAM read that
+    would queue behind one of the kernel's stores."""
+
+    cycles: int
+    store: bool = False
+    behind_store: bool = False
+
+
+def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
+    """The queue of each of a kernel's DMA ops (in program order; module docstring): stores on
+    dma1, the others largest first (ties in program order) on the least busy queue they may
+    use, a read behind a store not on dma1. One queue: everything on dma0."""
+    if queues < 2:
+        return [LOAD_QUEUE] * len(transfers)
+    busy = [0] * queues
+    chosen = [STORE_QUEUE if t.store else "" for t in transfers]
+    busy[1] = sum(t.cycles for t in transfers if t.store)
+    for index in sorted(range(len(transfers)), key=lambda i: (-transfers[i].cycles, i)):
+        transfer = transfers[index]
+        if transfer.store:
+            continue
+        allowed = [q for q in range(queues) if not (transfer.behind_store and q == 1)]
+        queue = min(allowed, key=lambda q: (busy[q], q))
+        busy[queue] += transfer.cycles
+        chosen[index] = f"dma{queue}"
+    return chosen
+
+
 def dma_queue(src_space: str, dst_space: str, queues: int) -> str:
-    """The queue of a DMA from memory space `src_space` to `dst_space` on a target with `queues`
-    DMA queues: stores dma1, loads dma0, on-chip copies dma2 (dma0 with two queues)."""
+    """The queue of a DMA outside a kernel from memory space `src_space` to `dst_space` on a
+    target with `queues` DMA queues: stores dma1, loads dma0, on-chip copies dma2 (dma0 with
+    two queues)."""
     if dst_space == "dram":
         return STORE_QUEUE
     if src_space == "dram":

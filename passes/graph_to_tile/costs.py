@@ -9,8 +9,10 @@ Per instruction the costs are the simulator's (`aitc/sim/timing.py`): a DMA inst
 latency + bytes / min(DMA, DRAM) bandwidth on its queue (a tile.copy becomes one instruction
 per point of the loops `convert-sync-to-hw` puts around it: `dma_transfers`), a matmul
 latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads run on
-DMA queue dma0, stores on dma1, on-chip copies on dma2 when the target has a third queue and
-on dma0 otherwise (`aitc.analysis.dma.dma_queue`, the policy of `convert-tile-to-sync`).
+DMA queue dma0 and stores on dma1; on-chip copies (im2col taps, staging) are spread over every
+queue (`spread`: they fill the least busy queues, as `aitc.analysis.dma.spread_queues` places
+them in `convert-tile-to-sync`, which also moves loads that no store precedes off dma0: the
+model leaves those on dma0, an upper bound).
 `Cost` adds them up per engine and follows the program to find the fill (`lead`: one instance
 of each load before the first compute op) and the drain (`tail`: one instance of each op after
 the last load). With `multi-buffer` pipelining the loops (buffer depth >= 2) the engines
@@ -19,8 +21,9 @@ overlap and the busiest one sets the pace:
     cycles = max(loads + drain, lead + matrix + drain after it, lead + vector + stores after it,
                  lead + stores, DRAM channel) + waits
 
-and at depth 1 every load waits for the compute before it (serial: loads + matrix + vector +
-the last store; loads into tiles of their own run ahead). `waits` are stalls the lowering
+and at depth 1 every load waits for the compute before it (serial: loads + on-chip copies
+split over the queues + matrix + vector + the last store; loads into tiles of their own run
+ahead). `waits` are stalls the lowering
 knows of (semaphore drains at loop exits, stores a block waits for, panel loads).
 """
 
@@ -135,7 +138,10 @@ def _transfers(
 class Cost:
     """Engine time and DRAM traffic of a kernel, accumulated op by op (module docstring).
 
-    `queues`: busy cycles per DMA queue; `lead`: one instance of each load before the first
+    `queues`: busy cycles per DMA queue of the loads and stores; `spread`: busy cycles of the
+    on-chip copies, which fill the least busy of the target's `spread_over` queues (at depth 1
+    they run between the loads and the compute, split over the queues); `lead`: one instance
+    of each load before the first
     compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
     after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
     matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
@@ -144,6 +150,8 @@ class Cost:
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
+    spread: float = 0
+    spread_over: int = 1
     dram_bytes: int = 0
     dram_cycles: int = 0
     matrix: int = 0
@@ -173,9 +181,13 @@ class Cost:
         depth 1 (they run ahead of it)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
-        queue = dma_queue(src, dst, target.dma.queues)
         count = times * ops
-        self.queues[queue] = self.queues.get(queue, 0) + count * once
+        if dram:
+            queue = dma_queue(src, dst, target.dma.queues)
+            self.queues[queue] = self.queues.get(queue, 0) + count * once
+        else:
+            self.spread += count * once
+            self.spread_over = max(1, target.dma.queues)
         self.ahead += count * once if ahead else 0
         self.transfers += count
         if dram:
@@ -223,13 +235,33 @@ class Cost:
     def stores(self) -> float:
         return self.queues.get("dma1", 0)
 
+    def filled(self, queues: int) -> dict[str, float]:
+        """Busy cycles per DMA queue once the on-chip copies (`spread`) have raised the least
+        busy of the `queues` queues to a common level."""
+        busy = {f"dma{q}": self.queues.get(f"dma{q}", 0.0) for q in range(max(queues, 1))}
+        busy.update(self.queues)
+        if not self.spread:
+            return busy
+        heights, left = sorted(busy.values()), self.spread
+        level = heights[0]
+        for lowest in range(1, len(heights) + 1):  # raise the `lowest` queues to the next one
+            ceiling = heights[lowest] if lowest < len(heights) else math.inf
+            if (ceiling - level) * lowest >= left:
+                level += left / lowest
+                break
+            left -= (ceiling - level) * lowest
+            level = ceiling
+        return {queue: max(b, level) for queue, b in busy.items()}
+
     def cycles(self, target: Target) -> int:
         drain = self.drain
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
-        feeding = max((busy for queue, busy in self.queues.items() if queue != "dma1"), default=0)
+        queues = self.filled(target.dma.queues)
+        feeding = max((busy for queue, busy in queues.items() if queue != "dma1"), default=0)
+        stores = queues.get("dma1", 0)
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
-            serial = self.loads - self.ahead + self.queues.get("dma2", 0) + compute
+            serial = self.loads - self.ahead + self.spread / self.spread_over + compute
             serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (serial + drain.get("store", 0), self.stores + self.lead, feeding + sum(drain.values()))
             return math.ceil(max(paces) + self.waits)
@@ -237,7 +269,7 @@ class Cost:
             feeding + sum(drain.values()),
             self.lead + self.matrix + after_matrix,
             self.lead + self.vector + drain.get("store", 0),
-            self.lead + self.stores,
+            self.lead + stores,
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
@@ -250,12 +282,12 @@ class Cost:
         matrix = self.matrix + matrix_to_come
         if self.depth < 2:
             compute = max(matrix, self.vector) if self.overlap else matrix + self.vector
-            return math.ceil(self.loads - self.ahead + self.queues.get("dma2", 0) + compute)
+            return math.ceil(self.loads - self.ahead + self.spread / self.spread_over + compute)
         return max(matrix, self.vector, self.dram_cycles)
 
     def work(self) -> int:
         """Busy time of all engines together (fewer, larger instructions win ties)."""
-        return round(sum(self.queues.values()) + self.matrix + self.vector)
+        return round(sum(self.queues.values()) + self.spread + self.matrix + self.vector)
 
 
 # --------------------------------------------------------------------------- row kernels

@@ -38,9 +38,10 @@ func.func @conv3x3_pad1(%x: tensor<1x3x6x6xf32>, %w: tensor<4x3x3x3xf32>) -> ten
 
 // -----
 
-// Stride 2 is a window offset: the stage [2, 10, 10] is viewed [2, 50, 2] (pairs of a plane) and
-// tap (i, j) starts at element 10*i + j, i.e. pair (10*i + j) // 2, phase j % 2; position p is
-// pair start + p (row pitch 10: 34 = 3*10 + 4 positions per channel).
+// Stride 2 is a window offset: on tiny the plan takes blocks of one output row (its taps run
+// on both DMA queues, so small blocks pay off), whose stage [2, 4, 10] is viewed [2, 20, 2]
+// (pairs of a plane); tap (i, j) starts at element 10*i + j, i.e. pair (10*i + j) // 2, phase
+// j % 2; position p is pair start + p (4 positions per channel).
 func.func @conv_stride2(%x: tensor<1x2x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
   %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<1x2x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x4x4xf32>
   func.return %y : tensor<1x4x4x4xf32>
@@ -48,11 +49,11 @@ func.func @conv_stride2(%x: tensor<1x2x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> ten
 // CHECK-LABEL: func.func @conv_stride2
 // CHECK-DAG:     [[C0:%.+]] = arith.constant 0 : index
 // CHECK-DAG:     [[C1:%.+]] = arith.constant 1 : index
-// CHECK:         [[STAGE:%.+]] = tile.alloc : memref<2x10x10xf32, "sram">
-// CHECK:         [[CELLS:%.+]] = tile.reshape [[STAGE]] : memref<2x10x10xf32, "sram"> -> memref<2x50x2xf32, "sram">
-// CHECK:         tile.copy [[CELLS]][[[C0]], [[C0]], [[C0]]] to {{.*}} sizes [2, 34, 1]
-// CHECK-NEXT:    tile.copy [[CELLS]][[[C0]], [[C0]], [[C1]]] to {{.*}} sizes [2, 34, 1]
-// CHECK-NEXT:    tile.copy [[CELLS]][[[C0]], [[C1]], [[C0]]] to {{.*}} sizes [2, 34, 1]
+// CHECK:         [[STAGE:%.+]] = tile.alloc : memref<2x4x10xf32, "sram">
+// CHECK:         [[CELLS:%.+]] = tile.reshape [[STAGE]] : memref<2x4x10xf32, "sram"> -> memref<2x20x2xf32, "sram">
+// CHECK:         tile.copy [[CELLS]][[[C0]], [[C0]], [[C0]]] to {{.*}} sizes [2, 4, 1]
+// CHECK-NEXT:    tile.copy [[CELLS]][[[C0]], [[C0]], [[C1]]] to {{.*}} sizes [2, 4, 1]
+// CHECK-NEXT:    tile.copy [[CELLS]][[[C0]], [[C1]], [[C0]]] to {{.*}} sizes [2, 4, 1]
 
 // -----
 
@@ -106,21 +107,25 @@ func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>, %b: tenso
 
 // Groups are an scf.for around everything; each loads its weight rows and bias column, and
 // the bias (broadcast col) and relu follow the contraction (no window is entirely in bounds
-// without padding, so there is no fill).
+// without padding, so there is no fill). On tiny the output rows come in a block of 2, whose
+// compact rows take the bias one row at a time, and a remainder row.
 func.func @grouped_bias_relu(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x3xf32> {
   %y = graph.conv %x, %w, %b {group = 2 : i64, activation = "relu"} : tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<1x6x3x3xf32>
   func.return %y : tensor<1x6x3x3xf32>
 }
 // CHECK-LABEL: func.func @grouped_bias_relu
-// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 3, 3, 2, 3>
+// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 2, 3, 2, 3>
 // CHECK-NOT:       tile.binary_imm
 // CHECK:           scf.for
 // CHECK-NEXT:        arith.muli
 // CHECK-NEXT:        tile.copy {{.*}} sizes [3, 18] : memref<6x18xf32, "dram">
 // CHECK-NEXT:        tile.copy {{.*}} sizes [3, 1] : memref<6x1xf32, "dram">
-// CHECK:             tile.binary {{.*}} sizes [3, 13] {op = "add", broadcast = "col"} : memref<3x13xf32, "acc">
-// CHECK-NEXT:        tile.unary {{.*}} sizes [3, 13] {op = "relu"}
-// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 3, 3] : memref<3x3x5xf32, "sram">, memref<6x3x3xf32, "dram">
+// CHECK:             tile.binary {{.*}} sizes [3, 3] {op = "add", broadcast = "col"} : memref<3x8xf32, "acc">
+// CHECK:             tile.unary {{.*}} sizes [3, 6] {op = "relu"}
+// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 2, 3] : memref<3x2x3xf32, "sram">, memref<6x3x3xf32, "dram">
+// CHECK:             tile.binary {{.*}} sizes [3, 3] {op = "add", broadcast = "col"} : memref<3x8xf32, "acc">
+// CHECK-NEXT:        tile.unary {{.*}} sizes [3, 3] {op = "relu"}
+// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 1, 3] : memref<3x2x3xf32, "sram">, memref<6x3x3xf32, "dram">
 // CHECK-NEXT:      }
 
 // -----
@@ -204,37 +209,39 @@ func.func @avg_pool_exclude_pad(%x: tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> 
 
 // Without padding every window counts kh*kw = 4: one tile.binary_imm div, no constant, no fill.
 // Stride 2 with a tap-major patch: every tap of all channels is ONE strided copy over whole
-// stage planes (flattened, [6*16, 1]), of which a block of 2 x 4 outputs uses 12 columns.
+// stage planes (flattened, [6*8, 1]); on tiny a block is one output row of 4 (the taps spread
+// over both DMA queues, small blocks pay off).
 func.func @avg_pool_uniform(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32> {
   %y = graph.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<2x3x8x8xf32> -> tensor<2x3x4x4xf32>
   func.return %y : tensor<2x3x4x4xf32>
 }
 // CHECK-LABEL: func.func @avg_pool_uniform
 // CHECK-NOT:     tile.const
-// CHECK:         tile.kernel "graph.avg_pool" {op = "graph.avg_pool", tiles = array<i64: 2, 4, 6>
+// CHECK:         tile.kernel "graph.avg_pool" {op = "graph.avg_pool", tiles = array<i64: 1, 4, 6>
 // CHECK-NOT:       {op = "cmp_eq"
-// CHECK-COUNT-4:   tile.copy {{.*}} sizes [96, 1] : memref<112x2xf32, "sram">, memref<384x1xf32, "sram">
-// CHECK-COUNT-3:   tile.binary {{.*}} sizes [6, 12] {op = "add"}
-// CHECK-NEXT:      tile.binary_imm {{.*}} sizes [6, 12] {op = "div", imm = 4.000000e+00 : f64}
+// CHECK-COUNT-4:   tile.copy {{.*}} sizes [48, 1] : memref<56x2xf32, "sram">, memref<192x1xf32, "sram">
+// CHECK-COUNT-3:   tile.binary {{.*}} sizes [6, 4] {op = "add"}
+// CHECK-NEXT:      tile.binary_imm {{.*}} sizes [6, 4] {op = "div", imm = 4.000000e+00 : f64}
 
 // -----
 
 // ceil_mode: the last window of each dim overhangs the input by one; the overhang is a -inf
-// strip (row 7 of every channel, column 7 of every row) filled before the loads. (The stage has
-// a spare third plane that the strided taps' garbage columns run into.)
+// strip (row 7 of every channel, column 7 of every row) filled before the loads. (On tiny one
+// channel per chunk: the stage has a spare second plane that the strided taps' garbage
+// columns run into.)
 func.func @max_pool_ceil(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
   %y = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, ceil_mode} : tensor<1x2x7x7xf32> -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
 // CHECK-LABEL: func.func @max_pool_ceil
-// CHECK:         tile.kernel "graph.max_pool" {op = "graph.max_pool", tiles = array<i64: 4, 4, 2>
+// CHECK:         tile.kernel "graph.max_pool" {op = "graph.max_pool", tiles = array<i64: 4, 4, 1>
 // CHECK-DAG:       [[C7:%.+]] = arith.constant 7 : index
 // CHECK-DAG:       [[C56:%.+]] = arith.constant 56 : index
-// CHECK:           [[PLANES:%.+]] = tile.reshape {{.*}} -> memref<3x64xf32, "sram">
-// CHECK:           [[LINES:%.+]] = tile.reshape {{.*}} -> memref<24x8xf32, "sram">
-// CHECK:           tile.binary_imm [[PLANES]][%{{.*}}, [[C56]]] {{.*}} sizes [2, 8] {op = "add", imm = 0xfff0000000000000 : f64}
-// CHECK:           tile.binary_imm [[LINES]][%{{.*}}, [[C7]]] {{.*}} sizes [16, 1] {op = "add", imm = 0xfff0000000000000 : f64}
-// CHECK:           tile.copy {{.*}} sizes [2, 7, 7] : memref<2x7x7xf32, "dram">, memref<3x8x8xf32, "sram">
+// CHECK:           [[PLANES:%.+]] = tile.reshape {{.*}} -> memref<2x64xf32, "sram">
+// CHECK:           [[LINES:%.+]] = tile.reshape {{.*}} -> memref<16x8xf32, "sram">
+// CHECK:           tile.binary_imm [[PLANES]][%{{.*}}, [[C56]]] {{.*}} sizes [1, 8] {op = "add", imm = 0xfff0000000000000 : f64}
+// CHECK:           tile.binary_imm [[LINES]][%{{.*}}, [[C7]]] {{.*}} sizes [8, 1] {op = "add", imm = 0xfff0000000000000 : f64}
+// CHECK:           tile.copy {{.*}} sizes [1, 7, 7] : memref<2x7x7xf32, "dram">, memref<2x8x8xf32, "sram">
 
 // -----
 

@@ -67,6 +67,47 @@ func.func @on_chip_copies() {
 // SERVER:         tile.copy %a{{.*}} {sync.engine = "dma2"}
 // SERVER-NEXT:    tile.copy %b{{.*}} {sync.engine = "dma2"}
 
+
+// -----
+
+// In a kernel the DMA ops spread over the queues (tiny: 10 + bytes/8 cycles each), the busiest
+// first: the stores take dma1 (8 x 42 + 42 = 378); the load in the loop that stores may not
+// (it would queue behind a store) and takes dma0 (336); the on-chip copy (336) joins it, the
+// less busy queue then; the 2 KiB prologue load (266) and the small one (42) go to dma1; the
+// load after the first store stays off dma1 too.
+func.func @spread(%x: memref<64x8xf32, "dram">, %w: memref<64x8xf32, "dram">, %out: memref<64x8xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %a = tile.alloc : memref<8x8xf32, "sram">
+  %b = tile.alloc : memref<64x8xf32, "sram">
+  %c = tile.alloc : memref<8x8xf32, "sram">
+  %y = tile.alloc : memref<8x8xf32, "sram">
+  tile.kernel "k" {
+    tile.copy %w[%c0, %c0] to %b[%c0, %c0] sizes [64, 8] : memref<64x8xf32, "dram">, memref<64x8xf32, "sram">
+    tile.copy %x[%c0, %c0] to %c[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+      tile.copy %c[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.binary %a[%c0, %c0], %y[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] {op = "add"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<64x8xf32, "dram">
+    }
+    tile.copy %b[%c0, %c0] to %out[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "sram">, memref<64x8xf32, "dram">
+    tile.copy %w[%c8, %c0] to %c[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @spread
+// CHECK:         tile.copy %w[%c0, %c0] to %b{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:    tile.copy %x[%c0, %c0] to %c{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:    scf.for
+// CHECK-NEXT:      tile.copy %x[%i, %c0] to %a{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %c[%c0, %c0] to %y{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.binary {{.*}} {op = "add", sync.engine = "vector"}
+// CHECK-NEXT:      tile.copy %y[%c0, %c0] to %out{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:    }
+// CHECK-NEXT:    tile.copy %b[%c0, %c0] to %out{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:    tile.copy %w[%c8, %c0] to %c{{.*}} {sync.engine = "dma0"}
 // -----
 
 // Transposes and gathers are DMAs too: by direction, like copies.

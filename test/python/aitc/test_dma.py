@@ -9,7 +9,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aitc.analysis.dma import Dim, merge_dims, transfer_dims
+from aitc.analysis.dma import Dim, Transfer, merge_dims, spread_queues, transfer_dims
 from aitc.passes.graph_to_tile.costs import contiguous_strides, dma_transfers
 
 
@@ -79,3 +79,27 @@ def test_instructions_move_exactly_the_window(case):
     assert _instruction_pairs(row_bytes, remaining) == _pairs(dims, 4)
     longest = max((d.count for d in remaining), default=1)
     assert not remaining or remaining[-1].count == longest
+
+
+def test_one_queue_takes_everything():
+    assert spread_queues([Transfer(5, store=True), Transfer(3)], 1) == ["dma0", "dma0"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 1000), st.booleans(), st.booleans()), max_size=12),
+    st.integers(2, 4),
+)
+def test_spread_keeps_stores_on_dma1_and_reads_behind_them_off_it(items, queues):
+    transfers = [Transfer(cycles, store, behind and not store) for cycles, store, behind in items]
+    chosen = spread_queues(transfers, queues)
+    assert chosen == spread_queues(transfers, queues)  # deterministic
+    busy = dict.fromkeys((f"dma{q}" for q in range(queues)), 0)
+    for transfer, queue in zip(transfers, chosen, strict=True):
+        busy[queue] += transfer.cycles
+        assert int(queue[3:]) < queues
+        assert (queue == "dma1") if transfer.store else not (transfer.behind_store and queue == "dma1")
+    free = [t.cycles for t in transfers if not t.store and not t.behind_store]
+    if free and queues == 2 and not any(t.behind_store for t in transfers):
+        # greedy, largest first: no queue ends more than one transfer above the other
+        assert abs(busy["dma0"] - busy["dma1"]) <= max(max(free), sum(t.cycles for t in transfers if t.store))
