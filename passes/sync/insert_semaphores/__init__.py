@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -53,6 +53,8 @@ from aitc.module_target import module_target
 from aitc.passes.legality import check_all_bound
 from aitc.passes.sync.insert_semaphores.candidates import Level
 from aitc.passes.sync.insert_semaphores.dependences import Dependences, Edge, Program
+from aitc.passes.tile_to_sync import engine_for
+from aitc.target import Target
 
 # --------------------------------------------------------------------------- pruning
 
@@ -243,6 +245,41 @@ def insert_semaphores(function: func.FuncOp, limit: int, target: str) -> None:
         inserter.insert(edge, ids[edge])
 
 
+UNSPREAD_ATTR = "sync.dma_queues"
+"""On a function whose DMA ops went back to the load and store queues (`synchronize`)."""
+
+
+def synchronize(function: func.FuncOp, target: Target) -> None:
+    """`insert_semaphores`; when the DMA ops spread over the queues (convert-tile-to-sync) need
+    more semaphores than the target has (every queue a compute engine waits for is another
+    engine pair), the function's DMA ops go back to the load and store queues
+    (`tile_to_sync.engine_for`) and it is synchronised again; the function records why."""
+    try:
+        insert_semaphores(function, target.semaphores, target.name)
+        return
+    except PassFailedException:
+        moved = _unspread(function, target)
+        if not moved:
+            raise
+    insert_semaphores(function, target.semaphores, target.name)
+    function.attributes[UNSPREAD_ATTR] = StringAttr(
+        f"load/store queues: spreading {moved} DMA op(s) over the queues needed more than the "
+        f"{target.semaphores} semaphores of target '{target.name}'"
+    )
+
+
+def _unspread(function: func.FuncOp, target: Target) -> int:
+    """Rebinds the DMA ops of `function` that are not on their load/store queue; how many."""
+    moved = 0
+    for op in function.walk():
+        if isinstance(op, tile.COMPUTE_OPS) and tile.engine_class(op) == "dma":
+            home = engine_for(op, target)
+            if sync.engine_of(op) != home:
+                sync.bind(op, home)
+                moved += 1
+    return moved
+
+
 @dataclass(frozen=True)
 class InsertSemaphoresPass(ModulePass):
     """Inserts exactly the sync.signal / sync.wait that cross-engine data dependences need.
@@ -259,7 +296,9 @@ class InsertSemaphoresPass(ModulePass):
     Invariants:
       Executing the result honours every dependence (the sync interpreter reports no race);
       same-engine pairs get nothing; every semaphore returns to 0 at the end; semaphore numbers
-      are < target.semaphores, else the pass fails naming the kernel.
+      are < target.semaphores: if a function's DMA ops spread over the queues need more, they
+      go back to the load and store queues (recorded as `sync.dma_queues` on the function),
+      and if it still needs more, the pass fails naming the kernel.
     """
 
     name = "insert-semaphores"
@@ -271,4 +310,4 @@ class InsertSemaphoresPass(ModulePass):
         check_all_bound(op, self.name)
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:
-                insert_semaphores(function, target.semaphores, target.name)
+                synchronize(function, target)

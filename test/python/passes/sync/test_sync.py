@@ -342,3 +342,43 @@ def test_first_distance_finds_the_closest_conflicting_iterations():
     assert first_distance(slots, slots, 0) == 0
     rows = [_intervals((16 * t, 16 * t + 16)) for t in range(4)]  # row t: never again
     assert first_distance(rows, rows, 1) is None
+
+
+def test_dma_ops_go_back_to_the_load_and_store_queues_when_spreading_needs_too_many_semaphores(monkeypatch):
+    """cnn_bn_pool split over tiny's 2 cores: one phase's convolution, its DMA ops spread over
+    both queues, needs more than tiny's 16 semaphores; insert-semaphores moves that function's
+    DMA ops back to the load/store queues, records why, and the program still computes the
+    model."""
+    from aitc.compiler import CompileOptions, compile_module
+    from aitc.passes.sync import insert_semaphores as pass_module
+    from aitc.reference import assert_close, onnxruntime_session
+    from aitc.sim import Simulator
+    from aitc.testing import model_zoo
+
+    moved: list[int] = []
+    unspread = pass_module._unspread
+
+    def observed(function, target):
+        moved.append(unspread(function, target))
+        return moved[-1]
+
+    monkeypatch.setattr(pass_module, "_unspread", observed)
+    recorded = []
+    synchronize = pass_module.synchronize
+
+    def recording(function, target):
+        synchronize(function, target)
+        recorded.append(function.attributes.get(pass_module.UNSPREAD_ATTR))
+
+    monkeypatch.setattr(pass_module, "synchronize", recording)
+    model, inputs = model_zoo.cnn_bn_pool()  # a batch of 2
+    shapes = {k: list(v.shape) for k, v in inputs.items()}
+    result = compile_module(model, CompileOptions(target="tiny", cores=2, input_shapes=shapes, shard="tp"))
+    assert moved
+    assert all(count > 0 for count in moved)
+    notes = [str(note) for note in recorded if note is not None]
+    assert notes
+    assert all("needed more than the 16 semaphores of target 'tiny'" in note for note in notes)
+    want = onnxruntime_session(model).run(None, inputs)
+    expected = {o.name: np.asarray(v) for o, v in zip(model.graph.output, want, strict=True)}
+    assert_close(Simulator(result.module, "tiny").run(inputs).outputs, expected, tolerance=1e-5)
