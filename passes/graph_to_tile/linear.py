@@ -119,12 +119,13 @@ def matmul_unsupported(op: Operation) -> str | None:
 
 @dataclass
 class _Views:
-    """The DRAM operands as 2-D views."""
+    """The DRAM operands as 2-D views (`residual`: added to the result, `out`'s shape)."""
 
     lhs: SSAValue
     rhs: SSAValue
     out: SSAValue
     bias: SSAValue | None
+    residual: SSAValue | None = None
 
 
 class _MatmulEmitter:
@@ -234,6 +235,11 @@ class _MatmulEmitter:
     def step(self, kind: str, at: tuple, k0: Index, ks: int, load: bool = True) -> None:
         if load:
             self.load(kind, at, k0, ks)
+        if kind in ("first", "only") and self.views.residual is not None:
+            # the block's residual, after the first step's tiles (they are needed first)
+            m0, msz, n0, nsz = at
+            window = Win(self.views.residual, (self.kb.add(self.orow, m0), n0))
+            self.kb.copy(window, Win.at(self.bufs["r"]), [msz, nsz])
         a0 = k0 if self.plan.keep == "lhs" else 0
         b0 = k0 if self.plan.keep == "rhs" else 0
         self.groups(at[3], lambda j0, group: self.group(kind, at, (a0, b0, ks), j0, group))
@@ -273,7 +279,7 @@ class _MatmulEmitter:
             kb.binary("add", acc, c, c, sizes)
         if kind == "last":
             apply_activation(kb, self.activation, c, self._temp(), sizes)
-            kb.copy(c, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+            self.store(c, (m0, n0, j0), sizes)
 
     def epilogue(self, at: tuple, acc: Win, j0: Index, group: tuple[int, int]) -> None:
         """The whole product is in ACC: activation (or bias + activation) into y, then store."""
@@ -286,30 +292,75 @@ class _MatmulEmitter:
         else:
             kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), y, sizes, "row")
             apply_activation(kb, self.activation, y, self._temp(), sizes)
-        kb.copy(y, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
+        self.store(y, (m0, n0, j0), sizes)
+
+    def store(self, tile_: Win, at: tuple[Index, Index, Index], sizes: list[int]) -> None:
+        """Output tile `tile_` of column group j0 of block (m0, n0) (+ its part of the block's
+        residual) to DRAM."""
+        kb, (m0, n0, j0) = self.kb, at
+        if self.views.residual is not None:
+            kb.binary("add", tile_, Win(self.bufs["r"], (0, j0)), tile_, sizes)
+        kb.copy(tile_, Win(self.views.out, (kb.add(self.orow, m0), kb.add(n0, j0))), sizes)
 
     def _temp(self) -> Win | None:
         return Win.at(self.bufs["temp0"]) if "temp0" in self.bufs else None
 
 
-def _problem(op: graph.MatMulOp, g: MatmulGeometry) -> MatmulProblem:
+def _problem(op: graph.MatMulOp, g: MatmulGeometry, residual: bool) -> MatmulProblem:
     activation = op.activation.data if op.activation else None
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
+    batches = math.prod(g.batch)
     if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
-        return MatmulProblem(math.prod(g.batch), g.m, g.k, g.n, False, temps, (activation or "acc_read",))
+        epilogue = (activation or "acc_read",)
+        return MatmulProblem(batches, g.m, g.k, g.n, False, temps, epilogue, residual)
     epilogue = ("add", *activation_ops(activation))
-    return MatmulProblem(math.prod(g.batch), g.m, g.k, g.n, True, temps, epilogue)
+    return MatmulProblem(batches, g.m, g.k, g.n, True, temps, epilogue, residual)
 
 
-def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry) -> _Views:
+def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, add: graph.AddOp | None) -> _Views:
     lhs = ctx.value_view(op.lhs, [math.prod(g.lhs_batch) * g.m, g.k])
     rhs = ctx.value_view(op.rhs, [math.prod(g.rhs_batch) * g.k, g.n])
-    out = ctx.value_view(op.output, [math.prod(g.batch) * g.m, g.n])
+    rows = [math.prod(g.batch) * g.m, g.n]
     bias = ctx.value_view(op.bias, [1, g.n]) if op.bias is not None else None
-    return _Views(lhs, rhs, out, bias)
+    if add is None:
+        return _Views(lhs, rhs, ctx.value_view(op.output, rows), bias)
+    residual = add.rhs if add.lhs is op.output else add.lhs
+    return _Views(lhs, rhs, ctx.value_view(add.output, rows), bias, ctx.value_view(residual, rows))
 
 
-def _reason(plan: MatmulPlan) -> str:
+def residual_add(matmul: Operation, add: Operation) -> bool:
+    """Whether `add` adds a residual to `matmul`'s result that the matmul kernel can fuse: the
+    add is the result's only use, the other operand has the result's shape (no broadcast), the
+    matmul has no activation (it would come before the add), and all are f32."""
+    if not isinstance(matmul, graph.MatMulOp) or not isinstance(add, graph.AddOp) or matmul.activation:
+        return False
+    value = matmul.output
+    if not value.has_one_use() or value not in (add.lhs, add.rhs) or add.lhs is add.rhs:
+        return False
+    other = add.rhs if add.lhs is value else add.lhs
+    same = tensor_shape(other) == tensor_shape(value) == tensor_shape(add.output)
+    return same and {str(tensor_element(v)) for v in (value, other, add.output)} == {"f32"}
+
+
+def fuse_residuals(units: list[list[Operation]]) -> list[list[Operation]]:
+    """Lowering units with each matmul whose result a residual add consumes (`residual_add`)
+    merged with that add into one unit, placed at the add (after the residual is computed)."""
+    matmul_unit = {unit[0]: index for index, unit in enumerate(units) if len(unit) == 1}
+    merged: list[list[Operation] | None] = list(units)
+    for index, unit in enumerate(units):
+        if len(unit) != 1 or not isinstance(unit[0], graph.AddOp):
+            continue
+        add = unit[0]
+        for operand in (add.lhs, add.rhs):
+            producer = operand.owner
+            if isinstance(producer, Operation) and producer in matmul_unit and residual_add(producer, add):
+                merged[matmul_unit[producer]] = None
+                merged[index] = [producer, add]
+                break
+    return [unit for unit in merged if unit]
+
+
+def _reason(plan: MatmulPlan, residual: bool = False) -> str:
     keep = {"lhs": "keeps the lhs row panel in SRAM", "rhs": "keeps the rhs column panel in SRAM"}
     where = "in SRAM (vector adds)" if plan.mode == "sram" else "in ACC"
     model = (
@@ -321,14 +372,22 @@ def _reason(plan: MatmulPlan) -> str:
         f"fewest est. cycles, then DMA bytes, of {plan.candidates} tilings (tn <= matrix cols, tk a "
         f"multiple of matrix rows or K); blocks of {plan.tm} x {plan.bn} summed {where} over K steps "
         f"of {plan.tk}; {keep.get(plan.keep, 'streams K tiles')}; loop order {plan.order}; {model}"
+        + (
+            "; the residual add is fused: each block loads its residual window, each tile adds its part"
+            if residual
+            else ""
+        )
     )
 
 
 def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
+    """One matmul, or a matmul and the residual add fused into it (`fuse_residuals`)."""
+    op, *rest = ops
     assert isinstance(op, graph.MatMulOp)
+    add = rest[0] if rest else None
+    assert add is None or isinstance(add, graph.AddOp)
     g = MatmulGeometry.of(op)
-    problem = _problem(op, g)
+    problem = _problem(op, g, add is not None)
     plan = plan_matmul(problem, ctx.budget)
     if plan is None:
         sram, acc = matmul_minimum(problem, ctx.budget)
@@ -341,7 +400,7 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             ctx.budget,
         )
     kb = ctx.kernel(ops)
-    emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g))
+    emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g, add))
     emitter.run(op.activation.data if op.activation else None)
     block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}
-    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan), block))
+    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan, add is not None), block))

@@ -77,6 +77,8 @@ def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, ki
     for op in _flush_ops(p, kind):
         cost.add_vector(vector_cycles(target, op, msz, gsz), times)
     if kind in ("only", "epilogue", "last"):
+        if p.residual:  # the tile's part of the block's residual
+            cost.add_vector(vector_cycles(target, "add", msz, gsz), times)
         cost.add_dma(target, F32 * msz * gsz, "sram", "dram", times)
 
 
@@ -95,6 +97,8 @@ def _charge_block(
     for kind, ks, kc in steps:
         if kind != "last" or not hoisted:
             _step_loads(cost, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
+        if kind in ("first", "only") and p.residual:  # the block's residual, after those tiles
+            cost.add_dma(target, F32 * msz * nsz, "dram", "sram", times)
         step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)

@@ -15,9 +15,12 @@ from aitc.passes.graph_to_tile.costs import F32, Budget, split
 
 @dataclass(frozen=True)
 class MatmulProblem:
-    """C[batches x m x n] = A[m x k] @ B[k x n] (+ bias row) per batch, f32; `temps` extra
-    tm x tn SRAM tiles the epilogue needs (a composite activation after a bias), `epilogue` the
-    vector ops it runs per output tile (acc_read, or the bias add and the activation's ops)."""
+    """C[batches x m x n] = A[m x k] @ B[k x n] (+ bias row) (+ residual) per batch, f32; `temps`
+    extra tm x tn SRAM tiles the epilogue needs (a composite activation after a bias), `epilogue`
+    the vector ops it runs per output tile (acc_read, or the bias add and the activation's ops);
+    `residual`: a tensor of C's shape is added to each output tile before it is stored (a
+    residual connection fused into the matmul: each block loads its window of it when it starts,
+    each output tile adds its part with one vector op)."""
 
     batches: int
     m: int
@@ -26,6 +29,7 @@ class MatmulProblem:
     bias: bool = False
     temps: int = 0
     epilogue: tuple[str, ...] = ("acc_read",)
+    residual: bool = False
 
     @property
     def activation(self) -> tuple[str, ...]:
@@ -165,6 +169,8 @@ def matmul_buffers(
         else:
             buffers["acc"] = ((tm, bn), "acc")
         buffers.update((slot_role("y", s), ((tm, tn), "sram")) for s in range(slots))
+    if p.residual:  # the block's residual, loaded when the block starts
+        buffers["r"] = ((tm, bn), "sram")
     if p.bias:
         buffers["bias"] = ((1, p.n), "sram")
     if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles

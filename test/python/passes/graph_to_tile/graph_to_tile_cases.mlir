@@ -204,3 +204,18 @@ func.func @attention_long(%q: tensor<1x6x8xf32>, %k: tensor<1x300x8xf32>, %v: te
   %o = graph.attention %q, %k, %v, %m {heads = 1 : i64, scale = 0.25 : f64} : tensor<1x6x8xf32>, tensor<1x300x8xf32>, tensor<1x300x8xf32>, tensor<1x1x1x300xf32> -> tensor<1x6x8xf32>
   func.return %o : tensor<1x6x8xf32>
 }
+
+// -----
+
+// Residual connections: a batched matmul with a bias whose only use adds a same-shape tensor
+// fuses the add into its kernel; a residual that broadcasts (a row) stays its own kernel, as
+// does the add of a matmul that has another use.
+func.func @matmul_residual(%a: tensor<2x12x40xf32>, %b: tensor<40x24xf32>, %c: tensor<24xf32>, %r: tensor<2x12x24xf32>, %row: tensor<24xf32>) -> (tensor<2x12x24xf32>, tensor<2x12x24xf32>, tensor<2x12x24xf32>) {
+  %y = graph.matmul %a, %b, %c : tensor<2x12x40xf32>, tensor<40x24xf32>, tensor<24xf32> -> tensor<2x12x24xf32>
+  %z = graph.add %r, %y : tensor<2x12x24xf32>, tensor<2x12x24xf32> -> tensor<2x12x24xf32>
+  %y2 = graph.matmul %a, %b : tensor<2x12x40xf32>, tensor<40x24xf32> -> tensor<2x12x24xf32>
+  %z2 = graph.add %y2, %row : tensor<2x12x24xf32>, tensor<24xf32> -> tensor<2x12x24xf32>
+  %y3 = graph.matmul %a, %b : tensor<2x12x40xf32>, tensor<40x24xf32> -> tensor<2x12x24xf32>
+  %z3 = graph.add %y3, %y3 : tensor<2x12x24xf32>, tensor<2x12x24xf32> -> tensor<2x12x24xf32>
+  func.return %z, %z2, %z3 : tensor<2x12x24xf32>, tensor<2x12x24xf32>, tensor<2x12x24xf32>
+}

@@ -447,7 +447,8 @@ def _forced_plans(draw):
     mode = draw(st.sampled_from(["acc", "sram"])) if tk < k else "acc"
     keep, order = draw(st.sampled_from([("none", "m"), ("lhs", "m"), ("rhs", "n")]))
     bias, activation = draw(st.booleans()), draw(st.sampled_from([None, "relu", "gelu_tanh", "relu6"]))
-    return target, budget, (m, k, n, batch, bias, activation), (tm, tk, tn, order, bn, mode, keep)
+    residual = activation is None and draw(st.booleans())  # a residual add fused into the kernel
+    return target, budget, (m, k, n, batch, bias, activation, residual), (tm, tk, tn, order, bn, mode, keep)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -458,7 +459,7 @@ def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     from aitc.passes.graph_to_tile import linear as graph_to_tile_linear
     from aitc.passes.graph_to_tile.matmul_costs import estimate_matmul
 
-    target, budget, (m, k, n, batch, bias, activation), plan_args = case
+    target, budget, (m, k, n, batch, bias, activation, residual), plan_args = case
     chosen = []
 
     def forced(problem, _budget):
@@ -469,9 +470,13 @@ def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     operands = "%a, %b" + (", %c" if bias else "")
     types = f"tensor<{b}{m}x{k}xf32>, tensor<{b}{k}x{n}xf32>" + (f", tensor<{n}xf32>" if bias else "")
     attrs = f' {{activation = "{activation}"}}' if activation else ""
-    body = f"  %y = graph.matmul {operands}{attrs} : {types} -> tensor<{b}{m}x{n}xf32>\n"
-    body += f"  func.return %y : tensor<{b}{m}x{n}xf32>"
-    args = f"%a: tensor<{b}{m}x{k}xf32>, %b: tensor<{b}{k}x{n}xf32>, %c: tensor<{n}xf32>"
+    out = f"tensor<{b}{m}x{n}xf32>"
+    body = f"  %y = graph.matmul {operands}{attrs} : {types} -> {out}\n"
+    if residual:  # the residual on the left: the add's operand order does not matter
+        body += f"  %z = graph.add %r, %y : {out}, {out} -> {out}\n  func.return %z : {out}"
+    else:
+        body += f"  func.return %y : {out}"
+    args = f"%a: tensor<{b}{m}x{k}xf32>, %b: tensor<{b}{k}x{n}xf32>, %c: tensor<{n}xf32>, %r: {out}"
     module = parse_mlir(_func("main", args, f"tensor<{b}{m}x{n}xf32>", body))
     inputs = random_inputs(entry_function(module), seed=1)
     expected = run_module(module, inputs)
@@ -484,6 +489,7 @@ def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     module.verify()
     assert_same(expected, run_module(module, inputs))
     (kernel,) = kernels(module)
+    assert text_attr(kernel, "op") == ("graph.matmul,graph.add" if residual else "graph.matmul")
     (plan,) = chosen
     rotated = module.clone()  # and multi-buffer rotates its tiles, peels and blocks rightly
     MultiBufferPass(depth=budget.depth + 1, target=target).apply(make_context(), rotated)

@@ -1,0 +1,254 @@
+"""Per-core efficiency on real models: how close each model and each of its kernels comes to the
+roofline of the target, and what limits it.
+
+    python benchmarks/bench_efficiency.py [--target edge] [--models matmul1024 minilm resnet50]
+                                          [--cores 1 4] [--kernels 12]
+
+Per model and core count (compiled with `compile_module`, simulated once with a trace):
+
+- cycles, and the roofline bound: max(MACs / peak MACs per cycle of the cores used, minimal
+  DRAM bytes / DRAM bytes per cycle), minimal bytes = inputs + weights + outputs once;
+- efficiency = bound / cycles, and matrix utilisation (the simulator's);
+- exposed DMA: the share of the cycles in which a DMA queue of core 0 is busy while neither its
+  matrix nor its vector engine is (the DMA nothing hides);
+- the limit: the engine of core 0 busiest over the run, with its busy share.
+
+Per kernel (one core, the `--kernels` longest by time alone, i.e. after the kernels before it
+ended): its time alone, the compiler's estimate and their ratio, its bound (its MACs at peak,
+or its vector work at one group per cycle, or its DRAM bytes, the largest), efficiency, exposed
+DMA within its span and its limit (busiest engine within its span). Kernels may overlap, so
+the times alone add up to the program's cycles.
+
+MiniLM-L6 is `model_zoo.encoder(layers=6, hidden=384, heads=12, ffn=1536, seq=128)`, ResNet-50
+`model_zoo.resnet50()`, both with random weights; matmul1024 is one 1024^3 product with
+constant weights. Prints tables; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import scf
+
+from aitc.compiler import CompileOptions, compile_module
+from aitc.diagnostics import AitcError
+from aitc.dialects.tile import KernelOp, MatmulOp
+from aitc.report import format_table
+from aitc.sim import Simulator
+from aitc.target import Target, load_target
+from aitc.testing import model_zoo
+
+COMPUTE = ("matrix", "vector")
+
+
+def matmul_model(size: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((size, size)).astype(np.float32) / size**0.5, "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+        "matmul",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size, size])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, {"x": rng.standard_normal((size, size)).astype(np.float32)}
+
+
+MODELS = {
+    "matmul1024": lambda: matmul_model(1024),
+    "minilm": lambda: model_zoo.encoder(layers=6, hidden=384, heads=12, ffn=1536, seq=128),
+    "resnet50": model_zoo.resnet50,
+}
+
+
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(intervals: list[tuple[int, int]], lo: int = 0, hi: int = 1 << 62) -> int:
+    return sum(max(0, min(end, hi) - max(start, lo)) for start, end in intervals)
+
+
+def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+class Timeline:
+    """Busy intervals per engine of core 0 (instructions, not semaphore waits), per kernel."""
+
+    def __init__(self, trace: dict):
+        names = {}
+        for event in trace["traceEvents"]:
+            if event.get("ph") == "M" and event.get("name") == "thread_name" and event["pid"] == 0:
+                names[event["tid"]] = event["args"]["name"]
+        self.busy: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.kernel_busy: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        for event in trace["traceEvents"]:
+            if event.get("ph") != "X" or event["pid"] != 0 or event["name"].startswith(("sem_", "barrier")):
+                continue
+            engine = names.get(event["tid"], str(event["tid"]))
+            span = (event["ts"], event["ts"] + event["dur"])
+            self.busy[engine].append(span)
+            self.kernel_busy[event["args"].get("node", "?")][engine].append(span)
+        self.busy = {engine: _union(spans) for engine, spans in self.busy.items()}
+
+    def exposed_dma(self, lo: int, hi: int) -> int:
+        """Cycles in [lo, hi) with a DMA queue busy and no compute engine busy."""
+        dma = _union([s for engine, spans in self.busy.items() if engine.startswith("dma") for s in spans])
+        compute = _union([s for engine in COMPUTE for s in self.busy.get(engine, [])])
+        return _length(dma, lo, hi) - _length(_intersection(dma, compute), lo, hi)
+
+    def limit(self, lo: int, hi: int) -> tuple[str, float]:
+        """The busiest engine over [lo, hi) and its busy share."""
+        shares = {engine: _length(spans, lo, hi) / max(hi - lo, 1) for engine, spans in self.busy.items()}
+        engine = max(shares, key=lambda e: (shares[e], e))
+        return engine, shares[engine]
+
+
+def _minimal_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], outputs) -> int:
+    weights = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    return weights + sum(v.nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
+
+
+def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[list[object]]:
+    spans = {}
+    for node, engines in timeline.kernel_busy.items():
+        spans[node] = (
+            min(s for e in engines.values() for s, _ in e),
+            max(t for e in engines.values() for _, t in e),
+        )
+    rows, previous = [], 0
+    for kernel in tiled.module.walk():
+        if not isinstance(kernel, KernelOp) or kernel.sym is None or kernel.sym.data not in spans:
+            continue
+        name, attrs = kernel.sym.data, kernel.attributes
+        first, last = spans[name]
+        alone, previous = max(last - max(first, previous), 1), max(previous, last)
+        dram = int(attrs["dma_bytes"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
+        est = int(attrs["est_cycles"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
+        bound = max(_kernel_macs(kernel) / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
+        engine, share = timeline.limit(last - alone, last)
+        exposed = timeline.exposed_dma(last - alone, last)
+        rows.append([
+            name[-34:], str(attrs["op"].data)[:18], alone, est, f"{est / alone:.2f}", f"{bound:.0f}",  # pyright: ignore
+            f"{bound / alone:.2f}", f"{exposed / alone:.0%}", f"{engine} {share:.0%}",
+        ])  # fmt: skip
+    return sorted(rows, key=lambda row: -int(row[2]))[:count]
+
+
+def _kernel_macs(kernel: KernelOp) -> int:
+    """Multiply-accumulates of a kernel's tile.matmul ops, times their trip counts."""
+    macs = 0
+    for op in kernel.walk():
+        if isinstance(op, MatmulOp):
+            m, k, n = op.box()
+            macs += m * k * n * _trips(op)
+    return macs
+
+
+def _trips(op) -> int:
+    count, parent = 1, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.ForOp):
+            lb, ub, step = (v.owner.value.value.data for v in (parent.lb, parent.ub, parent.step))
+            count *= -(-(ub - lb) // step)
+        parent = parent.parent_op()
+    return count
+
+
+def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[object], list[list[object]]]:
+    model, inputs = MODELS[name]()
+    shapes = {k: list(v.shape) for k, v in inputs.items()}
+    target = load_target(target_name)
+    options = CompileOptions(target=target_name, cores=cores, input_shapes=shapes)
+    start = time.perf_counter()
+    try:
+        result = compile_module(model, options)
+    except AitcError as error:
+        return [
+            name,
+            cores,
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            f"fails: {str(error).splitlines()[0][:60]}",
+        ], []
+    seconds = time.perf_counter() - start
+    run = Simulator(result.module, target).run(inputs, trace=True)
+    stats, timeline = run.stats, Timeline(run.trace)  # pyright: ignore[reportArgumentType]
+    used = len({e.core for e in stats.engines if e.instructions})
+    compute = stats.macs / (target.matrix.macs_per_cycle * used)
+    bound = max(compute, _minimal_bytes(model, inputs, run.outputs) / target.dram.bytes_per_cycle)
+    engine, share = timeline.limit(0, stats.cycles)
+    exposed = timeline.exposed_dma(0, stats.cycles)
+    row = [
+        name, used, f"{seconds:.1f}", stats.cycles, f"{bound:.0f}", f"{bound / stats.cycles:.3f}",
+        f"{stats.utilisation():.1%}", f"{exposed / stats.cycles:.1%}", f"{engine} {share:.0%}", "",
+    ]  # fmt: skip
+    rows: list[list[object]] = []
+    if kernels and cores == 1:
+        tiled = compile_module(
+            model, CompileOptions(target=target_name, cores=1, input_shapes=shapes, emit="tile")
+        )
+        rows = [[name, *r] for r in _kernel_rows(tiled, timeline, target, kernels)]
+    return row, rows
+
+
+HEADERS = [
+    "model", "cores", "compile s", "cycles", "roofline", "efficiency", "matrix util", "exposed DMA",
+    "limit (core 0)", "note",
+]  # fmt: skip
+KERNEL_HEADERS = [
+    "model", "kernel", "op", "alone", "est", "est/alone", "bound", "efficiency", "exposed DMA", "limit",
+]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--target", default="edge")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--cores", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--kernels", type=int, default=8, help="kernel rows per model (one core)")
+    args = parser.parse_args()
+    rows, kernel_rows = [], []
+    for name in args.models:
+        for cores in args.cores:
+            row, kernels = bench(name, args.target, cores, args.kernels)
+            rows.append(row)
+            kernel_rows += kernels
+    print(f"efficiency on target '{args.target}' (roofline = max(MACs at peak, minimal DRAM bytes))\n")
+    print(format_table(HEADERS, rows))
+    if kernel_rows:
+        print("\nlongest kernels (one core; alone: cycles after the kernels before it ended)\n")
+        print(format_table(KERNEL_HEADERS, kernel_rows))
+
+
+if __name__ == "__main__":
+    main()
