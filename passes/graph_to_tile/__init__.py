@@ -130,7 +130,7 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
 
 
 def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -> None:
-    for unit in fuse_residuals(fuse_elementwise(ops, is_fusable)):
+    for unit in fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget):
         try:
             # a chain is lowered by its last op's lowering, a matmul with its residual add by the matmul's
             LOWERINGS[type(unit[0] if isinstance(unit[0], graph.MatMulOp) else unit[-1])].lower(ctx, unit)

@@ -50,7 +50,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
-from aitc.passes.graph_to_tile.costs import F32, dma_instruction_cycles
+from aitc.passes.graph_to_tile.costs import F32, Budget, dma_instruction_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
@@ -342,9 +342,29 @@ def residual_add(matmul: Operation, add: Operation) -> bool:
     return same and {str(tensor_element(v)) for v in (value, other, add.output)} == {"f32"}
 
 
-def fuse_residuals(units: list[list[Operation]]) -> list[list[Operation]]:
+def fusion_estimates(matmul: graph.MatMulOp, budget: Budget) -> tuple[int, int] | None:
+    """(cycles of the matmul with its residual add fused, cycles of the matmul alone plus the
+    add's own kernel, which reads two tensors of the result's size on its load queue), or None
+    when a plan does not fit."""
+    g = MatmulGeometry.of(matmul)
+    fused, alone = (plan_matmul(_problem(matmul, g, residual), budget) for residual in (True, False))
+    if fused is None or alone is None:
+        return None
+    nbytes = F32 * math.prod(g.batch) * g.m * g.n
+    return fused.cycles, alone.cycles + 2 * dma_instruction_cycles(budget.target, nbytes)
+
+
+def fusion_pays(matmul: graph.MatMulOp, budget: Budget) -> bool:
+    """Whether the cost model expects the fused kernel to take no more cycles than the two
+    (`fusion_estimates`): a DMA-bound matmul gets slower by the residual's load."""
+    estimates = fusion_estimates(matmul, budget)
+    return estimates is not None and estimates[0] <= estimates[1]
+
+
+def fuse_residuals(units: list[list[Operation]], budget: Budget) -> list[list[Operation]]:
     """Lowering units with each matmul whose result a residual add consumes (`residual_add`)
-    merged with that add into one unit, placed at the add (after the residual is computed)."""
+    merged with that add into one unit, placed at the add (after the residual is computed),
+    where the cost model expects it to pay (`fusion_pays`)."""
     matmul_unit = {unit[0]: index for index, unit in enumerate(units) if len(unit) == 1}
     merged: list[list[Operation] | None] = list(units)
     for index, unit in enumerate(units):
@@ -353,14 +373,16 @@ def fuse_residuals(units: list[list[Operation]]) -> list[list[Operation]]:
         add = unit[0]
         for operand in (add.lhs, add.rhs):
             producer = operand.owner
-            if isinstance(producer, Operation) and producer in matmul_unit and residual_add(producer, add):
+            if not isinstance(producer, graph.MatMulOp) or producer not in matmul_unit:
+                continue
+            if residual_add(producer, add) and fusion_pays(producer, budget):
                 merged[matmul_unit[producer]] = None
                 merged[index] = [producer, add]
                 break
     return [unit for unit in merged if unit]
 
 
-def _reason(plan: MatmulPlan, residual: bool = False) -> str:
+def _reason(plan: MatmulPlan, residual: str = "") -> str:
     keep = {"lhs": "keeps the lhs row panel in SRAM", "rhs": "keeps the rhs column panel in SRAM"}
     where = "in SRAM (vector adds)" if plan.mode == "sram" else "in ACC"
     model = (
@@ -372,11 +394,7 @@ def _reason(plan: MatmulPlan, residual: bool = False) -> str:
         f"fewest est. cycles, then DMA bytes, of {plan.candidates} tilings (tn <= matrix cols, tk a "
         f"multiple of matrix rows or K); blocks of {plan.tm} x {plan.bn} summed {where} over K steps "
         f"of {plan.tk}; {keep.get(plan.keep, 'streams K tiles')}; loop order {plan.order}; {model}"
-        + (
-            "; the residual add is fused: each block loads its residual window, each tile adds its part"
-            if residual
-            else ""
-        )
+        + (f"; {residual}" if residual else "")
     )
 
 
@@ -403,4 +421,11 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
     emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g, add))
     emitter.run(op.activation.data if op.activation else None)
     block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}
-    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan, add is not None), block))
+    fused = ""
+    if add is not None:
+        estimates = fusion_estimates(op, ctx.budget) or (plan.cycles, 0)
+        fused = (
+            f"the residual add is fused (est. {estimates[0]} cycles against {estimates[1]} for the matmul "
+            "and the add apart): each block loads its residual window, each tile adds its part"
+        )
+    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan, fused), block))

@@ -480,12 +480,13 @@ def test_every_tiling_computes_the_product_and_records_its_estimate(case):
     module = parse_mlir(_func("main", args, f"tensor<{b}{m}x{n}xf32>", body))
     inputs = random_inputs(entry_function(module), seed=1)
     expected = run_module(module, inputs)
-    original = graph_to_tile_linear.plan_matmul
+    original, pays = graph_to_tile_linear.plan_matmul, graph_to_tile_linear.fusion_pays
     graph_to_tile_linear.plan_matmul = forced
+    graph_to_tile_linear.fusion_pays = lambda *_: True  # the residual add fuses (not its choice here)
     try:
         ConvertGraphToTilePass(target=target, depth=budget.depth).apply(make_context(), module)
     finally:
-        graph_to_tile_linear.plan_matmul = original
+        graph_to_tile_linear.plan_matmul, graph_to_tile_linear.fusion_pays = original, pays
     module.verify()
     assert_same(expected, run_module(module, inputs))
     (kernel,) = kernels(module)
