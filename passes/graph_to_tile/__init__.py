@@ -7,8 +7,8 @@ The conversion of one function:
     3. DRAM: inputs are the arguments, constants tile.const, results that are returned are
        computed straight into their output buffer, other intermediates get a dram tile.alloc
        and reshapes are tile.reshape views
-    4. group elementwise chains (vector.fuse_elementwise) and matmuls with the residual add that
-       consumes them (linear.fuse_residuals), lower each unit with its `Lowering`
+    4. group elementwise chains (vector.fuse_elementwise) and matmuls/convs with the residual add
+       that consumes them (residual.fuse_residuals), lower each unit with its `Lowering`
        (table.LOWERINGS) into one tile.kernel
     5. outputs that are inputs, constants or views are copied through SRAM
 """
@@ -41,9 +41,9 @@ from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, tile
 from aitc.module_target import module_target
 from aitc.passes.graph_to_tile.costs import Budget
-from aitc.passes.graph_to_tile.linear import fuse_residuals
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
+from aitc.passes.graph_to_tile.residual import fuse_residuals
 from aitc.passes.graph_to_tile.table import LOWERINGS, has_no_elements, is_fusable, missing_reason
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
 from aitc.passes.legality import check_no_ops_left, refuse_sharded
@@ -132,8 +132,9 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
 def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -> None:
     for unit in fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget):
         try:
-            # a chain is lowered by its last op's lowering, a matmul with its residual add by the matmul's
-            LOWERINGS[type(unit[0] if isinstance(unit[0], graph.MatMulOp) else unit[-1])].lower(ctx, unit)
+            # a chain is lowered by its last op's lowering, a matmul or conv with its residual add by its own
+            fused = isinstance(unit[0], graph.MatMulOp | graph.ConvOp)
+            LOWERINGS[type(unit[0] if fused else unit[-1])].lower(ctx, unit)
         except CannotFit as error:
             diagnostic = Diagnostic()
             diagnostic.add_message(error.op, error.message)

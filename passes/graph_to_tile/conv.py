@@ -33,6 +33,7 @@ Both are planned (graph_to_tile_window_costs); the cheaper estimate wins and `re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
@@ -40,12 +41,13 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.costs import Budget, dma_instruction_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
+    tensor_element,
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.movement import kernel_view
@@ -68,22 +70,53 @@ def conv_geometry(op: graph.ConvOp) -> Geometry:
 
 @dataclass(frozen=True)
 class ConvViews:
-    """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw], out [N*C_out, OH, OW], bias [C_out, 1]."""
+    """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw], out [N*C_out, OH, OW], bias [C_out, 1],
+    and a residual added to the output (out's view), if one is fused."""
 
     x: SSAValue
     w: SSAValue
     out: SSAValue
     bias: SSAValue | None
+    residual: SSAValue | None = None
 
     @staticmethod
-    def of(ctx: LoweringContext, op: graph.ConvOp, g: Geometry) -> ConvViews:
+    def of(ctx: LoweringContext, op: graph.ConvOp, g: Geometry, fused: Fused | None = None) -> ConvViews:
         c_in, c_out = g.groups * g.channels, g.groups * g.outs
+        out = [g.batch * c_out, g.h.out, g.w.out]
         return ConvViews(
             ctx.value_view(op.input, [g.batch * c_in, g.h.size, g.w.size]),
             ctx.value_view(op.weight, [c_out, g.channels * g.taps]),
-            ctx.value_view(op.output, [g.batch * c_out, g.h.out, g.w.out]),
+            ctx.value_view(fused.output if fused else op.output, out),
             ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None else None,
+            ctx.value_view(fused.residual, out) if fused else None,
         )
+
+
+@dataclass(frozen=True)
+class Fused:
+    """A residual add (and the activation after it) fused into a conv's kernel."""
+
+    residual: SSAValue
+    activation: str | None
+    output: SSAValue
+
+
+def residual_of(conv: Operation, chain: list[Operation]) -> Fused | None:
+    """The residual add a conv kernel can take over: `chain` is an add of the conv's result (its
+    only use) and a tensor of its shape, optionally followed by a relu; the conv has no
+    activation of its own, one group, and all are f32."""
+    if not isinstance(conv, graph.ConvOp) or conv.activation or conv.groups() != 1 or not chain:
+        return None
+    add, *rest = chain
+    value = conv.output
+    if not isinstance(add, graph.AddOp) or not value.has_one_use() or value not in (add.lhs, add.rhs):
+        return None
+    if add.lhs is add.rhs or len(rest) > 1 or (rest and not isinstance(rest[0], graph.ReluOp)):
+        return None
+    residual = add.rhs if add.lhs is value else add.lhs
+    if tensor_shape(residual) != tensor_shape(value) or str(tensor_element(value)) != "f32":
+        return None
+    return Fused(residual, "relu" if rest else None, chain[-1].results[0])
 
 
 # --------------------------------------------------------------------------- matrix engine
@@ -92,8 +125,11 @@ class ConvViews:
 class _MatrixConv:
     """Emits the implicit GEMM loop nest of one planned conv (see the module docstring)."""
 
-    def __init__(self, kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation):
+    def __init__(
+        self, kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation, after=None
+    ):
         self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
+        self.after = after  # the activation after a fused residual add
         k = g.channels * g.taps
         self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "channel")
         layout = self.cols.layout
@@ -102,6 +138,13 @@ class _MatrixConv:
         self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
         self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
         self.bias = kb.alloc([g.outs, 1], f32, "sram") if views.bias is not None else None
+        self.residual = None
+        if views.residual is not None:  # shaped like y: the residual's window of the block
+            residual = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
+            self.residual = (
+                residual,
+                kernel_view(kb, residual, [plan.tm, plan.rows, layout.out_pitch(layout.compact)]),
+            )
         temps = ACTIVATION_TEMPS.get(activation or "", 0) if self.bias is not None else 0
         self.temp = Win.at(kb.alloc([plan.tm, layout.width], f32, "sram")) if temps else None
 
@@ -191,8 +234,13 @@ class _MatrixConv:
             first(Win.at(self.acc), y, sizes)
         if self.bias is not None:
             apply_activation(kb, self.activation, y, self.temp, sizes)
-        out = Win(self.v.out, (kb.add(self.o_row, m0), hb.o0, wb.o0))
-        kb.copy(Win.at(self.y3), out, [ms, hb.size, wb.size])
+        at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
+        if self.residual is not None and self.v.residual is not None:  # + residual, then activation
+            residual, residual3 = self.residual
+            kb.copy(Win(self.v.residual, at), Win.at(residual3), [ms, hb.size, wb.size])
+            kb.binary("add", y, Win.at(residual), y, sizes)
+            apply_activation(kb, self.after, y, None, sizes)
+        kb.copy(Win.at(self.y3), Win(self.v.out, at), [ms, hb.size, wb.size])
 
 
 # --------------------------------------------------------------------------- vector engine
@@ -234,12 +282,18 @@ def _lower_depthwise(kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: Co
 # --------------------------------------------------------------------------- planning
 
 
-def _problems(op: graph.ConvOp, g: Geometry) -> list[WindowProblem]:
-    """The matrix-engine problem, and for a depthwise conv the vector-engine one."""
+def _problems(op: graph.ConvOp, g: Geometry, fused: Fused | None = None) -> list[WindowProblem]:
+    """The matrix-engine problem, and for a depthwise conv the vector-engine one (with a fused
+    residual add: the matrix one only)."""
     activation = op.activation.data if op.activation else None
     has_bias, temps = op.bias is not None, ACTIVATION_TEMPS.get(activation or "", 0)
     finish = ("add", *activation_ops(activation)) if has_bias else (activation or "acc_read",)
-    problems = [WindowProblem(g, "matrix", has_bias, False, finish, temps if has_bias else 0)]
+    residual = activation_ops(fused.activation) if fused else None
+    problems = [
+        WindowProblem(g, "matrix", has_bias, False, finish, temps if has_bias else 0, residual=residual)
+    ]
+    if fused:
+        return problems
     if g.channels == 1 and g.outs == 1:
         depthwise = Geometry(g.batch, g.groups, 1, g.groups, g.h, g.w)
         ops = ("mul",) + ("mul", "add") * (g.taps - 1) + ("add",) * has_bias + activation_ops(activation)
@@ -272,21 +326,45 @@ def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> Can
     return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
 
 
-def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
-    assert isinstance(op, graph.ConvOp)
+def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tuple[int, int] | None:
+    """(cycles of the conv with the residual add fused, cycles of the conv alone plus the add's
+    own kernel, which reads two tensors of the output's size on its load queue), or None when
+    a plan does not fit."""
     g = conv_geometry(op)
-    problems = _problems(op, g)
+    plans = [plan_window(_problems(op, g, f)[0], budget) for f in (fused, None)]
+    with_residual, alone = plans
+    if with_residual is None or alone is None:
+        return None
+    nbytes = 4 * math.prod(tensor_shape(op.output))
+    return with_residual.cycles, alone.cycles + 2 * dma_instruction_cycles(budget.target, nbytes)
+
+
+def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
+    """One conv, or a conv and the residual add (+ relu) fused into it (`fuse_residuals`)."""
+    op, *chain = ops
+    assert isinstance(op, graph.ConvOp)
+    fused = residual_of(op, chain) if chain else None
+    assert not chain or fused is not None
+    g = conv_geometry(op)
+    problems = _problems(op, g, fused)
     plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]
     if not plans:
         raise _cannot_fit(op, problems[-1], ctx.budget)
     plan = min(plans, key=WindowPlan.key)
     activation = op.activation.data if op.activation else None
-    views = ConvViews.of(ctx, op, g)
+    views = ConvViews.of(ctx, op, g, fused)
     kb = ctx.kernel(ops)
     kb.cost.depth = WINDOW_DEPTH
     if plan.engine == "matrix":
-        _MatrixConv(kb, g, plan, views, activation).run()
+        _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
     else:
         _lower_depthwise(kb, problems[-1].g, plan, views, activation)
-    ctx.add(kb, plan.tiles, _reason(plan, plans, g))
+    reason = _reason(plan, plans, g)
+    if fused is not None:
+        estimates = conv_fusion_estimates(op, fused, ctx.budget) or (plan.cycles, 0)
+        reason += (
+            f"; the residual add{' and relu' if fused.activation else ''} fused (est. {estimates[0]} cycles "
+            f"against {estimates[1]} for the conv and the add apart): each output tile adds its window of "
+            "the residual before its store"
+        )
+    ctx.add(kb, plan.tiles, reason)

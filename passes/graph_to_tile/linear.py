@@ -361,27 +361,6 @@ def fusion_pays(matmul: graph.MatMulOp, budget: Budget) -> bool:
     return estimates is not None and estimates[0] <= estimates[1]
 
 
-def fuse_residuals(units: list[list[Operation]], budget: Budget) -> list[list[Operation]]:
-    """Lowering units with each matmul whose result a residual add consumes (`residual_add`)
-    merged with that add into one unit, placed at the add (after the residual is computed),
-    where the cost model expects it to pay (`fusion_pays`)."""
-    matmul_unit = {unit[0]: index for index, unit in enumerate(units) if len(unit) == 1}
-    merged: list[list[Operation] | None] = list(units)
-    for index, unit in enumerate(units):
-        if len(unit) != 1 or not isinstance(unit[0], graph.AddOp):
-            continue
-        add = unit[0]
-        for operand in (add.lhs, add.rhs):
-            producer = operand.owner
-            if not isinstance(producer, graph.MatMulOp) or producer not in matmul_unit:
-                continue
-            if residual_add(producer, add) and fusion_pays(producer, budget):
-                merged[matmul_unit[producer]] = None
-                merged[index] = [producer, add]
-                break
-    return [unit for unit in merged if unit]
-
-
 def _reason(plan: MatmulPlan, residual: str = "") -> str:
     keep = {"lhs": "keeps the lhs row panel in SRAM", "rhs": "keeps the rhs column panel in SRAM"}
     where = "in SRAM (vector adds)" if plan.mode == "sram" else "in ACC"

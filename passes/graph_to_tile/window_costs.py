@@ -44,7 +44,10 @@ class WindowProblem:
     or "vector" (per-tap vector ops, tap-major patch); `weights`: per-channel tap weights on
     the vector engine (depthwise); `epilogue`: the vector ops per output tile (after the
     contraction, or all of a vector kernel's); `temps`: extra output-sized SRAM tiles;
-    `counts`: a divisor row per block (avg pooling); `pad_value`: the stage's fill."""
+    `counts`: a divisor row per block (avg pooling); `pad_value`: the stage's fill; `residual`
+    (matrix engine): a tensor of the output's shape is added to each output tile after the
+    epilogue, then these vector ops run (the activation that follows the add); None: no
+    residual."""
 
     g: Geometry
     engine: str
@@ -54,6 +57,7 @@ class WindowProblem:
     temps: int = 0
     counts: bool = False
     pad_value: float = 0.0
+    residual: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,8 @@ def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None =
     if p.engine == "matrix":
         k = g.channels * g.taps
         weights = g.outs * k if plan.keep else plan.tm * plan.tc * g.taps
-        rest = plan.tm * (layout.out_width(layout.compact) + p.temps * layout.width) + (
+        tiles = 1 + (p.residual is not None)  # the output tile, and the residual's
+        rest = plan.tm * (tiles * layout.out_width(layout.compact) + p.temps * layout.width) + (
             g.outs if p.bias else 0
         )
     else:
@@ -178,6 +183,13 @@ def _matrix_epilogue(cost: Cost, p: WindowProblem, budget: Budget, block: tuple,
         cost.add_vector(vector_cycles(target, first, *tile), times)
     for op in rest:
         cost.add_vector(vector_cycles(target, op, *tile), times)
+    if p.residual is not None:  # the residual's window of the block, added, then the activation
+        g = p.g
+        out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
+        pitch = layout.out_pitch(layout.compact)
+        _copy(cost, budget, ("dram", "sram"), (out, [ms, layout.rows, pitch]), [ms, h.size, w.size], times)
+        for op in ("add", *p.residual):
+            cost.add_vector(vector_cycles(target, op, *tile), times)
 
 
 def _fills(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, strips: list, times: int) -> None:

@@ -262,3 +262,25 @@ func.func @batch_norm(%x: tensor<2x5x3x4xf32>, %s: tensor<5xf32>, %b: tensor<5xf
 // CHECK-NEXT:        tile.binary {{.*}} {op = "mul", broadcast = "col"}
 // CHECK-NEXT:        tile.binary {{.*}} {op = "add", broadcast = "col"}
 // CHECK-NEXT:        tile.copy {{.*}} sizes [5, 12] : memref<5x12xf32, "sram">, memref<10x12xf32, "dram">
+
+// -----
+
+// A ResNet block's tail: conv + bias, the residual add and the relu are one kernel on edge
+// (named after the relu): after the bias add, the residual's window of the block is loaded in
+// the output tile's layout (pitch 8 for rows of 6), added, the relu applied, and the tile stored.
+func.func @conv_residual_relu(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<8xf32>, %r: tensor<1x8x6x6xf32>) -> tensor<1x8x6x6xf32> {
+  %y = graph.conv %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x6x6xf32>, tensor<8x4x3x3xf32>, tensor<8xf32> -> tensor<1x8x6x6xf32> loc("/conv3/Conv")
+  %s = graph.add %y, %r : tensor<1x8x6x6xf32>, tensor<1x8x6x6xf32> -> tensor<1x8x6x6xf32> loc("/add/Add")
+  %z = graph.relu %s : tensor<1x8x6x6xf32> loc("/relu/Relu")
+  func.return %z : tensor<1x8x6x6xf32>
+}
+// EDGE-LABEL:  func.func @conv_residual_relu
+// EDGE:          %[[R:[0-9]+]] = tile.reshape %r : memref<1x8x6x6xf32, "dram"> -> memref<8x6x6xf32, "dram">
+// EDGE-NEXT:     tile.kernel "/relu/Relu" {op = "graph.conv,graph.add,graph.relu", {{.*}}reason = "{{.*}}; the residual add and relu fused (est. {{[0-9]+}} cycles against {{[0-9]+}} for the conv and the add apart): each output tile adds its window of the residual before its store"}
+// EDGE:            tile.reshape %{{[0-9]+}} : memref<8x48xf32, "sram"> -> memref<8x6x8xf32, "sram">
+// EDGE-NEXT:       %[[R3:[0-9]+]] = tile.reshape %[[RT:[0-9]+]] : memref<8x48xf32, "sram"> -> memref<8x6x8xf32, "sram">
+// EDGE:            tile.binary %{{[0-9]+}}[{{.*}}], %{{[0-9]+}}[{{.*}}] to %[[Y:[0-9]+]][{{.*}}] sizes [8, 46] {op = "add", broadcast = "col"}
+// EDGE-NEXT:       tile.copy %[[R]][{{.*}}] to %[[R3]][{{.*}}] sizes [8, 6, 6]
+// EDGE-NEXT:       tile.binary %[[Y]][{{.*}}], %[[RT]][{{.*}}] to %[[Y]][{{.*}}] sizes [8, 46] {op = "add"}
+// EDGE-NEXT:       tile.unary %[[Y]][{{.*}}] to %[[Y]][{{.*}}] sizes [8, 46] {op = "relu"}
+// EDGE-NEXT:       tile.copy {{.*}} sizes [8, 6, 6] : memref<8x6x8xf32, "sram">, memref<8x6x6xf32, "dram">

@@ -219,3 +219,18 @@ func.func @matmul_residual(%a: tensor<2x12x40xf32>, %b: tensor<40x24xf32>, %c: t
   %z3 = graph.add %y3, %y3 : tensor<2x12x24xf32>, tensor<2x12x24xf32> -> tensor<2x12x24xf32>
   func.return %z, %z2, %z3 : tensor<2x12x24xf32>, tensor<2x12x24xf32>, tensor<2x12x24xf32>
 }
+
+// -----
+
+// A ResNet block's tail: conv (bias) + residual + relu fuses into the conv's kernel (padding,
+// two blocks of rows); a conv + residual without the relu too; a grouped conv's add does not.
+func.func @conv_residual(%x: tensor<1x4x10x10xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<6xf32>, %r: tensor<1x6x10x10xf32>, %wg: tensor<6x2x3x3xf32>) -> (tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>) {
+  %y = graph.conv %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x10x10xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<1x6x10x10xf32>
+  %s = graph.add %y, %r : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32> -> tensor<1x6x10x10xf32>
+  %z = graph.relu %s : tensor<1x6x10x10xf32>
+  %y2 = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x10x10xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x10x10xf32>
+  %z2 = graph.add %r, %y2 : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32> -> tensor<1x6x10x10xf32>
+  %y3 = graph.conv %x, %wg {pads = array<i64: 1, 1, 1, 1>, group = 2 : i64} : tensor<1x4x10x10xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x10x10xf32>
+  %z3 = graph.add %y3, %r : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32> -> tensor<1x6x10x10xf32>
+  func.return %z, %z2, %z3 : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>
+}
