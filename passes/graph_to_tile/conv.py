@@ -237,7 +237,7 @@ class _MatrixConv:
         at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
         if self.residual is not None and self.v.residual is not None:  # + residual, then activation
             residual, residual3 = self.residual
-            kb.copy(Win(self.v.residual, at), Win.at(residual3), [ms, hb.size, wb.size])
+            kb.copy(Win(self.v.residual, at), Win.at(residual3), [ms, hb.size, wb.size], ahead=True)
             kb.binary("add", y, Win.at(residual), y, sizes)
             apply_activation(kb, self.after, y, None, sizes)
         kb.copy(Win.at(self.y3), Win(self.v.out, at), [ms, hb.size, wb.size])

@@ -187,7 +187,8 @@ def _matrix_epilogue(cost: Cost, p: WindowProblem, budget: Budget, block: tuple,
         g = p.g
         out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
         pitch = layout.out_pitch(layout.compact)
-        _copy(cost, budget, ("dram", "sram"), (out, [ms, layout.rows, pitch]), [ms, h.size, w.size], times)
+        count, nbytes = dma_transfers([ms, h.size, w.size], out, [ms, layout.rows, pitch], F32)
+        cost.add_dma(target, nbytes, "dram", "sram", times * count, ahead=True)  # a tile of its own
         for op in ("add", *p.residual):
             cost.add_vector(vector_cycles(target, op, *tile), times)
 
