@@ -74,7 +74,7 @@ def _best(fn, repeat: int = 3) -> tuple[object, float]:
     return result, best
 
 
-def _minimal_dram_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], outputs) -> int:
+def minimal_dram_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], outputs) -> int:
     weights = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
     return weights + sum(v.nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
 
@@ -96,7 +96,7 @@ def _kernel_rows(result, trace: dict, target) -> list[list[object]]:
         alone, previous = max(last - max(first, previous), 1), max(previous, last)
         roofline = efficiency = ""
         if "graph.matmul" in str(attrs.get("op")):
-            macs, minimal = _matmul_work(kernel)
+            macs, minimal = matmul_work(kernel)
             bound = max(macs / target.matrix.macs_per_cycle, minimal / target.dram.bytes_per_cycle)
             roofline, efficiency = f"{bound:.0f}", f"{bound / cycles:.2f}"
         rows.append([
@@ -114,14 +114,14 @@ def _attr(value) -> object:
     return value.value.data if hasattr(value, "value") else str(value)
 
 
-def _matmul_work(kernel: KernelOp) -> tuple[int, int]:
+def matmul_work(kernel: KernelOp) -> tuple[int, int]:
     """(MACs, minimal DRAM bytes) of a matmul kernel, from its tile.matmul trip counts and the
     DRAM buffers it reads and writes (each counted once, whole)."""
     macs, buffers = 0, {}
     for op in kernel.walk():
         if isinstance(op, MatmulOp):
             m, k, n = op.box()
-            macs += m * k * n * _trips(op)
+            macs += m * k * n * trips(op)
         if isinstance(op, CopyOp):
             for buffer, _ in op.accesses():
                 if space_of(buffer) == "dram":
@@ -129,7 +129,7 @@ def _matmul_work(kernel: KernelOp) -> tuple[int, int]:
     return macs, sum(buffers.values())
 
 
-def _trips(op) -> int:
+def trips(op) -> int:
     count, parent = 1, op.parent_op()
     while parent is not None:
         if isinstance(parent, scf.ForOp):
@@ -162,7 +162,7 @@ def bench(name: str, target_name: str, depth: int, kernels: list[list[object]] |
     names = [o.name for o in model.graph.output]
     error = relative_error(run.outputs, dict(zip(names, reference, strict=True)))  # pyright: ignore
     compute_bound = stats.macs / target.matrix.macs_per_cycle
-    minimal = _minimal_dram_bytes(model, inputs, run.outputs)  # pyright: ignore
+    minimal = minimal_dram_bytes(model, inputs, run.outputs)  # pyright: ignore
     bound = max(compute_bound, minimal / target.dram.bytes_per_cycle)
     matrix_busy = sum(e.busy for e in stats.engines if e.engine == "matrix")
     moved = stats.dram_read + stats.dram_write

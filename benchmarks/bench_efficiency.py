@@ -30,34 +30,17 @@ import argparse
 import time
 from collections import defaultdict
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects import scf
+from bench_compile import matmul_model, matmul_work, minimal_dram_bytes
 
 from aitc.compiler import CompileOptions, compile_module
 from aitc.diagnostics import AitcError
-from aitc.dialects.tile import KernelOp, MatmulOp
+from aitc.dialects.tile import KernelOp
 from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import Target, load_target
 from aitc.testing import model_zoo
 
 COMPUTE = ("matrix", "vector")
-
-
-def matmul_model(size: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    rng = np.random.default_rng(0)
-    weight = numpy_helper.from_array(rng.standard_normal((size, size)).astype(np.float32) / size**0.5, "w")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
-        "matmul",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size, size])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    return model, {"x": rng.standard_normal((size, size)).astype(np.float32)}
 
 
 MODELS = {
@@ -126,11 +109,6 @@ class Timeline:
         return engine, shares[engine]
 
 
-def _minimal_bytes(model: onnx.ModelProto, inputs: dict[str, np.ndarray], outputs) -> int:
-    weights = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
-    return weights + sum(v.nbytes for v in inputs.values()) + sum(v.nbytes for v in outputs.values())
-
-
 def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[list[object]]:
     spans = {}
     for node, engines in timeline.kernel_busy.items():
@@ -147,7 +125,7 @@ def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[
         alone, previous = max(last - max(first, previous), 1), max(previous, last)
         dram = int(attrs["dma_bytes"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
         est = int(attrs["est_cycles"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
-        bound = max(_kernel_macs(kernel) / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
+        bound = max(matmul_work(kernel)[0] / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
         engine, share = timeline.limit(last - alone, last)
         exposed = timeline.exposed_dma(last - alone, last)
         rows.append([
@@ -155,26 +133,6 @@ def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[
             f"{bound / alone:.2f}", f"{exposed / alone:.0%}", f"{engine} {share:.0%}",
         ])  # fmt: skip
     return sorted(rows, key=lambda row: -int(row[2]))[:count]
-
-
-def _kernel_macs(kernel: KernelOp) -> int:
-    """Multiply-accumulates of a kernel's tile.matmul ops, times their trip counts."""
-    macs = 0
-    for op in kernel.walk():
-        if isinstance(op, MatmulOp):
-            m, k, n = op.box()
-            macs += m * k * n * _trips(op)
-    return macs
-
-
-def _trips(op) -> int:
-    count, parent = 1, op.parent_op()
-    while parent is not None:
-        if isinstance(parent, scf.ForOp):
-            lb, ub, step = (v.owner.value.value.data for v in (parent.lb, parent.ub, parent.step))
-            count *= -(-(ub - lb) // step)
-        parent = parent.parent_op()
-    return count
 
 
 def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[object], list[list[object]]]:
@@ -203,7 +161,7 @@ def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[o
     stats, timeline = run.stats, Timeline(run.trace)  # pyright: ignore[reportArgumentType]
     used = len({e.core for e in stats.engines if e.instructions})
     compute = stats.macs / (target.matrix.macs_per_cycle * used)
-    bound = max(compute, _minimal_bytes(model, inputs, run.outputs) / target.dram.bytes_per_cycle)
+    bound = max(compute, minimal_dram_bytes(model, inputs, run.outputs) / target.dram.bytes_per_cycle)
     engine, share = timeline.limit(0, stats.cycles)
     exposed = timeline.exposed_dma(0, stats.cycles)
     row = [

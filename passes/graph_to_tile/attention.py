@@ -29,9 +29,7 @@ from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.costs import F32, Budget, balanced
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext, tensor_element, tensor_shape
-
-UNROLL = 8
-"""Matmul groups per step emitted one after the other (more: an scf.for)."""
+from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 
 
 @dataclass(frozen=True)
@@ -240,10 +238,10 @@ class _Emitter:
 
 def _steps(kb: KernelBuilder, extent: int, size: int, body) -> None:
     """body(offset, size) over [0, extent) in steps of `size`: one after the other up to
-    UNROLL steps (the first with offset 0, so a contraction knows where it starts), else the
+    MAX_UNROLL steps (the first with offset 0, so a contraction knows where it starts), else the
     first step and an scf.for over the rest (`KernelBuilder.tiles`)."""
     count = -(-extent // size)
-    if count <= UNROLL:
+    if count <= MAX_UNROLL:
         for start in range(0, extent, size):
             body(start, min(size, extent - start))
         return

@@ -41,13 +41,13 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import Budget, dma_instruction_cycles
+from aitc.passes.graph_to_tile.costs import Budget, add_kernel_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
-    tensor_element,
+    residual_operand,
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.movement import kernel_view
@@ -108,15 +108,10 @@ def residual_of(conv: Operation, chain: list[Operation]) -> Fused | None:
     if not isinstance(conv, graph.ConvOp) or conv.activation or conv.groups() != 1 or not chain:
         return None
     add, *rest = chain
-    value = conv.output
-    if not isinstance(add, graph.AddOp) or not value.has_one_use() or value not in (add.lhs, add.rhs):
+    if len(rest) > 1 or (rest and not isinstance(rest[0], graph.ReluOp)):
         return None
-    if add.lhs is add.rhs or len(rest) > 1 or (rest and not isinstance(rest[0], graph.ReluOp)):
-        return None
-    residual = add.rhs if add.lhs is value else add.lhs
-    if tensor_shape(residual) != tensor_shape(value) or str(tensor_element(value)) != "f32":
-        return None
-    return Fused(residual, "relu" if rest else None, chain[-1].results[0])
+    residual = residual_operand(conv.output, add)
+    return None if residual is None else Fused(residual, "relu" if rest else None, chain[-1].results[0])
 
 
 # --------------------------------------------------------------------------- matrix engine
@@ -336,7 +331,7 @@ def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tup
     if with_residual is None or alone is None:
         return None
     nbytes = 4 * math.prod(tensor_shape(op.output))
-    return with_residual.cycles, alone.cycles + 2 * dma_instruction_cycles(budget.target, nbytes)
+    return with_residual.cycles, alone.cycles + add_kernel_cycles(budget.target, nbytes)
 
 
 def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:

@@ -92,6 +92,12 @@ def dma_instruction_cycles(target: Target, nbytes: int, dram: bool = True) -> in
     return target.dma.latency + -(-nbytes // bandwidth)
 
 
+def add_kernel_cycles(target: Target, nbytes: int) -> int:
+    """An elementwise add of two DRAM tensors of `nbytes` each as its own kernel: both loads on
+    its load queue (what a residual add fused into its producer saves)."""
+    return 2 * dma_instruction_cycles(target, nbytes)
+
+
 def matmul_cycles(target: Target, m: int, k: int) -> int:
     """One tile.matmul: latency + k (weights shift in) + m (rows stream through)."""
     return target.matrix.latency + k + m

@@ -50,11 +50,12 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
-from aitc.passes.graph_to_tile.costs import F32, Budget, dma_instruction_cycles
+from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles, dma_instruction_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
+    residual_operand,
     tensor_element,
     tensor_shape,
 )
@@ -329,17 +330,11 @@ def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, add: gra
 
 
 def residual_add(matmul: Operation, add: Operation) -> bool:
-    """Whether `add` adds a residual to `matmul`'s result that the matmul kernel can fuse: the
-    add is the result's only use, the other operand has the result's shape (no broadcast), the
-    matmul has no activation (it would come before the add), and all are f32."""
-    if not isinstance(matmul, graph.MatMulOp) or not isinstance(add, graph.AddOp) or matmul.activation:
+    """Whether `add` adds a residual to `matmul`'s result that the matmul kernel can fuse
+    (`residual_operand`) and the matmul has no activation (it would come before the add)."""
+    if not isinstance(matmul, graph.MatMulOp) or matmul.activation:
         return False
-    value = matmul.output
-    if not value.has_one_use() or value not in (add.lhs, add.rhs) or add.lhs is add.rhs:
-        return False
-    other = add.rhs if add.lhs is value else add.lhs
-    same = tensor_shape(other) == tensor_shape(value) == tensor_shape(add.output)
-    return same and {str(tensor_element(v)) for v in (value, other, add.output)} == {"f32"}
+    return residual_operand(matmul.output, add) is not None
 
 
 def fusion_estimates(matmul: graph.MatMulOp, budget: Budget) -> tuple[int, int] | None:
@@ -351,7 +346,7 @@ def fusion_estimates(matmul: graph.MatMulOp, budget: Budget) -> tuple[int, int] 
     if fused is None or alone is None:
         return None
     nbytes = F32 * math.prod(g.batch) * g.m * g.n
-    return fused.cycles, alone.cycles + 2 * dma_instruction_cycles(budget.target, nbytes)
+    return fused.cycles, alone.cycles + add_kernel_cycles(budget.target, nbytes)
 
 
 def fusion_pays(matmul: graph.MatMulOp, budget: Budget) -> bool:

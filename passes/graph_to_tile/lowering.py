@@ -97,6 +97,19 @@ def flat2d(shape: Sequence[int]) -> tuple[int, int]:
 # --------------------------------------------------------------------------- context
 
 
+def residual_operand(value: SSAValue, add: Operation) -> SSAValue | None:
+    """The tensor `add` adds to `value` when that is a residual connection a producer's kernel
+    can take over: `add` is a graph.add and `value`'s only use, the other operand has `value`'s
+    shape (no broadcast) and so has the result, all f32; else None."""
+    if not isinstance(add, graph.AddOp) or not value.has_one_use() or value not in (add.lhs, add.rhs):
+        return None
+    other = add.rhs if add.lhs is value else add.lhs
+    if other is value or not tensor_shape(other) == tensor_shape(value) == tensor_shape(add.output):
+        return None
+    f32 = {str(tensor_element(v)) for v in (value, other, add.output)} == {"f32"}
+    return other if f32 else None
+
+
 class LoweringContext:
     """The function being built: DRAM buffers of graph values, function-level declarations
     (tile.const, dram tile.alloc, tile.reshape views) and kernels, in order."""
