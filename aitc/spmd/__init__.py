@@ -16,6 +16,8 @@ The result runs on the simulator like any program; its outputs are core 0's.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xdsl.dialects.builtin import ModuleOp
 
 from aitc import progress
@@ -25,7 +27,8 @@ from aitc.dialects import shard
 from aitc.module_target import record_target
 from aitc.passes.pipelines import lowering_pipeline
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.spmd.link import check_collectives, link
+from aitc.passes.sync.insert_semaphores import InsertSemaphoresPass
+from aitc.spmd.link import FENCE_SEMAPHORES, check_collectives, link
 from aitc.spmd.phases import Phase, Steps, cut
 from aitc.spmd.specialize import expand_all_to_all, specialize
 from aitc.target import Target
@@ -70,7 +73,10 @@ def _lower_core(
     specialize(function, core)
     steps = cut(function, spec, core)
     check_collectives(target, steps, cores)
-    pipeline = lowering_pipeline(depth, optimize=False, host_fallback=False)
+    pipeline = [  # the phases leave the fences' semaphores alone (`link.FENCE_SEMAPHORES`)
+        replace(p, reserved=FENCE_SEMAPHORES) if isinstance(p, InsertSemaphoresPass) else p
+        for p in lowering_pipeline(depth, optimize=False, host_fallback=False)
+    ]
     lowered: list[ModuleOp | None] = []
     for step in steps.steps:
         if isinstance(step, Phase):

@@ -55,6 +55,10 @@ from aitc.types import element_bytes, tensor_bytes
 ALIGN = 64
 COLLECTIVE_SEMS = Semaphores(data=0, credit=1, local=2)
 READY = 3
+FENCE_SEMAPHORES = 2
+"""The top semaphores of a core that its fences use (F, G). Phases are synchronised without
+them: at a fence an engine that finished the phase signals F while another may still wait
+inside the phase, which must not take that unit."""
 
 
 def _aligned(n: int) -> int:
@@ -151,12 +155,12 @@ class Linker:
         self.shared: dict[str, int] = {}
         engines = [f"dma{q}" for q in range(target.dma.queues)] + ["matrix", "vector"]
         self.engines = engines
-        if target.semaphores < READY + 2:
+        if target.semaphores < READY + FENCE_SEMAPHORES:
             raise AitcError(
-                f"a multi-core program needs {READY + 2} semaphores per core (collectives and fences); "
-                f"target '{target.name}' has {target.semaphores}"
+                f"a multi-core program needs {READY + FENCE_SEMAPHORES} semaphores per core (collectives "
+                f"and fences); target '{target.name}' has {target.semaphores}"
             )
-        self.fence_sems = (target.semaphores - 1, target.semaphores - 2)
+        self.fence_sems = (target.semaphores - 1, target.semaphores - FENCE_SEMAPHORES)
         self.collective_numbers = [0] * cores
         self.outputs: dict[str, int] = {}
         """Function output values -> their shared DRAM tensor (core 0 writes them)."""

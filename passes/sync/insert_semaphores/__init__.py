@@ -205,7 +205,7 @@ class SemaphoreIds:
             if len(self.numbers) >= self.limit:
                 raise PassFailedException(
                     f"insert-semaphores: kernel '{kernel_name(first.consumer)}' needs more than the "
-                    f"{self.limit} semaphores of target '{self.target}' ({first.source} -> {first.target})"
+                    f"{self.limit} semaphores of {self.target} ({first.source} -> {first.target})"
                 )
             self.numbers[key] = len(self.numbers)
         return self.numbers[key]
@@ -236,10 +236,12 @@ class Inserter:
             self.after(loop, sync.WaitOp(semaphore, edge.target, edge.distance))
 
 
-def insert_semaphores(function: func.FuncOp, limit: int, target: str) -> None:
+def insert_semaphores(function: func.FuncOp, limit: int, label: str) -> None:
+    """Inserts the protocols of `function` with semaphore numbers below `limit` (`label` names
+    them in the error when more are needed: "target 'tiny'")."""
     program = Program(function)
     edges = prune(Dependences(program).edges(), program)
-    ids = SemaphoreIds(limit, target).assign(edges)
+    ids = SemaphoreIds(limit, label).assign(edges)
     inserter = Inserter()
     for edge in edges:
         inserter.insert(edge, ids[edge])
@@ -249,22 +251,27 @@ UNSPREAD_ATTR = "sync.dma_queues"
 """On a function whose DMA ops went back to the load and store queues (`synchronize`)."""
 
 
-def synchronize(function: func.FuncOp, target: Target) -> None:
-    """`insert_semaphores`; when the DMA ops spread over the queues (convert-tile-to-sync) need
-    more semaphores than the target has (every queue a compute engine waits for is another
-    engine pair), the function's DMA ops go back to the load and store queues
-    (`tile_to_sync.engine_for`) and it is synchronised again; the function records why."""
+def synchronize(function: func.FuncOp, target: Target, reserved: int = 0) -> None:
+    """`insert_semaphores` with the target's semaphores but the top `reserved` ones; when the
+    DMA ops spread over the queues (convert-tile-to-sync) need more (every queue a compute
+    engine waits for is another engine pair), the function's DMA ops go back to the load and
+    store queues (`tile_to_sync.engine_for`) and it is synchronised again; the function
+    records why."""
+    limit = target.semaphores - reserved
+    name = f"target '{target.name}'" + (
+        f" ({reserved} of its {target.semaphores} kept free)" if reserved else ""
+    )
     try:
-        insert_semaphores(function, target.semaphores, target.name)
+        insert_semaphores(function, limit, name)
         return
     except PassFailedException:
         moved = _unspread(function, target)
         if not moved:
             raise
-    insert_semaphores(function, target.semaphores, target.name)
+    insert_semaphores(function, limit, name)
     function.attributes[UNSPREAD_ATTR] = StringAttr(
         f"load/store queues: spreading {moved} DMA op(s) over the queues needed more than the "
-        f"{target.semaphores} semaphores of target '{target.name}'"
+        f"{limit} semaphores of {name}"
     )
 
 
@@ -296,7 +303,7 @@ class InsertSemaphoresPass(ModulePass):
     Invariants:
       Executing the result honours every dependence (the sync interpreter reports no race);
       same-engine pairs get nothing; every semaphore returns to 0 at the end; semaphore numbers
-      are < target.semaphores: if a function's DMA ops spread over the queues need more, they
+      are < target.semaphores - reserved: if a function's DMA ops spread over the queues need more, they
       go back to the load and store queues (recorded as `sync.dma_queues` on the function),
       and if it still needs more, the pass fails naming the kernel.
     """
@@ -304,10 +311,18 @@ class InsertSemaphoresPass(ModulePass):
     name = "insert-semaphores"
     target: str | None = None
     """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
+    reserved: int = 0
+    """The top semaphores left unused: a multi-core program's phases keep its fences' free
+    (`aitc.spmd.link`), since an engine may still wait inside a phase while the others
+    already signal the fence."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op, self.target, self.name)
+        if not 0 <= self.reserved < target.semaphores:
+            raise PassFailedException(
+                f"insert-semaphores: reserved must be 0..{target.semaphores - 1}, got {self.reserved}"
+            )
         check_all_bound(op, self.name)
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:
-                synchronize(function, target)
+                synchronize(function, target, self.reserved)

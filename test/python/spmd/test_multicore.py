@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx
 import pytest
+from xdsl.dialects.builtin import NameLoc
 
 import aitc
 from aitc.api import Compiled
@@ -39,6 +40,7 @@ from aitc.interp.run import run_module
 from aitc.passes.shard.planner import LAYERWISE_MARGIN
 from aitc.reference import onnxruntime_outputs
 from aitc.spmd import grid_size
+from aitc.target import load_target
 from aitc.testing import model_zoo
 
 TOLERANCE = 1e-4
@@ -131,6 +133,27 @@ def programs(compiled_model: Compiled) -> list[ProgramOp]:
 def program(compiled_model: Compiled) -> ProgramOp:
     (found,) = programs(compiled_model)
     return found
+
+
+def test_phases_leave_the_fence_semaphores_alone():
+    """At a fence an engine that finished its phase signals F while another may still wait
+    inside it: the phases are synchronised with the top 2 semaphores (F, G) kept free, so no
+    unit of the fence can pass a phase's wait (a race the simulator caught when a phase needed
+    all 16 of tiny's semaphores)."""
+    from aitc.dialects.hw import SemSignalOp, SemWaitOp
+    from aitc.spmd.link import FENCE_SEMAPHORES
+
+    result = compiled("cnn_bn_pool", "tiny", 2, "sp")
+    limit = load_target("tiny").semaphores - FENCE_SEMAPHORES
+    phase_sems = [
+        op.get_int("sem")
+        for op in program(result).walk()
+        if isinstance(op, SemSignalOp | SemWaitOp)
+        and isinstance(op.location, NameLoc)
+        and not str(op.location.name).startswith("collective")
+    ]
+    assert phase_sems
+    assert max(phase_sems) < limit
 
 
 # --------------------------------------------------------------------------- vs onnxruntime

@@ -322,6 +322,28 @@ def test_too_many_semaphores_names_the_kernel(tmp_path: Path):
         _apply(module, "insert-semaphores")
 
 
+def test_reserved_semaphores_stay_unused(tmp_path: Path):
+    """`reserved=N` keeps the top N semaphores free (a multi-core program's fences): the chain,
+    which needs 4 semaphores, gets numbers 0..3 of a 5-semaphore target with 1 reserved, and
+    with 2 reserved the target is too small, said with what was kept."""
+    tiny = (Path(__file__).resolve().parents[4] / "aitc" / "targets" / "tiny.toml").read_text()
+    target = tmp_path / "five.toml"
+    target.write_text(
+        tiny.replace("semaphores = 16", "semaphores = 5").replace('name = "tiny"', 'name = "five"')
+    )
+    bound = _apply(parse_mlir(MODULES["elementwise_chain"]), f'convert-tile-to-sync{{target="{target}"}}')
+    synced = _apply(bound.clone(), "insert-semaphores{reserved=1}")
+    assert {op.semaphore() for op in _sync_ops(synced)} == {0, 1, 2, 3}
+    run_sync(synced, random_inputs(entry_function(synced)))
+    with pytest.raises(
+        PassFailedException,
+        match=r"needs more than the 3 semaphores of target 'five' \(2 of its 5 kept free\)",
+    ):
+        _apply(bound.clone(), "insert-semaphores{reserved=2}")
+    with pytest.raises(PassFailedException, match=r"reserved must be 0\.\.4, got 5"):
+        _apply(bound.clone(), "insert-semaphores{reserved=5}")
+
+
 # --------------------------------------------------------------------------- pieces
 
 
@@ -346,9 +368,9 @@ def test_first_distance_finds_the_closest_conflicting_iterations():
 
 def test_dma_ops_go_back_to_the_load_and_store_queues_when_spreading_needs_too_many_semaphores(monkeypatch):
     """cnn_bn_pool split over tiny's 2 cores: one phase's convolution, its DMA ops spread over
-    both queues, needs more than tiny's 16 semaphores; insert-semaphores moves that function's
-    DMA ops back to the load/store queues, records why, and the program still computes the
-    model."""
+    both queues, needs more than the 14 semaphores tiny leaves a phase (2 of its 16 are the
+    fences'); insert-semaphores moves that function's DMA ops back to the load/store queues,
+    records why, and the program still computes the model."""
     from aitc.compiler import CompileOptions, compile_module
     from aitc.passes.sync import insert_semaphores as pass_module
     from aitc.reference import assert_close, onnxruntime_session
@@ -366,8 +388,8 @@ def test_dma_ops_go_back_to_the_load_and_store_queues_when_spreading_needs_too_m
     recorded = []
     synchronize = pass_module.synchronize
 
-    def recording(function, target):
-        synchronize(function, target)
+    def recording(function, target, reserved):
+        synchronize(function, target, reserved)
         recorded.append(function.attributes.get(pass_module.UNSPREAD_ATTR))
 
     monkeypatch.setattr(pass_module, "synchronize", recording)
@@ -378,7 +400,10 @@ def test_dma_ops_go_back_to_the_load_and_store_queues_when_spreading_needs_too_m
     assert all(count > 0 for count in moved)
     notes = [str(note) for note in recorded if note is not None]
     assert notes
-    assert all("needed more than the 16 semaphores of target 'tiny'" in note for note in notes)
+    assert all(
+        "needed more than the 14 semaphores of target 'tiny' (2 of its 16 kept free)" in note
+        for note in notes
+    )
     want = onnxruntime_session(model).run(None, inputs)
     expected = {o.name: np.asarray(v) for o, v in zip(model.graph.output, want, strict=True)}
     assert_close(Simulator(result.module, "tiny").run(inputs).outputs, expected, tolerance=1e-5)
