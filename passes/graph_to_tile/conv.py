@@ -25,6 +25,20 @@ time) nor the output:
       epilogue: acc_read {activation}, or add bias column (broadcast col) + activation;
                 out[n*C_out + g*M + m0, oh0, ow0] <- y (viewed [tm, R, Q])
 
+Per tap (`WindowPlan.per_tap`, offered when the weight is a constant or has one tap): the
+weight is laid out tap-major [C_out, kh, kw, C/g] at compile time (a tile.const of its own),
+so the columns of each tap are contiguous and the contraction is a sum of one product per
+tap, k = the chunk's channels:
+
+    out[m, p] = sum_t sum_c W'[m, t, c] * rows_t[c, p]
+
+With stride 1, rows_t is the stage itself, viewed flat per channel from the tap's first
+element (base(i, j) + p, the wide positions): no im2col patch, no tap copies. Strided, rows_t
+is the tap's block of a tap-major patch, one DMA per tap for all channels (`PatchLayout.flat`).
+Every load first copies the stage's padding from tiles of zeros, so a chunk writes all of its
+stage and multi-buffer rotates stage, patch and weight tiles (the plan is estimated at the
+pipeline's depth).
+
 Depthwise (group == C_in == C_out) may run on the vector engine instead: for each tap, the
 tap's [tc, positions] patch window times the weight column (broadcast col), summed in SRAM.
 Both are planned (graph_to_tile_window_costs); the cheaper estimate wins and `reason` says so.
@@ -50,15 +64,17 @@ from aitc.passes.graph_to_tile.lowering import (
     residual_operand,
     tensor_shape,
 )
+from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
 from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
-    WINDOW_DEPTH,
     WindowPlan,
     WindowProblem,
     plan_window,
+    window_budget,
     window_minimum,
 )
+from aitc.target import Target
 
 
 def conv_geometry(op: graph.ConvOp) -> Geometry:
@@ -68,9 +84,16 @@ def conv_geometry(op: graph.ConvOp) -> Geometry:
     return Geometry(x[0], x[1] // groups, groups, w[0] // groups, h, wd)
 
 
+def tap_major_order(rank: int) -> tuple[int, ...]:
+    """The permutation of a conv weight [C_out, C/g, k...] into its tap-major layout
+    [C_out, k..., C/g] (OHWI in 2-D; `WindowPlan.per_tap`)."""
+    return (0, *range(2, rank), 1)
+
+
 @dataclass(frozen=True)
 class ConvViews:
-    """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw], out [N*C_out, OH, OW], bias [C_out, 1],
+    """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw] (tap-major [C_out, kh*kw*C/g] per tap,
+    then also `w_taps` [C_out, kh*kw, C/g]), out [N*C_out, OH, OW], bias [C_out, 1],
     and a residual added to the output (out's view), if one is fused."""
 
     x: SSAValue
@@ -78,17 +101,32 @@ class ConvViews:
     out: SSAValue
     bias: SSAValue | None
     residual: SSAValue | None = None
+    w_taps: SSAValue | None = None
 
     @staticmethod
-    def of(ctx: LoweringContext, op: graph.ConvOp, g: Geometry, fused: Fused | None = None) -> ConvViews:
+    def of(
+        ctx: LoweringContext, op: graph.ConvOp, g: Geometry, fused: Fused | None, per_tap: bool
+    ) -> ConvViews:
         c_in, c_out = g.groups * g.channels, g.groups * g.outs
         out = [g.batch * c_out, g.h.out, g.w.out]
+        tap_major = None
+        if per_tap:  # one tap: the weight already is tap-major
+            tap_major = (
+                ctx.buffer(op.weight)
+                if g.taps == 1
+                else ctx.permuted_constant(
+                    op.weight, tap_major_order(len(tensor_shape(op.weight))), "tap_major"
+                )
+            )
+            assert tap_major is not None, "per-tap plans are only offered for constant weights"
+        weight = tap_major if tap_major is not None else ctx.buffer(op.weight)
         return ConvViews(
             ctx.value_view(op.input, [g.batch * c_in, g.h.size, g.w.size]),
-            ctx.value_view(op.weight, [c_out, g.channels * g.taps]),
+            ctx.view(weight, [c_out, g.channels * g.taps]),
             ctx.value_view(fused.output if fused else op.output, out),
             ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None else None,
             ctx.value_view(fused.residual, out) if fused else None,
+            ctx.view(weight, [c_out, g.taps, g.channels]) if tap_major is not None else None,
         )
 
 
@@ -126,9 +164,12 @@ class _MatrixConv:
         self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
         self.after = after  # the activation after a fused residual add
         k = g.channels * g.taps
-        self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "channel")
+        order = "tap" if plan.per_tap else "channel"
+        self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), order, per_tap=plan.per_tap)
         layout = self.cols.layout
         self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], f32, "sram")
+        if plan.per_tap and not plan.keep:
+            self.weight_taps = kernel_view(kb, self.weights, [plan.tm, g.taps, plan.tc])
         self.acc = kb.alloc([plan.tm, layout.width], f32, "acc")
         self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
         self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
@@ -184,25 +225,69 @@ class _MatrixConv:
         self._contract(m0, ms, c0, cs, first)
 
     def _contract(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
-        """acc[0:ms, 0:positions] (+)= W[m0:m0+ms, chunk] @ patch[chunk, 0:positions]."""
+        """acc[0:ms, 0:positions] (+)= W[m0:m0+ms, chunk] @ patch[chunk, 0:positions]; per tap:
+        the sum over taps t of W'[m0:m0+ms, t, chunk] @ (the tap's rows: stage[chunk, base(t):
+        base(t)+positions] in place, else patch[t*tc:t*tc+cs, 0:positions])."""
+        if self.plan.per_tap:
+            self._contract_per_tap(m0, ms, c0, cs, first)
+            return
         kb, k, column = self.kb, cs * self.g.taps, self.kb.mul(c0, self.g.taps)
         at: tuple[Index, Index] = (m0, column)
         if not self.plan.keep:
             kb.copy(Win(self.v.w, (kb.add(self.w_row, m0), column)), Win.at(self.weights), [ms, k])
             at = (0, 0)
         positions = self.cols.positions(self.hb, self.wb)
-        kb.tiles(positions, kb.budget.cols, lambda p0, ps: self._products(at, (ms, k, ps), p0, first))
+        kb.tiles(positions, kb.budget.cols, lambda p0, ps: self._products(at, (ms, k, ps), (0, 0, p0), first))
 
-    def _products(self, at: tuple[Index, Index], sizes: tuple[int, int, int], p0: Index, first: bool) -> None:
+    def _contract_per_tap(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
+        kb, g, layout = self.kb, self.g, self.cols.layout
+        if self.plan.keep:  # W' of the group [M, taps * C/g]: tap t's chunk at column t*C/g + c0
+            row, columns, width = m0, c0, g.channels
+        else:
+            assert self.v.w_taps is not None
+            src = Win(self.v.w_taps, (kb.add(self.w_row, m0), 0, c0))
+            kb.copy(src, Win.at(self.weight_taps), [ms, g.taps, cs])
+            row, columns, width = 0, 0, self.plan.tc
+        positions, cols = self.cols.positions(self.hb, self.wb), kb.budget.cols
+        for i in range(g.h.kernel):
+            for j in range(g.w.kernel):
+                tap = i * g.w.kernel + j
+                rhs: tuple[int, int]
+                if self.cols.in_place:
+                    rhs = (0, i * g.h.dilation * layout.ws + j * g.w.dilation)
+                else:
+                    rhs = (tap * self.plan.tc, 0)
+                at = (row, kb.add(columns, tap * width))
+                product = lambda p0, ps, at=at, rhs=rhs, tap=tap: self._products(  # noqa: E731
+                    at, (ms, cs, ps), (rhs[0], rhs[1], p0), first and tap == 0
+                )
+                if -(-positions // cols) > MAX_UNROLL:
+                    kb.tiles(positions, cols, product)
+                    continue
+                for p0 in range(0, positions, cols):  # one after the other: insert-semaphores
+                    product(p0, min(cols, positions - p0))  # then orders them one by one
+
+    def _products(
+        self, at: tuple[Index, Index], sizes: tuple[int, int, int], rhs: tuple[int, int, Index], first: bool
+    ) -> None:
+        """The matmuls of positions [p0, p0 + ps): lhs at `at`, rhs rows from `row` and columns
+        from `base` + p0 (`rhs` = (row, base, p0)), acc columns from p0."""
         kb, rows = self.kb, self.kb.budget.rows
         ms, k, ps = sizes
+        row, base, p0 = rhs
+        column = kb.add(p0, base) if base else p0
 
         def product(k0: Index, ks: int, accumulate: bool) -> None:
             lhs = Win(self.weights, (at[0], kb.add(at[1], k0)))
-            kb.matmul(lhs, Win(self.cols.patch, (k0, p0)), Win(self.acc, (0, p0)), [ms, ks, ps], accumulate)
+            patch = Win(self.cols.patch, (kb.add(k0, row) if row else k0, column))
+            kb.matmul(lhs, patch, Win(self.acc, (0, p0)), [ms, ks, ps], accumulate)
 
         product(0, min(rows, k), not first)
-        kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows)
+        if -(-k // rows) > MAX_UNROLL:
+            kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows)
+            return
+        for k0 in range(rows, k, rows):
+            product(k0, min(rows, k - k0), True)
 
     def _epilogue(self, m0: Index, ms: int) -> None:
         """acc_read {activation}, or the bias add (broadcast col) and the activation, into y;
@@ -277,15 +362,38 @@ def _lower_depthwise(kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: Co
 # --------------------------------------------------------------------------- planning
 
 
-def _problems(op: graph.ConvOp, g: Geometry, fused: Fused | None = None) -> list[WindowProblem]:
+PER_TAP_SEMAPHORES = 24
+"""Per-tap plans are offered on targets with at least this many semaphores per core: their
+kernels rotate stage, weight, accumulator and output tiles in nested loops, whose protocols
+took up to 16 semaphores (measured on the convs of ResNet-50 and the test models), and a
+multi-core program keeps 2 for its fences. With fewer (the test target `tiny` has 16), the
+im2col plans, which need fewer, are the only candidates."""
+
+
+def _problems(
+    op: graph.ConvOp, g: Geometry, target: Target, fused: Fused | None = None
+) -> list[WindowProblem]:
     """The matrix-engine problem, and for a depthwise conv the vector-engine one (with a fused
     residual add: the matrix one only)."""
     activation = op.activation.data if op.activation else None
     has_bias, temps = op.bias is not None, ACTIVATION_TEMPS.get(activation or "", 0)
     finish = ("add", *activation_ops(activation)) if has_bias else (activation or "acc_read",)
     residual = activation_ops(fused.activation) if fused else None
+    constant = isinstance(op.weight.owner, graph.ConstantOp) and op.weight.owner.value is not None
+    tap_major = ((g.taps > 1 and constant) or (g.taps == 1 and not g.direct)) and (
+        target.semaphores >= PER_TAP_SEMAPHORES
+    )
     problems = [
-        WindowProblem(g, "matrix", has_bias, False, finish, temps if has_bias else 0, residual=residual)
+        WindowProblem(
+            g,
+            "matrix",
+            has_bias,
+            False,
+            finish,
+            temps if has_bias else 0,
+            residual=residual,
+            tap_major=tap_major,
+        )
     ]
     if fused:
         return problems
@@ -298,7 +406,19 @@ def _problems(op: graph.ConvOp, g: Geometry, fused: Fused | None = None) -> list
 
 def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
     block = f"blocks of {plan.rows} x {plan.cols} outputs, {plan.tc} channel(s) per chunk"
-    if plan.engine == "matrix":
+    if plan.engine == "matrix" and plan.per_tap:
+        weights = "kept in SRAM per group" if plan.keep else "streamed per tile"
+        layout = "W laid out [C_out, kh, kw, C/g] at compile time, " if g.taps > 1 else ""
+        rows = (
+            "the stage itself (shifted per tap, no im2col patch)"
+            if g.h.stride == g.w.stride == 1
+            else "a tap-major patch (one DMA per tap)"
+        )
+        text = (
+            f"per-tap GEMM: {layout}one product per tap with {rows} as rhs; {block}, {plan.tm} "
+            f"output channel(s) per tile, weights {weights}"
+        )
+    elif plan.engine == "matrix":
         weights = "kept in SRAM per group" if plan.keep else "streamed per tile"
         text = (
             f"implicit GEMM: W [C_out, {g.channels * g.taps}] as lhs (no transpose), im2col patch by DMA "
@@ -326,7 +446,7 @@ def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tup
     own kernel, which reads two tensors of the output's size on its load queue), or None when
     a plan does not fit."""
     g = conv_geometry(op)
-    plans = [plan_window(_problems(op, g, f)[0], budget) for f in (fused, None)]
+    plans = [plan_window(_problems(op, g, budget.target, f)[0], budget) for f in (fused, None)]
     with_residual, alone = plans
     if with_residual is None or alone is None:
         return None
@@ -341,15 +461,15 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     fused = residual_of(op, chain) if chain else None
     assert not chain or fused is not None
     g = conv_geometry(op)
-    problems = _problems(op, g, fused)
+    problems = _problems(op, g, ctx.budget.target, fused)
     plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]
     if not plans:
         raise _cannot_fit(op, problems[-1], ctx.budget)
     plan = min(plans, key=WindowPlan.key)
     activation = op.activation.data if op.activation else None
-    views = ConvViews.of(ctx, op, g, fused)
+    views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
     kb = ctx.kernel(ops)
-    kb.cost.depth = WINDOW_DEPTH
+    kb.cost.depth = window_budget(plan, ctx.budget).depth
     if plan.engine == "matrix":
         _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
     else:

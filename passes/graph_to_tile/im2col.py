@@ -22,8 +22,10 @@ from aitc.passes.graph_to_tile.window import (
     block_runs,
     fill_windows,
     for_blocks,
+    padding_sources,
     padding_strips,
     prefill_strips,
+    refill_windows,
 )
 
 
@@ -32,10 +34,25 @@ class Im2col:
     module doc). `order` is "channel" (matrix engine) or "tap" (vector engine)."""
 
     def __init__(
-        self, kb: KernelBuilder, g: Geometry, block: tuple[int, int, int], order: str, pad_value: float = 0.0
+        self,
+        kb: KernelBuilder,
+        g: Geometry,
+        block: tuple[int, int, int],
+        order: str,
+        pad_value: float = 0.0,
+        per_tap: bool = False,
     ):
-        """`block` = (R, Q, tc): output rows, output cols and channels per chunk."""
+        """`block` = (R, Q, tc): output rows, output cols and channels per chunk. `per_tap`
+        (`WindowPlan.per_tap`): with stride 1 no tap copies, the matmuls read the stage, viewed
+        flat per channel (`patch`), at each tap's first element; and `refill`."""
         self.kb, self.g, self.order, self.pad_value = kb, g, order, pad_value
+        self.in_place = g.direct or (per_tap and g.h.stride == g.w.stride == 1)
+        self.refill = per_tap and not g.direct
+        """Every load copies all the stage's padding from tiles of the padding value (filled
+        once) first, so each load writes the whole stage and multi-buffer can rotate it (the
+        matmuls read it in place, so it holds one chunk at a time). Copies, not vector fills:
+        the fills of the next chunk would wait for this chunk's epilogue on the in-order vector
+        engine, and the next load for them."""
         self.rows, self.cols, self.tc = block
         self.layout = layout = PatchLayout(g, *block, order)
         tc, element = self.tc, f32
@@ -49,13 +66,18 @@ class Im2col:
                 "planes": self._view([planes, hs * ws]),
                 "lines": self._view([planes * hs, ws]),
             }
-        if g.direct:
+        if self.in_place:
             self.patch = self._view([tc, hs * ws])
         else:  # the views the tap copies go through, before any loop
             self.patch = kb.alloc([g.taps * tc, layout.width], element, "sram")
             shapes = layout.tap_copy(0, 0, tc, layout.width)
             self._view(shapes.src_shape)
             self._view(shapes.dst_shape, self.patch)
+        self.padding: dict[str, SSAValue] = {}
+        if self.refill:
+            for view, shape in padding_sources(g, block).items():
+                self.padding[view] = kb.alloc(list(shape), element, "sram")
+                fill(kb, Win.at(self.padding[view]), pad_value, list(shape))
         self.prefill()
 
     def _view(self, shape: Sequence[int], buffer: SSAValue | None = None) -> SSAValue:
@@ -71,13 +93,16 @@ class Im2col:
         return self.layout.positions(hb.size, wb.size)
 
     def prefill(self) -> None:
-        """Before the loops: the padding of the dims that have a single block."""
-        self._fill(prefill_strips(self.g, (self.rows, self.cols)))
+        """Before the loops: the padding of the dims that have a single block (at every load
+        when `refill`)."""
+        if not self.refill:
+            self._fill(prefill_strips(self.g, (self.rows, self.cols)))
 
     def prepare(self, hb: Block, wb: Block) -> None:
         """Before the chunks of a border block: its padding (each chunk then writes the same
-        in-bounds part)."""
-        self._fill(padding_strips(self.g, (self.rows, self.cols), (hb, wb), prefill=False))
+        in-bounds part; at every load when `refill`)."""
+        if not self.refill:
+            self._fill(padding_strips(self.g, (self.rows, self.cols), (hb, wb), prefill=False))
 
     def _fill(self, strips: list[tuple[str, int, int]]) -> None:
         for view, at, sizes in fill_windows(self.g, (self.rows, self.cols, self.tc), strips, self.kb.target):
@@ -85,11 +110,15 @@ class Im2col:
 
     def load(self, src: SSAValue, channel: Index, cs: int, hb: Block, wb: Block) -> None:
         """Channels [channel, channel + cs) of `src` [B*C, H, W] for the block: the field into
-        the stage, then (unless direct) every tap into the patch."""
+        the stage, then (unless in place) every tap into the patch."""
         (h0, h_at, h_n), (w0, w_at, w_n) = self._field(self.g.h, hb), self._field(self.g.w, wb)
+        for view, at, sizes in (
+            refill_windows(self.g, (self.rows, self.cols, self.tc), (hb, wb)) if self.refill else ()
+        ):
+            self.kb.copy(Win.at(self.padding[view]), Win(self.fill_views[view], at), list(sizes))
         if h_n and w_n:
             self.kb.copy(Win(src, (channel, h0, w0)), Win(self.stage, (0, h_at, w_at)), [cs, h_n, w_n])
-        if not self.g.direct:
+        if not self.in_place:
             for i in range(self.g.h.kernel):
                 for j in range(self.g.w.kernel):
                     self._tap(i, j, cs, self.positions(hb, wb))

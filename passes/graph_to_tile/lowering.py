@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
+import numpy as np
+from xdsl.dialects.builtin import DenseResourceAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.analysis.graph_matching import node_name
@@ -25,6 +26,7 @@ from aitc.analysis.tile_footprint import root_of
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import KernelBuilder, buffer_shape
 from aitc.passes.graph_to_tile.costs import Budget
+from aitc.weights import array_to_attr, attr_to_array
 
 # --------------------------------------------------------------------------- failures
 
@@ -120,6 +122,7 @@ class LoweringContext:
         self.kernels: list[Operation] = []
         self.buffers: dict[SSAValue, SSAValue] = {}
         self._views: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
+        self.permuted: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
 
     def buffer(self, value: SSAValue) -> SSAValue:
         """The DRAM buffer of graph `value`: its argument, its tile.const, or a new dram alloc."""
@@ -136,6 +139,28 @@ class LoweringContext:
         self.decls.append(op)
         self.buffers[value] = result
         return result
+
+    def permuted_constant(self, value: SSAValue, perm: Sequence[int], layout: str) -> SSAValue | None:
+        """The DRAM buffer of constant `value` with its dims permuted by `perm` at compile time
+        (numpy.transpose of the bytes, a tile.const of its own, made once); None when `value` is
+        not a graph.constant, so a lowering that wants a weight in another layout can fall back.
+        The resource is named after the original's and `layout` (e.g. `conv1_weight_ohwi_<digest>`)."""
+        owner = value.owner
+        if not isinstance(owner, graph.ConstantOp) or owner.value is None:
+            return None
+        key = (value, tuple(perm))
+        if key not in self.permuted:
+            array = np.ascontiguousarray(np.transpose(attr_to_array(owner.value), perm))
+            hint = (
+                owner.value.resource_handle.data.rsplit("_", 1)[0]
+                if isinstance(owner.value, DenseResourceAttr)
+                else "w"
+            )
+            op = tile.ConstOp(array_to_attr(array, f"{hint}_{layout}"))
+            op.location = owner.location
+            self.decls.append(op)
+            self.permuted[key] = op.buffer
+        return self.permuted[key]
 
     def view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
         """A tile.reshape of `buffer` to `shape` (the buffer itself when the shape is equal)."""

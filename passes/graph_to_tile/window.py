@@ -17,7 +17,8 @@ a block is contiguous in the output rows. Per block and chunk of tc channels:
 The P = (R - 1) * pitch + Q columns include garbage ones between output rows (computed, never
 stored). Patch rows are channel-major, (c, tap), for the matrix engine (the contraction order
 of the weight [M, C/g * kh * kw]) and tap-major, (tap, c), for the vector engine (one [tc, P]
-window per tap). When there is one tap and stride 1 (1x1 conv), the stage is the patch.
+window per tap) and per-tap matrix plans. When there is one tap and stride 1 (1x1 conv), the
+stage is the patch; a per-tap plan with stride 1 reads the stage in place too.
 
 Blocks are peeled per dim (`for_blocks`): the blocks whose field lies inside the input are
 one scf.for and read whole fields; border blocks and the remainder get constant offsets, so
@@ -215,12 +216,15 @@ def prefill_strips(g: Geometry, tiles: tuple[int, int]) -> list[tuple[str, int, 
 
 
 def fill_windows(
-    g: Geometry, block: tuple[int, int, int], strips: list[tuple[str, int, int]], target: Target
+    g: Geometry,
+    block: tuple[int, int, int],
+    strips: list[tuple[str, int, int]],
+    target: Target | None,
 ) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
-    """(view, origin, sizes) of the vector-engine fills covering `strips`: each row strip on the
-    stage viewed [tc, Hs*Ws] ("planes"), each column strip on it viewed [tc*Hs, Ws] ("lines"),
-    or the whole stage at once when that costs fewer vector cycles (narrow column strips
-    waste the lanes)."""
+    """(view, origin, sizes) of the fills covering `strips`: each row strip on the stage viewed
+    [tc, Hs*Ws] ("planes"), each column strip on it viewed [tc*Hs, Ws] ("lines"), or, for the
+    vector engine (`target` given), the whole stage at once when that costs fewer vector
+    cycles (narrow column strips waste the lanes)."""
     if not strips:
         return []
     rows, cols, tc = block
@@ -231,8 +235,36 @@ def fill_windows(
             return "planes", (0, low * ws), (tc, (high - low) * ws)
         return "lines", (0, low), (tc * hs, high - low)
 
-    def cycles(fills: list[tuple[str, tuple[int, int], tuple[int, int]]]) -> int:
-        return sum(vector_cycles(target, "mul", *size) for _, _, size in fills)
-
     each = [window(*strip) for strip in strips]
+    if target is None:
+        return each
+    on = target
+
+    def cycles(fills: list[tuple[str, tuple[int, int], tuple[int, int]]]) -> int:
+        return sum(vector_cycles(on, "mul", *size) for _, _, size in fills)
+
     return min(each, [("lines", (0, 0), (tc * hs, ws))], key=cycles)
+
+
+def refill_windows(
+    g: Geometry, block: tuple[int, int, int], blocks: tuple[Block | BlockRun, Block | BlockRun]
+) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    """(view, origin, sizes) of all the padding strips of the stage of `blocks` (those of the
+    dims with a single block too), as `fill_windows` cuts them, for copies from a tile of the
+    padding value (`padding_sources`)."""
+    tiles = block[:2]
+    strips = padding_strips(g, tiles, blocks, prefill=True) + padding_strips(g, tiles, blocks, prefill=False)
+    return fill_windows(g, block, strips, None)
+
+
+@cache
+def padding_sources(g: Geometry, block: tuple[int, int, int]) -> dict[str, tuple[int, int]]:
+    """Per stage view ("planes", "lines"), the shape of the tile of padding values that the
+    copies of `refill_windows` read from: the largest strip of any block."""
+    shapes: dict[str, tuple[int, int]] = {}
+    for h in block_runs(g.h, block[0]):
+        for w in block_runs(g.w, block[1]):
+            for view, _, (rows, cols) in refill_windows(g, block, (h, w)):
+                known = shapes.get(view, (0, 0))
+                shapes[view] = (max(known[0], rows), max(known[1], cols))
+    return shapes

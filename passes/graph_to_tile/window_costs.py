@@ -4,10 +4,11 @@ following the loop nests of graph_to_tile_conv / graph_to_tile_window op for op.
 
 A plan fixes the output block (R rows x Q cols, Q = OW when R > 1), the channel chunk tc,
 for the matrix engine the output-channel tile tm (ACC holds tm x the block's patch columns,
-`PatchLayout.width`) and whether the
-weights stay in SRAM for a whole group (`keep`). The cheapest candidate by estimated cycles,
-then DRAM bytes, then total engine time, then SRAM wins; the kernel records the cost of the
-IR actually emitted.
+`PatchLayout.width`), whether the weights stay in SRAM for a whole group (`keep`) and whether
+the contraction is one product per tap over tap-major weights (`per_tap`, graph_to_tile_conv's
+module docstring; estimated at the pipeline's buffer depth, the others at `WINDOW_DEPTH`).
+The cheapest candidate by estimated cycles, then DRAM bytes, then total engine time, then
+SRAM wins; the kernel records the cost of the IR actually emitted.
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ from aitc.passes.graph_to_tile.costs import (
     split,
     vector_cycles,
 )
+from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.patch_layout import PatchLayout
 from aitc.passes.graph_to_tile.window import (
     BlockRun,
     Geometry,
     block_runs,
     fill_windows,
+    padding_sources,
     padding_strips,
     prefill_strips,
+    refill_windows,
 )
 
 
@@ -58,16 +62,26 @@ class WindowProblem:
     counts: bool = False
     pad_value: float = 0.0
     residual: tuple[str, ...] | None = None
+    tap_major: bool = False
+    """Matrix engine: the weights may be laid out tap-major (a constant, or a single tap), so
+    `WindowPlan.per_tap` plans are candidates too."""
 
 
 @dataclass(frozen=True)
 class WindowPlan:
+    """A tiling of a window kernel (see the module docstring). `per_tap` (matrix engine): the
+    weights tap-major [M, kh, kw, C/g] and one product per tap, of its weight columns and its
+    rows of the patch: with stride 1 there is no patch, a tap's rows are the stage itself, seen
+    flat per channel from the tap's first element (output position p reads stage element
+    base(i, j) + p); strided, the patch is tap-major (one DMA per tap, `PatchLayout.flat`)."""
+
     engine: str
     rows: int
     cols: int
     tc: int
     tm: int
     keep: bool
+    per_tap: bool = False
     cycles: int = 0
     dma_bytes: int = 0
     work: int = 0
@@ -94,7 +108,11 @@ def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None =
     `layout`: the plan's `_layout`, when the caller has it."""
     g, layout = p.g, layout or _layout(p, plan)
     stage = layout.planes * layout.hs * layout.ws
-    patch = 0 if g.direct else g.taps * plan.tc * layout.width
+    if plan.per_tap and not g.direct:  # Im2col.refill's tiles of the padding value
+        stage += sum(
+            rows * cols for rows, cols in padding_sources(g, (plan.rows, plan.cols, plan.tc)).values()
+        )
+    patch = 0 if in_place(g, plan) else g.taps * plan.tc * layout.width
     if p.engine == "matrix":
         k = g.channels * g.taps
         weights = g.outs * k if plan.keep else plan.tm * plan.tc * g.taps
@@ -116,7 +134,14 @@ def window_acc(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None = 
 
 
 def _layout(p: WindowProblem, plan: WindowPlan) -> PatchLayout:
-    return PatchLayout(p.g, plan.rows, plan.cols, plan.tc, "channel" if p.engine == "matrix" else "tap")
+    order = "channel" if p.engine == "matrix" and not plan.per_tap else "tap"
+    return PatchLayout(p.g, plan.rows, plan.cols, plan.tc, order)
+
+
+def in_place(g: Geometry, plan: WindowPlan) -> bool:
+    """Whether the products read the stage itself (no patch): one tap with stride 1, or a
+    per-tap plan with stride 1."""
+    return g.direct or (plan.per_tap and g.h.stride == g.w.stride == 1)
 
 
 # --------------------------------------------------------------------------- estimates
@@ -136,17 +161,29 @@ def _copy(
     cost.add_dma(budget.target, nbytes, *spaces, times * count)
 
 
-def _gather(cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int) -> None:
-    """Im2col.load of one chunk of cs channels of a block of the run pair (h, w): the field into
-    the stage, then every tap into the patch. `block` = (layout, (h, w), cs)."""
+def _gather(
+    cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int, plan: WindowPlan | None = None
+) -> None:
+    """Im2col.load of one chunk of cs channels of a block of the run pair (h, w): for a per-tap
+    `plan` the stage's padding, then the field into the stage, then (unless in place) every
+    tap into the patch. `block` = (layout, (h, w), cs)."""
     layout, (h, w), cs = block
     g = p.g
     h_n, w_n = h.in_bounds(g.h), w.in_bounds(g.w)
     source = [g.batch * g.groups * g.channels, g.h.size, g.w.size]
+    if plan is not None and plan.per_tap and not g.direct:  # Im2col.refill: all the padding, copied
+        block = (layout.rows, layout.cols, layout.tc)
+        sources = padding_sources(g, block)
+        views = {
+            "planes": [layout.planes, layout.hs * layout.ws],
+            "lines": [layout.planes * layout.hs, layout.ws],
+        }
+        for view, _, sizes in refill_windows(g, block, (h, w)):
+            _copy(cost, budget, ("sram", "sram"), (sources[view], views[view]), list(sizes), times)
     if h_n and w_n:
         stage = [layout.planes, layout.hs, layout.ws]
         _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times)
-    if g.direct:
+    if g.direct or (plan is not None and in_place(g, plan)):
         return
     tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
     count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
@@ -193,27 +230,44 @@ def _matrix_epilogue(cost: Cost, p: WindowProblem, budget: Budget, block: tuple,
             cost.add_vector(vector_cycles(target, op, *tile), times)
 
 
-def _fills(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, strips: list, times: int) -> None:
-    """Filling `strips` of the stage with the padding value (Im2col._fill: cmp_eq, mul, add)."""
+def _fills(
+    cost: Cost, p: WindowProblem, budget: Budget, block: tuple[int, int, int], strips: list, times: int
+) -> None:
+    """Filling `strips` of the stage of blocks of `block` = (R, Q, tc) with the padding value
+    (Im2col._fill: cmp_eq, mul, add)."""
     ops = ("cmp_eq", "mul", "add") if p.pad_value else ("cmp_eq", "mul")
-    for _, _, size in fill_windows(p.g, (plan.rows, plan.cols, plan.tc), strips, budget.target):
+    for _, _, size in fill_windows(p.g, block, strips, budget.target):
         for op in ops:
             cost.add_vector(vector_cycles(budget.target, op, *size), times)
 
 
-def _contract_ops(budget: Budget, m: int, k: int, positions: int) -> Iterator[tuple[int, int]]:
+def _contract_ops(
+    budget: Budget, m: int, k: int, positions: int, unrolled: bool = False
+) -> Iterator[tuple[int, int]]:
     """(cycles, count) of the matmuls of one m x k x positions product (_MatrixConv._products),
-    in order: per column tile of <= cols positions, the first k chunk then the others."""
-    rows = budget.rows
-    for _, pc in split(positions, budget.cols):
+    in order: per column tile of <= cols positions (each one apart when `unrolled` and there
+    are at most MAX_UNROLL, else a loop and its remainder), the first k chunk then the others
+    (each apart up to MAX_UNROLL chunks, else a loop and its remainder)."""
+    rows, cols = budget.rows, budget.cols
+    if unrolled and -(-positions // cols) <= MAX_UNROLL:
+        tiles = [(min(cols, positions - p0), 1) for p0 in range(0, positions, cols)]
+    else:
+        tiles = split(positions, cols)
+    if -(-k // rows) <= MAX_UNROLL:
+        rest = [(min(rows, k - k0), 1) for k0 in range(rows, k, rows)]
+    else:
+        rest = split(k - rows, rows)
+    for _, pc in tiles:
         yield matmul_cycles(budget.target, m, min(rows, k)), pc
-        for ks, kc in split(k - rows, rows) if k > rows else ():
+        for ks, kc in rest:
             yield matmul_cycles(budget.target, m, ks), pc * kc
 
 
-def _contract(cost: Cost, budget: Budget, m: int, k: int, positions: int, times: int) -> None:
+def _contract(
+    cost: Cost, budget: Budget, m: int, k: int, positions: int, times: int, unrolled: bool = False
+) -> None:
     """The matmuls of one m x k x positions product."""
-    for once, count in _contract_ops(budget, m, k, positions):
+    for once, count in _contract_ops(budget, m, k, positions, unrolled):
         cost.add_matrix(once, times * count)
 
 
@@ -235,21 +289,28 @@ def _matrix_busy(p: WindowProblem, budget: Budget, plan: WindowPlan, layout: Pat
     closed form (every column tile multiplies the first k chunk, then the full and the last
     partial chunk of the rest)."""
     rows, latency, busy = budget.rows, budget.target.matrix.latency, 0
+    products = p.g.taps if plan.per_tap else 1  # per tap: one product per tap, k = the chunk
     for (h, w), times, (ms, mc), (cs, cc) in _matrix_products(p, plan, layout):
-        k = cs * p.g.taps
+        k = cs if plan.per_tap else cs * p.g.taps
         full, rest = divmod(max(0, k - rows), rows)
         chunks = (
             latency + min(rows, k) + ms + full * (latency + rows + ms) + (latency + rest + ms if rest else 0)
         )
         column_tiles = -(-layout.positions(h.size, w.size) // budget.cols)
-        busy += column_tiles * chunks * times * mc * cc
+        busy += column_tiles * chunks * times * mc * cc * products
     return busy
 
 
 def _matrix_prologue(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan) -> None:
     """Before _MatrixConv's loops: the padding fills, the weights kept for the whole kernel, the bias."""
     g, target = p.g, budget.target
-    _fills(cost, p, budget, plan, prefill_strips(g, (plan.rows, plan.cols)), 1)
+    if not plan.per_tap:
+        _fills(cost, p, budget, (plan.rows, plan.cols, plan.tc), prefill_strips(g, (plan.rows, plan.cols)), 1)
+    elif not g.direct:  # Im2col.refill: its tiles of the padding value, filled once
+        ops = ("cmp_eq", "mul", "add") if p.pad_value else ("cmp_eq", "mul")
+        for rows, cols in padding_sources(g, (plan.rows, plan.cols, plan.tc)).values():
+            for op in ops:
+                cost.add_vector(vector_cycles(target, op, rows, cols))
     if plan.keep:
         cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
     if p.bias:
@@ -262,12 +323,31 @@ def _beaten(cost: Cost, matrix_to_come: int, bound: int | None) -> bool:
     return bound is not None and cost.floor(matrix_to_come) > bound
 
 
+def _chunk_products(
+    cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, sizes: tuple[int, int, int], times: int
+) -> None:
+    """_MatrixConv._contract of one chunk: the weight tile unless kept, then the products of
+    `sizes` = (ms, cs, positions): one of k = cs * taps, or per tap one of k = cs reading the
+    tap-major weight window [ms, taps, cs] of W' [M, taps, C/g]."""
+    g, (ms, cs, positions) = p.g, sizes
+    if not plan.per_tap:
+        if not plan.keep:
+            cost.add_dma(budget.target, F32 * ms * cs * g.taps, "dram", "sram", times)
+        _contract(cost, budget, ms, cs * g.taps, positions, times)
+        return
+    if not plan.keep:
+        weights = ([g.groups * g.outs, g.taps, g.channels], [plan.tm, g.taps, plan.tc])
+        _copy(cost, budget, ("dram", "sram"), weights, [ms, g.taps, cs], times)
+    for _ in range(g.taps):
+        _contract(cost, budget, ms, cs, positions, times, unrolled=True)
+
+
 def estimate_matrix(
     p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None, matrix: int | None = None
 ) -> Cost | None:
     """The loop nest of graph_to_tile_conv._MatrixConv, op for op; None once its `Cost.floor`
     exceeds `bound` (the candidate cannot win). `matrix`: its `_matrix_busy`, when known."""
-    g, target, cost = p.g, budget.target, Cost(depth=budget.depth)
+    g, cost = p.g, Cost(depth=budget.depth)
     layout = _layout(p, plan)
     chunks, m_tiles = split(g.channels, plan.tc), split(g.outs, plan.tm)
     whole = plan.tc >= g.channels
@@ -280,18 +360,17 @@ def estimate_matrix(
     for h, w in _runs(g, plan):
         times = g.batch * g.groups * h.count * w.count
         positions = layout.positions(h.size, w.size)
-        _fills(cost, p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False), times)
+        if not plan.per_tap:
+            _fills(cost, p, budget, (*tiles, plan.tc), padding_strips(g, tiles, (h, w), prefill=False), times)
         if whole:
-            _gather(cost, p, budget, (layout, (h, w), g.channels), times)
+            _gather(cost, p, budget, (layout, (h, w), g.channels), times, plan)
         for ms, mc in m_tiles:
             if _beaten(cost, matrix - cost.matrix, bound):
                 return None
             for cs, cc in [(g.channels, 1)] if whole else chunks:
                 if not whole:
-                    _gather(cost, p, budget, (layout, (h, w), cs), times * mc * cc)
-                if not plan.keep:
-                    cost.add_dma(target, F32 * ms * cs * g.taps, "dram", "sram", times * mc * cc)
-                _contract(cost, budget, ms, cs * g.taps, positions, times * mc * cc)
+                    _gather(cost, p, budget, (layout, (h, w), cs), times * mc * cc, plan)
+                _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * mc * cc)
             _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc)
             _store(cost, p, budget, layout, [ms, h.size, w.size], times * mc)
     return cost
@@ -306,14 +385,14 @@ def estimate_vector(
     layout = _layout(p, plan)
     loads = [n for n in (g.taps if p.weights else 0, int(p.bias)) if n]  # per channel: weights, bias
     tiles = (plan.rows, plan.cols)
-    _fills(cost, p, budget, plan, prefill_strips(g, tiles), 1)
+    _fills(cost, p, budget, (*tiles, plan.tc), prefill_strips(g, tiles), 1)
     for n in loads if plan.keep else ():
         cost.add_dma(target, F32 * n * g.channels, "dram", "sram")
     for h, w in _runs(g, plan):
         if bound is not None and cost.floor() > bound:
             return None
         times, positions = g.batch * h.count * w.count, layout.positions(h.size, w.size)
-        _fills(cost, p, budget, plan, padding_strips(g, tiles, (h, w), prefill=False), times)
+        _fills(cost, p, budget, (*tiles, plan.tc), padding_strips(g, tiles, (h, w), prefill=False), times)
         for cs, cc in split(g.channels, plan.tc):
             _gather(cost, p, budget, (layout, (h, w), cs), times * cc)
             for n in () if plan.keep else loads:
@@ -344,7 +423,7 @@ def _shapes(g: Geometry) -> list[tuple[int, int]]:
 
 
 WINDOW_DEPTH = 1
-"""The buffer depth window kernels are estimated at, whatever the pipeline's: `multi-buffer`
+"""The buffer depth window kernels with a patch are estimated at, whatever the pipeline's: `multi-buffer`
 rotates a buffer only when one write of an iteration covers all of it, and the patch is written
 by one copy per tap (the stage, with padding, by the field load and the fills), so the taps of
 the next block wait for the matmuls or vector ops of this one: the engines run one after the
@@ -352,14 +431,23 @@ other (measured: a pipelined estimate was 0.6-0.8 of the simulated cycles, a ser
 0.93-1.10)."""
 
 
+def window_budget(plan: WindowPlan, budget: Budget) -> Budget:
+    """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan (its
+    stage, patch and weight tiles are each written whole by a chunk, so multi-buffer rotates
+    them), else `WINDOW_DEPTH`."""
+    return budget if plan.per_tap else replace(budget, depth=WINDOW_DEPTH)
+
+
 def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
     """Every tiling whose buffers fit the SRAM and ACC budgets, not yet estimated."""
     tms = _sizes(p.g.outs) if p.engine == "matrix" else [0]
     keeps = (True, False) if p.engine == "matrix" or p.weights or p.bias else (False,)
+    per_taps = (False, True) if p.tap_major else (False,)
     for (rows, cols), tc in product(_shapes(p.g), _sizes(p.g.channels)):
-        layout = _layout(p, WindowPlan(p.engine, rows, cols, tc, 0, False))
-        for tm, keep in product(tms, keeps):
-            plan = WindowPlan(p.engine, rows, cols, tc, tm, keep)
+        layouts = {t: _layout(p, WindowPlan(p.engine, rows, cols, tc, 0, False, t)) for t in per_taps}
+        for tm, keep, per_tap in product(tms, keeps, per_taps):
+            plan = WindowPlan(p.engine, rows, cols, tc, tm, keep, per_tap)
+            layout = layouts[per_tap]
             sram, acc = window_sram(p, plan, layout), window_acc(p, plan, layout)
             if sram <= budget.sram and acc <= budget.acc:
                 yield replace(plan, sram_bytes=sram, acc_bytes=acc)
@@ -383,14 +471,14 @@ def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     candidate's matrix-engine cycles (`_matrix_busy`) bound its cycles from below, and an
     estimate stops as soon as its running bound (`Cost.floor`) exceeds the best cycles. Ties on
     `WindowPlan.key` go to the first candidate in `window_candidates` order."""
-    budget = replace(budget, depth=WINDOW_DEPTH)
+    pipelined, budget = budget, replace(budget, depth=WINDOW_DEPTH)
     candidates = list(window_candidates(p, budget))
     floors = _matrix_floors(p, budget, candidates)
 
     def estimate(index: int, bound: int | None) -> WindowPlan | None:
         plan = candidates[index]
         if p.engine == "matrix":
-            cost = estimate_matrix(p, budget, plan, bound, floors[index])
+            cost = estimate_matrix(p, window_budget(plan, pipelined), plan, bound, floors[index])
         else:
             cost = estimate_vector(p, budget, plan, bound)
         if cost is None:
@@ -406,10 +494,10 @@ def _matrix_floors(p: WindowProblem, budget: Budget, candidates: list[WindowPlan
     per block and tile shape (it does not depend on `keep`)."""
     if p.engine != "matrix":
         return [0] * len(candidates)
-    known: dict[tuple[int, int, int, int], int] = {}
+    known: dict[tuple[int, int, int, int, bool], int] = {}
     floors = []
     for plan in candidates:
-        shape = (plan.rows, plan.cols, plan.tc, plan.tm)
+        shape = (plan.rows, plan.cols, plan.tc, plan.tm, plan.per_tap)
         if shape not in known:
             known[shape] = _matrix_busy(p, budget, plan, _layout(p, plan))
         floors.append(known[shape])

@@ -7,6 +7,8 @@
 // are wide: output (oh, ow) is patch column 8*oh + ow (the stage's row pitch), so a tap of all
 // 3 channels is ONE window [3, 46, 1] of the stage viewed [3, 64, 1] (46 = 5*8 + 6; the 2
 // columns between rows are computed, never stored: y is [4, 6 x 8], stored as [4, 6, 6]).
+// The 7 k chunks of 4 of a column tile follow one another (up to MAX_UNROLL, no scf.for), so
+// insert-semaphores orders them one by one.
 func.func @conv3x3_pad1(%x: tensor<1x3x6x6xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
   %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x3x6x6xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x6x6xf32> loc("/conv1/Conv")
   func.return %y : tensor<1x4x6x6xf32>
@@ -26,9 +28,8 @@ func.func @conv3x3_pad1(%x: tensor<1x3x6x6xf32>, %w: tensor<4x3x3x3xf32>) -> ten
 // CHECK-COUNT-9:   tile.copy [[TAPS]][{{.*}}] to [[ROWS]][{{.*}}] sizes [3, 46, 1]
 // CHECK:           scf.for
 // CHECK-NEXT:        tile.matmul [[W]][{{.*}}], [[PATCH]][{{.*}}] to [[ACC]][{{.*}}] sizes [4, 4, 4] :
-// CHECK-NEXT:        scf.for
-// CHECK-NEXT:          tile.matmul {{.*}} sizes [4, 4, 4] {accumulate}
-// CHECK:             tile.matmul {{.*}} sizes [4, 3, 4] {accumulate}
+// CHECK-COUNT-5:     tile.matmul {{.*}} sizes [4, 4, 4] {accumulate}
+// CHECK-NEXT:        tile.matmul {{.*}} sizes [4, 3, 4] {accumulate}
 // CHECK:           tile.acc_read [[ACC]]{{.*}} sizes [4, 46]
 // CHECK-NEXT:      tile.copy {{.*}} sizes [4, 6, 6] : memref<4x6x8xf32, "sram">, memref<4x6x6xf32, "dram">
 // EDGE-LABEL:  func.func @conv3x3_pad1
@@ -284,3 +285,46 @@ func.func @conv_residual_relu(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, 
 // EDGE-NEXT:       tile.binary %[[Y]][{{.*}}], %[[RT]][{{.*}}] to %[[Y]][{{.*}}] sizes [8, 46] {op = "add"}
 // EDGE-NEXT:       tile.unary %[[Y]][{{.*}}] to %[[Y]][{{.*}}] sizes [8, 46] {op = "relu"}
 // EDGE-NEXT:       tile.copy {{.*}} sizes [8, 6, 6] : memref<8x6x8xf32, "sram">, memref<8x6x6xf32, "dram">
+
+// -----
+
+// A constant weight is laid out tap-major [C_out, kh, kw, C] at compile time (a tile.const of
+// its own), so each tap's weight columns are contiguous: with stride 1 there is no im2col patch,
+// each tap's product reads the stage itself, viewed flat per channel ([4, 24]) from the tap's
+// first element. Each chunk copies the stage's padding from tiles of zeros (filled once), so a
+// load writes the whole stage and multi-buffer can rotate it.
+func.func @conv3x3_constant_weight(%x: tensor<1x8x6x6xf32>) -> tensor<1x3x6x6xf32> {
+  %w = graph.constant dense<[[[[-1.5, -1.0, -0.5], [0.0, 0.5, 1.0], [1.5, -1.5, -1.0]], [[-0.5, 0.0, 0.5], [1.0, 1.5, -1.5], [-1.0, -0.5, 0.0]], [[0.5, 1.0, 1.5], [-1.5, -1.0, -0.5], [0.0, 0.5, 1.0]], [[1.5, -1.5, -1.0], [-0.5, 0.0, 0.5], [1.0, 1.5, -1.5]], [[-1.0, -0.5, 0.0], [0.5, 1.0, 1.5], [-1.5, -1.0, -0.5]], [[0.0, 0.5, 1.0], [1.5, -1.5, -1.0], [-0.5, 0.0, 0.5]], [[1.0, 1.5, -1.5], [-1.0, -0.5, 0.0], [0.5, 1.0, 1.5]], [[-1.5, -1.0, -0.5], [0.0, 0.5, 1.0], [1.5, -1.5, -1.0]]], [[[-0.5, 0.0, 0.5], [1.0, 1.5, -1.5], [-1.0, -0.5, 0.0]], [[0.5, 1.0, 1.5], [-1.5, -1.0, -0.5], [0.0, 0.5, 1.0]], [[1.5, -1.5, -1.0], [-0.5, 0.0, 0.5], [1.0, 1.5, -1.5]], [[-1.0, -0.5, 0.0], [0.5, 1.0, 1.5], [-1.5, -1.0, -0.5]], [[0.0, 0.5, 1.0], [1.5, -1.5, -1.0], [-0.5, 0.0, 0.5]], [[1.0, 1.5, -1.5], [-1.0, -0.5, 0.0], [0.5, 1.0, 1.5]], [[-1.5, -1.0, -0.5], [0.0, 0.5, 1.0], [1.5, -1.5, -1.0]], [[-0.5, 0.0, 0.5], [1.0, 1.5, -1.5], [-1.0, -0.5, 0.0]]], [[[0.5, 1.0, 1.5], [-1.5, -1.0, -0.5], [0.0, 0.5, 1.0]], [[1.5, -1.5, -1.0], [-0.5, 0.0, 0.5], [1.0, 1.5, -1.5]], [[-1.0, -0.5, 0.0], [0.5, 1.0, 1.5], [-1.5, -1.0, -0.5]], [[0.0, 0.5, 1.0], [1.5, -1.5, -1.0], [-0.5, 0.0, 0.5]], [[1.0, 1.5, -1.5], [-1.0, -0.5, 0.0], [0.5, 1.0, 1.5]], [[-1.5, -1.0, -0.5], [0.0, 0.5, 1.0], [1.5, -1.5, -1.0]], [[-0.5, 0.0, 0.5], [1.0, 1.5, -1.5], [-1.0, -0.5, 0.0]], [[0.5, 1.0, 1.5], [-1.5, -1.0, -0.5], [0.0, 0.5, 1.0]]]]> : tensor<3x8x3x3xf32>
+  %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x6x6xf32>, tensor<3x8x3x3xf32> -> tensor<1x3x6x6xf32> loc("/conv/Conv")
+  func.return %y : tensor<1x3x6x6xf32>
+}
+// On tiny (16 semaphores, too few for per-tap kernels) it stays an implicit GEMM.
+// CHECK-LABEL: func.func @conv3x3_constant_weight
+// CHECK:         tile.kernel "/conv/Conv" {{.*}}reason = "implicit GEMM:
+// EDGE-LABEL:  func.func @conv3x3_constant_weight
+// EDGE:          %[[W:[0-9]+]] = tile.const dense_resource<w_tap_major_{{[0-9a-f]+}}> : tensor<3x3x3x8xf32>
+// EDGE:          %[[W2:[0-9]+]] = tile.reshape %[[W]] : memref<3x3x3x8xf32, "dram"> -> memref<3x72xf32, "dram">
+// EDGE:          tile.kernel "/conv/Conv" {op = "graph.conv", tiles = array<i64: 4, 6, 8, 3>, {{.*}}reason = "per-tap GEMM: W laid out [C_out, kh, kw, C/g] at compile time, one product per tap with the stage itself (shifted per tap, no im2col patch) as rhs;
+// EDGE:            %[[STAGE:[0-9]+]] = tile.alloc : memref<8x6x8xf32, "sram">
+// EDGE:            %[[WT:[0-9]+]] = tile.alloc : memref<3x72xf32, "sram">
+// EDGE:            %[[FLAT:[0-9]+]] = tile.reshape %[[STAGE]] : memref<8x6x8xf32, "sram"> -> memref<8x48xf32, "sram">
+// EDGE:            tile.copy %[[W2]][{{.*}}] to %[[WT]][{{.*}}] sizes [3, 72]
+// EDGE:            tile.copy {{.*}} to %[[FLAT]][{{.*}}] sizes [8, 8]
+// EDGE-NEXT:       tile.copy {{.*}} to %[[STAGE]][{{.*}}] sizes [8, 5, 6] : memref<8x6x6xf32, "dram">, memref<8x6x8xf32, "sram">
+// EDGE-NEXT:       tile.matmul %[[WT]][{{.*}}], %[[FLAT]][{{.*}}] to {{.*}} sizes [3, 8, 30] :
+// EDGE-COUNT-8:    tile.matmul %[[WT]][{{.*}}], %[[FLAT]][{{.*}}] to {{.*}} sizes [3, 8, 30] {accumulate}
+
+// -----
+
+// A 1x1 stride-2 conv (any weight: one tap is already tap-major) gathers its strided inputs
+// with one DMA per chunk (the tap-major patch, `PatchLayout.flat`), not one per channel.
+func.func @conv1x1_stride2(%x: tensor<1x8x8x8xf32>, %w: tensor<6x8x1x1xf32>) -> tensor<1x6x4x4xf32> {
+  %y = graph.conv %x, %w {strides = array<i64: 2, 2>} : tensor<1x8x8x8xf32>, tensor<6x8x1x1xf32> -> tensor<1x6x4x4xf32>
+  func.return %y : tensor<1x6x4x4xf32>
+}
+// EDGE-LABEL:  func.func @conv1x1_stride2
+// EDGE:          tile.kernel "graph.conv" {{.*}}reason = "per-tap GEMM: one product per tap with a tap-major patch (one DMA per tap) as rhs;
+// EDGE:            scf.for
+// EDGE:              tile.copy {{.*}} sizes [8, 3, 7] : memref<8x8x8xf32, "dram">, memref<9x4x8xf32, "sram">
+// EDGE-NEXT:         tile.copy {{.*}} sizes [128, 1] : memref<144x2xf32, "sram">, memref<128x1xf32, "sram">
+// EDGE-NEXT:         tile.matmul {{.*}} sizes [6, 8, 12]

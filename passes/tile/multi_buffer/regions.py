@@ -14,9 +14,11 @@ intervals, so that the windows a loop writes at `iv + c` join into what the whol
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
@@ -81,7 +83,9 @@ def fills(op: tile.WindowOp) -> bool:
 def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
     """The effects of `op` on the bytes of `root` (directly or through a view). A window on a
     view reads the whole root, and writes all of it only when it covers the whole view. The
-    first op of a fill reads nothing that matters: it only writes."""
+    first op of a fill reads nothing that matters: it only writes. A window on a view (a
+    reshape of the whole root) at constant indices that is one contiguous run of the view's
+    elements, which is a box of the root, is that box (`view_region`)."""
     found = []
     filling = fills(op)
     for window in tile_footprint.accesses(op):
@@ -90,18 +94,150 @@ def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
             continue
         if buffer is root:
             region, exact = window_region(buffer, indices, window.box)
+        elif (flat := view_region(root, window.view.shape, indices, window.box)) is not None:
+            region, exact = flat, True
         else:
             exact = tuple(window.box) == window.view.shape and all(constant_index(i) == 0 for i in indices)
-            region = whole(tile.memref_of(root).get_shape())
+            region = view_bounds(root, window.view.shape, indices, window.box)
         read = region if window.read else None
         found.append(Effect(read, region if window.write and exact else None, window.write))
     return found
 
 
+def view_region(
+    root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
+) -> Box | None:
+    """The box of `root` that a window of `box` at constant `indices` on a row-major reshape of
+    it (`view_shape`) covers exactly, if it is one; else None. The two shapes are cut into
+    groups of consecutive dims with equal products (a reshape only merges or splits within
+    them); in each group the window must be one contiguous run of the group's elements (dims
+    before its first partial one have extent 1, dims after it are whole) that is a box of the
+    root's dims of the group (`flat_box`)."""
+    starts = [constant_index(i) for i in indices]
+    root_shape = tuple(tile.memref_of(root).get_shape())
+    if (
+        any(s is None for s in starts)
+        or 0 in box
+        or 0 in root_shape
+        or math.prod(view_shape) != math.prod(root_shape)
+    ):
+        return None
+    region: list[tuple[int, int]] = []
+    for views, roots in _groups(view_shape, root_shape):
+        shape = [view_shape[d] for d in views]
+        sizes = [box[d] for d in views]
+        partial = next((k for k in range(len(sizes)) if sizes[k] > 1), len(sizes) - 1)
+        if any(sizes[k] != shape[k] for k in range(partial + 1, len(sizes))):
+            return None
+        strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+        low = sum(starts[d] * stride for d, stride in zip(views, strides, strict=True))  # type: ignore[operator]
+        found = flat_box([root_shape[d] for d in roots], low, low + sizes[partial] * strides[partial])
+        if found is None:
+            return None
+        region += found
+    return tuple(region)
+
+
+def view_bounds(
+    root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
+) -> Box:
+    """A box of `root` holding every element a window of `box` at `indices` on a row-major
+    reshape of it (`view_shape`) may touch: per group of dims (`_groups`), the bounds of the
+    flat range from the window's first element to its last; the whole root when an index is
+    not constant or the shapes do not match."""
+    root_shape = tuple(tile.memref_of(root).get_shape())
+    starts = [constant_index(i) for i in indices]
+    if (
+        any(s is None for s in starts)
+        or 0 in box
+        or 0 in root_shape
+        or math.prod(view_shape) != math.prod(root_shape)
+    ):
+        return whole(root_shape)
+    region: list[tuple[int, int]] = []
+    for views, roots in _groups(view_shape, root_shape):
+        strides = [math.prod(view_shape[d + 1 : views[-1] + 1]) for d in views]
+        first = sum(starts[d] * stride for d, stride in zip(views, strides, strict=True))  # type: ignore[operator]
+        last = first + sum((box[d] - 1) * stride for d, stride in zip(views, strides, strict=True))
+        region += flat_bounds([root_shape[d] for d in roots], first, last)
+    return tuple(region)
+
+
+def flat_bounds(shape: Sequence[int], first: int, last: int) -> list[tuple[int, int]]:
+    """The smallest box of a row-major array of `shape` holding flat elements first .. last:
+    the dims before the first one where their indices differ are fixed, that one spans, the
+    rest are whole."""
+    size = math.prod(shape)
+    a, b = np.unravel_index(min(first, size - 1), shape), np.unravel_index(min(last, size - 1), shape)
+    for d in range(len(shape)):
+        if a[d] != b[d]:
+            return (
+                [(int(a[k]), int(a[k])) for k in range(d)]
+                + [(int(a[d]), int(b[d]))]
+                + [(0, n - 1) for n in shape[d + 1 :]]
+            )
+    return [(int(i), int(i)) for i in a]
+
+
+def _groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Consecutive dims of `a` and `b` (equal products) cut into groups of equal products."""
+    groups, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        da, db = [i], [j]
+        pa, pb = a[i] if i < len(a) else 1, b[j] if j < len(b) else 1
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb:
+                pa, i = pa * a[i], i + 1
+                da.append(i - 1)
+            else:
+                pb, j = pb * b[j], j + 1
+                db.append(j - 1)
+        groups.append(([d for d in da if d < len(a)], [d for d in db if d < len(b)]))
+    return groups
+
+
+def flat_box(shape: Sequence[int], low: int, high: int) -> Box | None:
+    """The box of a row-major array of `shape` whose elements are exactly the flat range
+    [low, high), if there is one: the outermost dim d whose index blocks the range starts and
+    ends on, within one index of the dims before d."""
+    for d in range(len(shape)):
+        block = math.prod(shape[d + 1 :])
+        if low % block or high % block:
+            continue
+        first, last = low // block, high // block - 1
+        if first // shape[d] != last // shape[d]:
+            continue  # the run crosses an index of an outer dim
+        outer, box = first // shape[d], []
+        for size in reversed(shape[:d]):
+            outer, index = divmod(outer, size)
+            box.insert(0, (index, index))
+        return (*box, (first % shape[d], last % shape[d]), *((0, n - 1) for n in shape[d + 1 :]))
+    return None
+
+
 def covers(covered: Iterable[Box], region: Box) -> bool:
-    return any(
-        all(c[0] <= r[0] and r[1] <= c[1] for c, r in zip(box, region, strict=True)) for box in covered
-    )
+    """Whether the union of the `covered` boxes contains `region` (which a box alone may not:
+    a stage's padding strips and its interior, say)."""
+    boxes = list(covered)
+    return _covered_by(boxes, region)
+
+
+def _covered_by(boxes: list[Box], region: Box) -> bool:
+    if any(high < low for low, high in region):
+        return True
+    for index, box in enumerate(boxes):
+        if all(c[1] < r[0] or r[1] < c[0] for c, r in zip(box, region, strict=True)):
+            continue  # disjoint
+        # the parts of `region` outside `box`, one slab per dim, must be covered by the others
+        rest, core = boxes[index + 1 :], list(region)
+        for d, (c, r) in enumerate(zip(box, region, strict=True)):
+            for part in ((r[0], min(r[1], c[0] - 1)), (max(r[0], c[1] + 1), r[1])):
+                if part[0] <= part[1] and not _covered_by(rest, (*core[:d], part, *core[d + 1 :])):
+                    return False
+            core[d] = (max(r[0], c[0]), min(r[1], c[1]))
+        return True
+    return False
 
 
 def holders(root: SSAValue) -> set[Operation]:

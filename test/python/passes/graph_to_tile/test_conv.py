@@ -7,6 +7,7 @@ kernel fits its budget and records its decisions.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -38,7 +39,7 @@ from aitc.dialects import graph, tile
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import random_inputs, run_module
 from aitc.ir import make_context
-from aitc.passes.graph_to_tile import ConvertGraphToTilePass
+from aitc.passes.graph_to_tile import ConvertGraphToTilePass, window_costs
 from aitc.passes.graph_to_tile import conv as graph_to_tile_conv
 from aitc.passes.graph_to_tile import pool as graph_to_tile_pool
 from aitc.passes.graph_to_tile.costs import Budget
@@ -48,6 +49,7 @@ from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
 from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.testing import model_zoo
+from aitc.weights import array_to_attr
 
 TARGETS = ["tiny", "edge"]
 RELATIVE = 1e-5
@@ -97,6 +99,27 @@ def conv_module(x, w, *, group=1, bias=False, activation=None, **window) -> Modu
         )
 
     return _module(shapes, make)
+
+
+def const_conv_module(x, w, *, group=1, bias=False, seed=0, **window) -> ModuleOp:
+    """conv_module with the weight a graph.constant (as the ONNX importer makes an initializer),
+    which per-tap plans need (they lay it out tap-major at compile time)."""
+    weight = np.random.default_rng(seed).standard_normal(w).astype(np.float32)
+    attributes = _window_attrs(**window)
+    if group != 1:
+        attributes["group"] = IntegerAttr(group, i64)
+    block = Block(arg_types=[TensorType(f32, list(x))] + ([TensorType(f32, [w[0]])] if bias else []))
+    constant = graph.ConstantOp(array_to_attr(weight, "conv_weight"))
+    conv = graph.ConvOp.build(
+        operands=[block.args[0], constant.output, list(block.args[1:])],
+        result_types=[_conv_type(x, w, window)],
+        attributes=attributes,
+    )
+    block.add_ops([constant, conv, func.ReturnOp(conv.output)])
+    signature = FunctionType.from_lists(list(block.arg_types), [conv.output.type])
+    module = ModuleOp([func.FuncOp("main", signature, Region(block))])
+    module.verify()
+    return module
 
 
 def _conv_type(x, w, window) -> TensorType:
@@ -232,12 +255,105 @@ CONVS: dict[str, Callable[[], ModuleOp]] = {
 }
 
 
+CONST_CONVS: dict[str, Callable[[], ModuleOp]] = {
+    "const_3x3_pad1": lambda: const_conv_module(
+        [1, 16, 10, 10], [24, 16, 3, 3], pads=[1, 1, 1, 1], bias=True
+    ),
+    "const_3x3_stride2": lambda: const_conv_module(
+        [1, 8, 11, 12], [8, 8, 3, 3], pads=[1, 1, 1, 1], strides=[2, 2]
+    ),
+    "const_1x1_stride2": lambda: const_conv_module([2, 12, 9, 8], [16, 12, 1, 1], strides=[2, 2]),
+    "const_dilation2": lambda: const_conv_module(
+        [1, 8, 9, 9], [4, 8, 3, 3], pads=[2, 2, 2, 2], dilations=[2, 2]
+    ),
+    "const_grouped": lambda: const_conv_module([1, 8, 7, 7], [6, 4, 3, 3], group=2, pads=[1, 1, 1, 1]),
+    "const_5x3_strides_1_2": lambda: const_conv_module(
+        [1, 6, 9, 7], [5, 6, 5, 3], pads=[2, 0, 1, 2], strides=[1, 2]
+    ),
+    "const_conv1d": lambda: const_conv_module([2, 8, 12], [6, 8, 3], pads=[1, 1]),
+}
+"""Convs whose weight is a constant: per-tap plans (`WindowPlan.per_tap`) are candidates."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted(CONVS))
+@pytest.mark.parametrize("case", sorted({**CONVS, **CONST_CONVS}))
 def test_conv_matches_the_graph_level(case: str, target: str):
-    lowered = check_lowering(CONVS[case](), target)
+    lowered = check_lowering({**CONVS, **CONST_CONVS}[case](), target)
     (kernel,) = kernels(lowered)
     assert text_attr(kernel, "op") == "graph.conv"
+
+
+def _per_tap_only(mp: pytest.MonkeyPatch) -> None:
+    """Makes the planner consider only per-tap plans wherever a conv allows them (on every
+    target, whatever its semaphores)."""
+    candidates = window_costs.window_candidates
+
+    def per_tap(p, budget):
+        return (plan for plan in candidates(p, budget) if plan.per_tap or not p.tap_major)
+
+    mp.setattr(window_costs, "window_candidates", per_tap)
+    mp.setattr(graph_to_tile_conv, "PER_TAP_SEMAPHORES", 0)  # on tiny too
+    window_costs._PLANS.clear()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted(CONST_CONVS))
+def test_per_tap_plans_match_the_graph_level(case: str, target: str):
+    """Forced, so every per-tap form runs whatever the cost model prefers: in place (stride 1,
+    the products read the stage), through a tap-major patch (strided), with and without kept
+    weights; the weight is laid out [C_out, kh, kw, C/g] at compile time."""
+    with pytest.MonkeyPatch.context() as mp:
+        _per_tap_only(mp)
+        lowered = check_lowering(CONST_CONVS[case](), target)
+    window_costs._PLANS.clear()
+    (kernel,) = kernels(lowered)
+    assert text_attr(kernel, "reason").startswith("per-tap GEMM")
+    consts = [op for op in lowered.walk() if isinstance(op, tile.ConstOp)]
+    (weight,) = [c for c in consts if len(c.buffer.type.get_shape()) >= 3]
+    module = CONST_CONVS[case]()
+    (original,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
+    shape = original.output.type.get_shape()
+    if math.prod(shape[2:]) > 1:  # one tap: the layout is the same, the constant is reused
+        assert weight.buffer.type.get_shape() == (shape[0], *shape[2:], shape[1])
+    strided = "stride" in case
+    patches = [
+        op for op in kernel.walk() if isinstance(op, tile.AllocOp) and len(op.buffer.type.get_shape()) == 2
+    ]
+    assert strided or all(op.buffer.type.get_shape()[0] != 9 * 16 for op in patches)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", ["const_3x3_pad1", "const_3x3_stride2", "const_1x1_stride2", "const_conv1d"])
+def test_per_tap_convs_compile_to_hw_and_simulate(case: str, target: str):
+    """Per-tap kernels through the rest of the pipeline (multi-buffer rotates their stage,
+    patch and weight tiles; insert-semaphores; convert-sync-to-hw) on the simulator."""
+    module = CONST_CONVS[case]()
+    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+    expected = run_module(module, inputs)
+    with pytest.MonkeyPatch.context() as mp:
+        _per_tap_only(mp)
+        program = compile_module(CONST_CONVS[case](), CompileOptions(target=target)).module
+    window_costs._PLANS.clear()
+    got = Simulator(program, target).run(inputs).outputs
+    assert_same(expected, dict(zip(expected, got.values(), strict=True)))
+
+
+def test_a_stride1_conv_with_a_constant_weight_reads_the_stage_in_place():
+    """Many channels, 3x3, stride 1, on edge: the cost model prefers the per-tap plan (no im2col
+    patch, the stage and weight tiles rotate): its matmuls read the stage viewed flat per
+    channel. tiny has too few semaphores for per-tap kernels: it keeps the im2col plan."""
+    module = lambda: const_conv_module([1, 32, 12, 12], [32, 32, 3, 3], pads=[1, 1, 1, 1])  # noqa: E731
+    (small,) = kernels(check_lowering(module(), "tiny"))
+    assert text_attr(small, "reason").startswith("implicit GEMM")
+    lowered = check_lowering(module(), "edge")
+    (kernel,) = kernels(lowered)
+    assert "the stage itself (shifted per tap, no im2col patch)" in text_attr(kernel, "reason")
+    stage = next(
+        op for op in kernel.walk() if isinstance(op, tile.AllocOp) and len(op.buffer.type.get_shape()) == 3
+    )
+    views = {use.operation.result for use in stage.buffer.uses if isinstance(use.operation, tile.ReshapeOp)}
+    matmul_sources = {op.access("rhs")[0] for op in kernel.walk() if isinstance(op, tile.MatmulOp)}
+    assert matmul_sources <= views  # every product reads the stage itself
 
 
 # --------------------------------------------------------------------------- pooling
@@ -315,7 +431,7 @@ def test_depthwise_conv_chooses_the_engine_with_the_lower_estimate(target: str):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("case", sorted({**CONVS, **POOLS}))
+@pytest.mark.parametrize("case", sorted({**CONVS, **CONST_CONVS, **POOLS}))
 def test_the_plan_estimate_is_the_cost_of_the_emitted_ir(case: str, target: str, monkeypatch):
     """The planner's closed form follows the emitted loop nests op for op: the chosen plan's
     estimate equals what KernelBuilder charged for the IR (est_cycles, dma_bytes)."""
@@ -328,7 +444,7 @@ def test_the_plan_estimate_is_the_cost_of_the_emitted_ir(case: str, target: str,
 
     monkeypatch.setattr(graph_to_tile_conv, "plan_window", spy)
     monkeypatch.setattr(graph_to_tile_pool, "plan_window", spy)
-    (kernel,) = kernels(lower({**CONVS, **POOLS}[case](), target))
+    (kernel,) = kernels(lower({**CONVS, **CONST_CONVS, **POOLS}[case](), target))
     tiles = list(ints_attr(kernel, "tiles"))
     (chosen,) = [p for p in plans if p is not None and p.tiles == tiles][:1]
     assert chosen.cycles == int_attr(kernel, "est_cycles")
@@ -455,3 +571,17 @@ def pool_shapes(draw):
 def test_random_pools_match_the_graph_level(shape):
     kind, x, kernel, options, target = shape
     check_lowering(pool_module(kind, x, kernel, **options), target)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv_shapes(), st.booleans())
+def test_random_per_tap_convs_match_the_graph_level(shape, forced):
+    """Constant weights: the per-tap plans (forced, or as the cost model picks) over random
+    windows, groups, strides, dilations and pads."""
+    x, w, groups, bias, target, window = shape
+    module = const_conv_module(x, w, group=groups, bias=bias, **window)
+    with pytest.MonkeyPatch.context() as mp:
+        if forced:
+            _per_tap_only(mp)
+        check_lowering(module, target)
+    window_costs._PLANS.clear()

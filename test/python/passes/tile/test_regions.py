@@ -1,0 +1,92 @@
+"""The must/may regions multi-buffer reasons with (passes/tile/multi_buffer/regions.py): unions
+of boxes covering a region, windows on reshaped views mapped back to boxes of the root, and
+the bounds of what a view window may touch, checked against numpy masks of the same windows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, f32
+
+from aitc.dialects import tile
+from aitc.passes.tile.multi_buffer.regions import covers, flat_bounds, flat_box, view_bounds, view_region
+
+
+def _mask(shape, box) -> np.ndarray:
+    mask = np.zeros(shape, bool)
+    mask[tuple(slice(low, high + 1) for low, high in box)] = True
+    return mask
+
+
+def test_a_stage_is_covered_by_its_padding_strips_and_interior_together():
+    whole = ((0, 31), (0, 8), (0, 8))
+    strips = [
+        ((0, 31), (0, 0), (0, 8)),
+        ((0, 31), (8, 8), (0, 8)),
+        ((0, 31), (0, 8), (0, 0)),
+        ((0, 31), (0, 8), (8, 8)),
+    ]
+    interior = ((0, 31), (1, 7), (1, 7))
+    assert covers([*strips, interior], whole)
+    assert not covers(strips, whole)
+    assert not covers([*strips[1:], interior], whole)  # the top row is missing
+    assert covers([((0, 1),), ((2, 3),)], ((0, 3),))
+    assert not covers([((0, 0),), ((2, 3),)], ((0, 3),))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_covers_agrees_with_a_mask(data):
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+
+    def box():
+        bounds = [sorted(data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2))) for n in shape]
+        return tuple((low, high) for low, high in bounds)
+
+    boxes = [box() for _ in range(data.draw(st.integers(0, 4)))]
+    region = box()
+    union = np.zeros(shape, bool)
+    for b in boxes:
+        union |= _mask(shape, b)
+    assert covers(boxes, region) == bool(union[_mask(shape, region)].all())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3), st.data())
+def test_flat_box_is_exact_and_flat_bounds_hold_the_range(shape, data):
+    size = math.prod(shape)
+    low = data.draw(st.integers(0, size - 1))
+    high = data.draw(st.integers(low + 1, size))
+    flat = np.zeros(size, bool)
+    flat[low:high] = True
+    flat = flat.reshape(shape)
+    box = flat_box(shape, low, high)
+    if box is not None:
+        assert np.array_equal(_mask(shape, box), flat)
+    bounds = flat_bounds(shape, low, high - 1)
+    assert _mask(shape, bounds)[flat].all()
+
+
+def _index(value: int):
+    return arith.ConstantOp(IntegerAttr(value, IndexType())).result
+
+
+def test_windows_on_views_map_to_boxes_of_the_root():
+    root = tile.AllocOp(tile.buffer_type([32, 9, 9], f32, "sram")).buffer
+    lines = [32 * 9, 9]  # the stage seen [tc * Hs, Ws]: a column strip is a box of the root
+    assert view_region(root, lines, [_index(0), _index(8)], [288, 1]) == ((0, 31), (0, 8), (8, 8))
+    planes = [32, 81]  # seen [tc, Hs * Ws]: a row strip is one too
+    assert view_region(root, planes, [_index(0), _index(72)], [32, 9]) == ((0, 31), (8, 8), (0, 8))
+    # a tap's run of a plane (wide positions) wraps rows: no box, only its bounds are known
+    stage = tile.AllocOp(tile.buffer_type([32, 10, 16], f32, "sram")).buffer
+    assert view_region(stage, [32, 160], [_index(0), _index(34)], [32, 94]) is None
+    assert view_bounds(stage, [32, 160], [_index(0), _index(34)], [32, 94]) == ((0, 31), (2, 7), (0, 15))
+    weights = tile.AllocOp(tile.buffer_type([171, 288], f32, "sram")).buffer
+    taps = [171, 9, 32]  # a remainder tile of fewer rows through the 3-d view
+    assert view_region(weights, taps, [_index(0)] * 3, [170, 9, 32]) == ((0, 169), (0, 287))
+    assert view_region(weights, taps, [_index(0)] * 3, [170, 9, 16]) is None
