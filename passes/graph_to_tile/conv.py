@@ -48,6 +48,7 @@ Both are planned (graph_to_tile_window_costs); the cheaper estimate wins and `re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import f32
@@ -70,6 +71,7 @@ from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window
 from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
     WindowProblem,
+    merged_taps,
     plan_window,
     window_budget,
     window_minimum,
@@ -248,7 +250,13 @@ class _MatrixConv:
             src = Win(self.v.w_taps, (kb.add(self.w_row, m0), 0, c0))
             kb.copy(src, Win.at(self.weight_taps), [ms, g.taps, cs])
             row, columns, width = 0, 0, self.plan.tc
-        positions, cols = self.cols.positions(self.hb, self.wb), kb.budget.cols
+        positions = self.cols.positions(self.hb, self.wb)
+        if merged_taps(g, self.plan):  # rows (tap, c) and columns (tap, c): one product
+            at = (row, columns)
+            self._over_positions(
+                positions, lambda p0, ps: self._products(at, (ms, g.taps * cs, ps), (0, 0, p0), first)
+            )
+            return
         for i in range(g.h.kernel):
             for j in range(g.w.kernel):
                 tap = i * g.w.kernel + j
@@ -258,14 +266,22 @@ class _MatrixConv:
                 else:
                     rhs = (tap * self.plan.tc, 0)
                 at = (row, kb.add(columns, tap * width))
-                product = lambda p0, ps, at=at, rhs=rhs, tap=tap: self._products(  # noqa: E731
-                    at, (ms, cs, ps), (rhs[0], rhs[1], p0), first and tap == 0
+                self._over_positions(
+                    positions,
+                    lambda p0, ps, at=at, rhs=rhs, tap=tap: self._products(
+                        at, (ms, cs, ps), (rhs[0], rhs[1], p0), first and tap == 0
+                    ),
                 )
-                if -(-positions // cols) > MAX_UNROLL:
-                    kb.tiles(positions, cols, product)
-                    continue
-                for p0 in range(0, positions, cols):  # one after the other: insert-semaphores
-                    product(p0, min(cols, positions - p0))  # then orders them one by one
+
+    def _over_positions(self, positions: int, product: Callable[[Index, int], None]) -> None:
+        """product(p0, ps) over the column tiles of `positions`: one after the other up to
+        MAX_UNROLL tiles (insert-semaphores then orders them one by one), else a loop."""
+        cols = self.kb.budget.cols
+        if -(-positions // cols) > MAX_UNROLL:
+            self.kb.tiles(positions, cols, product)
+            return
+        for p0 in range(0, positions, cols):
+            product(p0, min(cols, positions - p0))
 
     def _products(
         self, at: tuple[Index, Index], sizes: tuple[int, int, int], rhs: tuple[int, int, Index], first: bool
@@ -469,7 +485,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     activation = op.activation.data if op.activation else None
     views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
     kb = ctx.kernel(ops)
-    kb.cost.depth = window_budget(plan, ctx.budget).depth
+    kb.cost.depth = window_budget(problems[0], plan, ctx.budget).depth
     if plan.engine == "matrix":
         _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
     else:

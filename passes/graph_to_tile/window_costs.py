@@ -144,6 +144,14 @@ def in_place(g: Geometry, plan: WindowPlan) -> bool:
     return g.direct or (plan.per_tap and g.h.stride == g.w.stride == 1)
 
 
+def merged_taps(g: Geometry, plan: WindowPlan) -> bool:
+    """Whether a per-tap plan's products of all taps are one product of k = taps * C/g: its
+    tap-major patch holds every channel (tc >= C/g), so rows (tap, c) are dense and match the
+    tap-major weight's columns (a stem conv: 3 channels, 49 taps, one k = 147 product instead
+    of 49 of k = 3)."""
+    return plan.per_tap and not in_place(g, plan) and plan.tc >= g.channels and g.taps > 1
+
+
 # --------------------------------------------------------------------------- estimates
 
 
@@ -289,9 +297,10 @@ def _matrix_busy(p: WindowProblem, budget: Budget, plan: WindowPlan, layout: Pat
     closed form (every column tile multiplies the first k chunk, then the full and the last
     partial chunk of the rest)."""
     rows, latency, busy = budget.rows, budget.target.matrix.latency, 0
-    products = p.g.taps if plan.per_tap else 1  # per tap: one product per tap, k = the chunk
+    per_tap = plan.per_tap and not merged_taps(p.g, plan)
+    products = p.g.taps if per_tap else 1  # per tap: one product per tap, k = the chunk
     for (h, w), times, (ms, mc), (cs, cc) in _matrix_products(p, plan, layout):
-        k = cs if plan.per_tap else cs * p.g.taps
+        k = cs if per_tap else cs * p.g.taps
         full, rest = divmod(max(0, k - rows), rows)
         chunks = (
             latency + min(rows, k) + ms + full * (latency + rows + ms) + (latency + rest + ms if rest else 0)
@@ -328,7 +337,8 @@ def _chunk_products(
 ) -> None:
     """_MatrixConv._contract of one chunk: the weight tile unless kept, then the products of
     `sizes` = (ms, cs, positions): one of k = cs * taps, or per tap one of k = cs reading the
-    tap-major weight window [ms, taps, cs] of W' [M, taps, C/g]."""
+    tap-major weight window [ms, taps, cs] of W' [M, taps, C/g] (one of k = taps * cs when
+    `merged_taps`)."""
     g, (ms, cs, positions) = p.g, sizes
     if not plan.per_tap:
         if not plan.keep:
@@ -338,6 +348,9 @@ def _chunk_products(
     if not plan.keep:
         weights = ([g.groups * g.outs, g.taps, g.channels], [plan.tm, g.taps, plan.tc])
         _copy(cost, budget, ("dram", "sram"), weights, [ms, g.taps, cs], times)
+    if merged_taps(g, plan):
+        _contract(cost, budget, ms, cs * g.taps, positions, times, unrolled=True)
+        return
     for _ in range(g.taps):
         _contract(cost, budget, ms, cs, positions, times, unrolled=True)
 
@@ -431,11 +444,14 @@ other (measured: a pipelined estimate was 0.6-0.8 of the simulated cycles, a ser
 0.93-1.10)."""
 
 
-def window_budget(plan: WindowPlan, budget: Budget) -> Budget:
+def window_budget(p: WindowProblem, plan: WindowPlan, budget: Budget) -> Budget:
     """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan (its
     stage, patch and weight tiles are each written whole by a chunk, so multi-buffer rotates
-    them), else `WINDOW_DEPTH`."""
-    return budget if plan.per_tap else replace(budget, depth=WINDOW_DEPTH)
+    them in the loop over chunks, or over blocks when a chunk holds every channel), else
+    `WINDOW_DEPTH`: also for a per-tap plan of exactly 2 chunks, which are straight-line code
+    (the first is peeled, the loop over the rest has one trip) that no loop rotates."""
+    pipelined = plan.per_tap and -(-p.g.channels // plan.tc) != 2
+    return budget if pipelined else replace(budget, depth=WINDOW_DEPTH)
 
 
 def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
@@ -478,7 +494,7 @@ def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     def estimate(index: int, bound: int | None) -> WindowPlan | None:
         plan = candidates[index]
         if p.engine == "matrix":
-            cost = estimate_matrix(p, window_budget(plan, pipelined), plan, bound, floors[index])
+            cost = estimate_matrix(p, window_budget(p, plan, pipelined), plan, bound, floors[index])
         else:
             cost = estimate_vector(p, budget, plan, bound)
         if cost is None:

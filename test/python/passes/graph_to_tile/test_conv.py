@@ -271,6 +271,9 @@ CONST_CONVS: dict[str, Callable[[], ModuleOp]] = {
         [1, 6, 9, 7], [5, 6, 5, 3], pads=[2, 0, 1, 2], strides=[1, 2]
     ),
     "const_conv1d": lambda: const_conv_module([2, 8, 12], [6, 8, 3], pads=[1, 1]),
+    "const_stem_stride2": lambda: const_conv_module(
+        [1, 3, 15, 15], [8, 3, 7, 7], pads=[3] * 4, strides=[2, 2]
+    ),
 }
 """Convs whose weight is a constant: per-tap plans (`WindowPlan.per_tap`) are candidates."""
 
@@ -320,6 +323,8 @@ def test_per_tap_plans_match_the_graph_level(case: str, target: str):
         op for op in kernel.walk() if isinstance(op, tile.AllocOp) and len(op.buffer.type.get_shape()) == 2
     ]
     assert strided or all(op.buffer.type.get_shape()[0] != 9 * 16 for op in patches)
+    if case == "const_stem_stride2" and target == "edge":  # 3 channels a chunk: the 49 taps, one product
+        assert max(op.box()[1] for op in kernel.walk() if isinstance(op, tile.MatmulOp)) > 3
 
 
 @pytest.mark.parametrize("target", TARGETS)
