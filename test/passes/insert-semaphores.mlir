@@ -123,6 +123,40 @@ func.func @weight_before_loop(%x: memref<8x8xf32, "dram">, %bias: memref<1x8xf32
 
 // -----
 
+// A forward edge into a loop waits inside it, before the first item that needs it: the vector
+// op before the loop (a peeled first step) read %t1, which only the loop's second load
+// rewrites, so the loop's first load (into %t0) does not wait for it. The producer signals
+// once per trip (count 4), the loop waits once per iteration, on a semaphore of its own.
+func.func @wait_inside_loop(%x: memref<16x8xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %t0 = tile.alloc : memref<2x8xf32, "sram">
+  %t1 = tile.alloc : memref<2x8xf32, "sram">
+  tile.copy %x[%c0, %c0] to %t1[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<16x8xf32, "dram">, memref<2x8xf32, "sram">
+  tile.unary %t1[%c0, %c0] to %t1[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+  scf.for %i = %c0 to %c16 step %c4 {
+    tile.copy %x[%i, %c0] to %t0[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<16x8xf32, "dram">, memref<2x8xf32, "sram">
+    tile.unary %t0[%c0, %c0] to %t0[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+    %j = arith.addi %i, %c2 : index
+    tile.copy %x[%j, %c0] to %t1[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<16x8xf32, "dram">, memref<2x8xf32, "sram">
+    tile.unary %t1[%c0, %c0] to %t1[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @wait_inside_loop
+// CHECK:         tile.unary %t1
+// CHECK-NEXT:    sync.signal [[SUNK:[0-9]+]] on "vector" count 4
+// CHECK:         scf.for
+// CHECK-NOT:       sync.wait [[SUNK]]
+// CHECK:           tile.copy %x[%i, %c0] to %t0
+// CHECK:           sync.wait [[SUNK]] on "dma0"
+// CHECK-NEXT:      sync.wait {{[0-9]+}} on "dma0"
+// CHECK-NEXT:      tile.copy %x[%j, %c0] to %t1
+
+// -----
+
 // Double buffering (what multi-buffer produces): the loop body is unrolled by two over the
 // rotating buffers %t0 and %t1. The load into %t0 waits for the vector op that read %t0 one
 // iteration earlier, the load into %t1 for the one that read %t1: both credits share one

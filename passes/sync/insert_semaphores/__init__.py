@@ -225,6 +225,14 @@ class Inserter:
         Rewriter.insert_op(op, InsertPoint.after(previous))
         self.last_after[id(anchor)] = op
 
+    def insert_sunk(self, edge: Edge, point: tuple[Level, int], semaphore: int) -> None:
+        """A forward edge into a loop, waited inside it: the producer signals once for each
+        trip, the loop waits for one unit before item `point` of its body every iteration."""
+        producer = edge.level.items[edge.after]
+        level, item = point
+        self.after(producer, sync.SignalOp(semaphore, edge.source, level.trips))
+        Rewriter.insert_op(sync.WaitOp(semaphore, edge.target), InsertPoint.before(level.items[item]))
+
     def insert(self, edge: Edge, semaphore: int) -> None:
         producer, consumer = edge.level.items[edge.after], edge.level.items[edge.before]
         self.after(producer, sync.SignalOp(semaphore, edge.source))
@@ -236,15 +244,106 @@ class Inserter:
             self.after(loop, sync.WaitOp(semaphore, edge.target, edge.distance))
 
 
+# --------------------------------------------------------------------------- waits inside loops
+
+
+def _item_of(op: Operation, level: Level) -> int | None:
+    """The index of the item of `level` that holds `op` (kernels are flattened into levels)."""
+    index = {id(item): k for k, item in enumerate(level.items)}
+    node: Operation | None = op
+    while node is not None and id(node) not in index:
+        node = node.parent_op()
+    return None if node is None else index[id(node)]
+
+
+def sink_points(edges: list[Edge], program: Program) -> dict[tuple[int, str, str, int], tuple[Level, int]]:
+    """For every (level, source engine, target engine, loop item) whose edges end at a loop:
+    that loop's level and the first item of its body holding a consumer of any of them
+    (`edges`: all of them, before `prune`, so the edges it drops count too)."""
+    points: dict[tuple[int, str, str, int], tuple[Level, int]] = {}
+    for edge in edges:
+        loop = edge.level.items[edge.before]
+        child = program.levels.get(loop) if isinstance(loop, scf.ForOp) else None
+        if child is None:
+            continue
+        item = _item_of(edge.consumer, child)
+        key = (id(edge.level), edge.source, edge.target, edge.before)
+        if item is None:
+            points[key] = (child, 0)  # not found: the loop's first item, as if the wait were before it
+            continue
+        known = points.get(key)
+        points[key] = (child, item if known is None else min(known[1], item))
+    return points
+
+
+def _sunk(edges: list[Edge], points: dict) -> dict[Edge, tuple[Level, int]]:
+    """The forward edges into a loop whose consumers all lie past the loop's first item: their
+    wait moves inside the loop, before that item (`Inserter.insert`)."""
+    sunk = {}
+    for edge in edges:
+        point = points.get((id(edge.level), edge.source, edge.target, edge.before))
+        if edge.distance == 0 and point is not None and point[1] > 0:
+            sunk[edge] = point
+    return sunk
+
+
+def _can_share(a: Edge, b: Edge) -> bool:
+    """Whether two sunk edges of one engine pair can use one semaphore: its waiter counts units,
+    so each edge's waits must take its own signal's units: in program order the signals and
+    the loops come in the same order (same level), or the levels do not nest (one's items all
+    before the other's)."""
+    if a.level is b.level:
+        return (a.after < b.after) == (a.before < b.before) and a.before != b.before
+    return not (a.level.encloses(b.level) or b.level.encloses(a.level))
+
+
+def _sunk_numbers(sunk: dict[Edge, tuple[Level, int]], first: int, limit: int) -> dict[Edge, int]:
+    """Semaphore numbers from `first` up to `limit` for the sunk edges: an edge shares the
+    first number of its engine pair whose edges it can share with (`_can_share`), else takes
+    a new one; an edge that would need a number from `limit` on gets none."""
+    slots: dict[tuple[str, str], list[list[Edge]]] = {}
+    ids: dict[Edge, int] = {}
+    used = 0
+    for edge in sunk:
+        pair_slots = slots.setdefault((edge.source, edge.target), [])
+        slot = next((s for s in pair_slots if all(_can_share(edge, other) for other in s)), None)
+        if slot is None:
+            if first + used >= limit:
+                continue
+            slot = []
+            pair_slots.append(slot)
+            ids[edge] = first + used
+            used += 1
+        else:
+            ids[edge] = ids[slot[0]]
+        slot.append(edge)
+    return ids
+
+
 def insert_semaphores(function: func.FuncOp, limit: int, label: str) -> None:
     """Inserts the protocols of `function` with semaphore numbers below `limit` (`label` names
-    them in the error when more are needed: "target 'tiny'")."""
+    them in the error when more are needed: "target 'tiny'"). A forward edge into a loop whose
+    consumers all lie past the loop's first item waits inside the loop, before the first of
+    them, once per iteration, its producer signalling once for every trip (so the loop's
+    first items, e.g. the loads of a rotated buffer copy the producer did not touch, need not
+    wait); those edges take numbers of their own, after the others, and those left without
+    one wait before the loop as other forward edges."""
     program = Program(function)
-    edges = prune(Dependences(program).edges(), program)
-    ids = SemaphoreIds(limit, label).assign(edges)
+    found = Dependences(program).edges()
+    edges = prune(found, program)
+    sunk = _sunk(edges, sink_points(found, program))
+    while True:  # the sunk edges that numbers are left for (the others wait where they end)
+        ids = SemaphoreIds(limit, label).assign([e for e in edges if e not in sunk])
+        sunk_ids = _sunk_numbers(sunk, len(set(ids.values())), limit)
+        if len(sunk_ids) == len(sunk):
+            break
+        sunk = {e: point for e, point in sunk.items() if e in sunk_ids}
     inserter = Inserter()
     for edge in edges:
-        inserter.insert(edge, ids[edge])
+        if edge in sunk:
+            inserter.insert_sunk(edge, sunk[edge], sunk_ids[edge])
+        else:
+            inserter.insert(edge, ids[edge])
 
 
 UNSPREAD_ATTR = "sync.dma_queues"

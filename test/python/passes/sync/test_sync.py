@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.diagnostics import AitcError
-from aitc.dialects import sync
+from aitc.dialects import sync, tile
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.interp.sync import run_sync
 from aitc.ir import parse_mlir, print_mlir
@@ -120,6 +121,30 @@ MULTI_BUFFERED = _function(
 )
 """Two rotating input buffers (as multi-buffer unrolls a loop by its depth), planned offsets."""
 
+PEELED_THEN_LOOP = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "peeled" {{
+    %t0 = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %t1 = tile.alloc {{offset = 128 : i64}} : {ROW}
+    %u = tile.alloc {{offset = 256 : i64}} : {ROW}
+    tile.copy %x[%c0, %c0] to %t1[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+    tile.unary %t1[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+    tile.copy %u[%c0, %c0] to %y[%c0, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    scf.for %i = %c0 to %c8 step %c4 {{
+      %j = arith.addi %i, %c2 : index
+      tile.copy %x[%i, %c0] to %t0[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t0[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%i, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+      tile.copy %x[%j, %c0] to %t1[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t1[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%j, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""A step on %t1 before the loop over the rotating %t0 and %t1 (as multi-buffer leaves a
+peeled segment; the loop rewrites its output): the step's read of %t1 is waited for inside
+the loop, before the load into %t1, not before the loop (`insert_semaphores`)."""
+
 SHARED_BYTES = _function(
     f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
     f"""  tile.kernel "first" {{
@@ -146,6 +171,7 @@ MODULES = {
     "elementwise_chain": ELEMENTWISE_CHAIN,
     "weight_before_loop": WEIGHT_BEFORE_LOOP,
     "multi_buffered": MULTI_BUFFERED,
+    "peeled_then_loop": PEELED_THEN_LOOP,
     "shared_bytes": SHARED_BYTES,
 }
 ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
@@ -202,6 +228,45 @@ def test_multi_buffer_and_plan_memory_then_sync():
     _apply(module, "multi-buffer{depth=2 target=tiny},plan-memory," + SYNC_PIPELINES[1])
     for order in ORDERS:
         np.testing.assert_array_equal(run_sync(module, inputs, order=order).outputs["out"], expected["out"])
+
+
+def test_a_step_before_a_loop_is_waited_for_inside_it(tmp_path: Path):
+    """The peeled step's read of %t1 makes the loop's load into %t1 wait, inside the loop, on a
+    semaphore the step signals once per trip; the load into %t0 does not wait for it. A target
+    without a semaphore to spare for it waits before the loop instead; both are race-free."""
+    module, inputs, expected = _case("peeled_then_loop")
+    _apply(module, "convert-tile-to-sync{target=tiny},insert-semaphores")
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    counted = [
+        op
+        for op in _sync_ops(module)
+        if isinstance(op, sync.SignalOp) and op.amount() == 2 and op.engine_name() == "vector"
+    ]
+    assert len(counted) == 1
+    assert not loop.is_ancestor(counted[0])
+    sunk = counted[0].semaphore()
+    body = list(loop.body.block.ops)
+    wait = next(k for k, op in enumerate(body) if isinstance(op, sync.WaitOp) and op.semaphore() == sunk)
+    loads = [k for k, op in enumerate(body) if isinstance(op, tile.CopyOp) and op.box() == (2, 16)]
+    assert loads[0] < wait  # the load into %t0 comes first and does not wait
+    for order in ORDERS:
+        run = run_sync(module, inputs, order=order)
+        np.testing.assert_array_equal(run.outputs["y"], expected["y"])
+        assert set(run.semaphores.values()) <= {0}
+    tiny = (Path(__file__).resolve().parents[4] / "aitc" / "targets" / "tiny.toml").read_text()
+    few = tmp_path / "few.toml"
+    counts = {
+        op.semaphore() for op in _sync_ops(module) if isinstance(op, sync.SignalOp) and op.amount() == 2
+    }
+    needed = len({op.semaphore() for op in _sync_ops(module)}) - len(counts)  # without the loop's own
+    few.write_text(
+        tiny.replace("semaphores = 16", f"semaphores = {needed}").replace('name = "tiny"', 'name = "few"')
+    )
+    module, inputs, expected = _case("peeled_then_loop")
+    _apply(module, f'convert-tile-to-sync{{target="{few}"}},insert-semaphores')
+    assert not [op for op in _sync_ops(module) if op.amount() == 2]
+    for order in ORDERS:
+        np.testing.assert_array_equal(run_sync(module, inputs, order=order).outputs["y"], expected["y"])
 
 
 # --------------------------------------------------------------------------- mutation
