@@ -124,6 +124,9 @@ def view_region(
         return None
     region: list[tuple[int, int]] = []
     for views, roots in _groups(view_shape, root_shape):
+        if not views or not roots:  # dims of size 1 on one side only
+            region += [(0, 0)] * len(roots)
+            continue
         shape = [view_shape[d] for d in views]
         sizes = [box[d] for d in views]
         partial = next((k for k in range(len(sizes)) if sizes[k] > 1), len(sizes) - 1)
@@ -156,6 +159,9 @@ def view_bounds(
         return whole(root_shape)
     region: list[tuple[int, int]] = []
     for views, roots in _groups(view_shape, root_shape):
+        if not views or not roots:  # dims of size 1 on one side only
+            region += [(0, 0)] * len(roots)
+            continue
         strides = [math.prod(view_shape[d + 1 : views[-1] + 1]) for d in views]
         first = sum(starts[d] * stride for d, stride in zip(views, strides, strict=True))  # type: ignore[operator]
         last = first + sum((box[d] - 1) * stride for d, stride in zip(views, strides, strict=True))

@@ -90,3 +90,38 @@ def test_windows_on_views_map_to_boxes_of_the_root():
     taps = [171, 9, 32]  # a remainder tile of fewer rows through the 3-d view
     assert view_region(weights, taps, [_index(0)] * 3, [170, 9, 32]) == ((0, 169), (0, 287))
     assert view_region(weights, taps, [_index(0)] * 3, [170, 9, 16]) is None
+
+
+def _factor(data, shape) -> list[int]:
+    """A random shape with the same number of elements as `shape` (ones inserted anywhere)."""
+    total = math.prod(shape)
+    dims = []
+    while total > 1:
+        divisors = [d for d in range(2, total + 1) if total % d == 0]
+        d = data.draw(st.sampled_from(divisors))
+        dims.append(d)
+        total //= d
+    for _ in range(data.draw(st.integers(0, 2))):
+        dims.insert(data.draw(st.integers(0, len(dims))), 1)
+    return dims or [1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_view_windows_map_to_the_root_soundly(data):
+    """Against numpy: `view_region` is exactly the window's elements when it gives a box, and
+    `view_bounds` always holds them, for random reshapes (dims of 1 included) and windows."""
+    root_shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    view_shape = _factor(data, root_shape)
+    starts = [data.draw(st.integers(0, n - 1)) for n in view_shape]
+    box = [data.draw(st.integers(1, n - s)) for n, s in zip(view_shape, starts, strict=True)]
+    root = tile.AllocOp(tile.buffer_type(root_shape, f32, "sram")).buffer
+    window = np.zeros(view_shape, bool)
+    window[tuple(slice(s, s + b) for s, b in zip(starts, box, strict=True))] = True
+    want = window.reshape(root_shape)
+    indices = [_index(s) for s in starts]
+    exact = view_region(root, view_shape, indices, box)
+    if exact is not None:
+        assert np.array_equal(_mask(root_shape, exact), want)
+    bounds = view_bounds(root, view_shape, indices, box)
+    assert _mask(root_shape, bounds)[want].all()
