@@ -190,7 +190,10 @@ class Linker:
         """An all_gather whose parts are contiguous (split along the outermost dim) goes through
         the shared DRAM instead of the links: every core makes its part straight into one shared
         buffer, a barrier, then every core reads the whole from there. DRAM moves the value once
-        in and once per reader, where the link version also loads and stores it on every core."""
+        in and once per reader, where the link version also loads and stores it on every core.
+        A value gathered again (two consumers, each with its own all_gather) is read from the
+        first gather's buffer."""
+        gathered: dict[str, int] = {}
         for step in steps.steps:
             if (
                 not isinstance(step, Collective)
@@ -199,7 +202,13 @@ class Linker:
             ):
                 continue
             rows, row_elements = _matrix(step)
-            if rows != 1 or any(step.source in b or step.result in b for b in self.buffers):
+            placed = any(step.result in b for b in self.buffers)
+            if rows == 1 and step.source in gathered and not placed:
+                for core in range(self.cores):
+                    self.buffers[core][step.result] = gathered[step.source]
+                self.in_dram.add(step.result)
+                continue
+            if rows != 1 or placed or any(step.source in b for b in self.buffers):
                 continue
             shared = self.dram.take(tensor_bytes(step.result_type))
             layout = Layout(0, rows, row_elements, 0, self.cores)
@@ -207,6 +216,7 @@ class Linker:
                 self.buffers[core][step.source] = shared + layout.columns(core)[0] * F32
                 self.buffers[core][step.result] = shared
             self.in_dram.add(step.result)
+            gathered[step.source] = shared
 
     def alias_final_parts(self, steps: Steps) -> None:
         """A final all_gather whose parts are contiguous (split along the outermost dim): each

@@ -156,6 +156,17 @@ def test_phases_leave_the_fence_semaphores_alone():
     assert max(phase_sems) < limit
 
 
+def test_a_value_gathered_twice_goes_through_dram_both_times():
+    """A ResNet stage's input split over 4 cores feeds two convs (the block's first conv and its
+    downsample), each after its own all_gather of it: 1x64x56x56 is larger than edge's SRAM,
+    so both gathers go through the shared DRAM, the second reading the first's buffer (it used
+    to be sent through SRAM and failed: "not even one row ... fits"). Matches onnxruntime."""
+    model, inputs = model_zoo.resnet50(image=224, blocks=(1, 1, 1, 1), classes=10)
+    result = aitc.compile(model, "edge", cores=4, input_shapes=shapes(inputs))
+    got = result.run(inputs)
+    assert_outputs_close(got, onnxruntime_outputs(model, inputs), tolerance=1e-4)
+
+
 # --------------------------------------------------------------------------- vs onnxruntime
 
 
