@@ -444,13 +444,26 @@ other (measured: a pipelined estimate was 0.6-0.8 of the simulated cycles, a ser
 0.93-1.10)."""
 
 
+def _looped_share(g: Geometry, plan: WindowPlan) -> float:
+    """The share of a kernel's blocks that are iterations of a loop (their row or column run
+    has several blocks, `for_blocks`)."""
+
+    def single(runs: tuple[BlockRun, ...]) -> float:
+        return sum(run.count for run in runs if run.count == 1) / sum(run.count for run in runs)
+
+    return 1 - single(block_runs(g.h, plan.rows)) * single(block_runs(g.w, plan.cols))
+
+
 def window_budget(p: WindowProblem, plan: WindowPlan, budget: Budget) -> Budget:
     """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan (its
     stage, patch and weight tiles are each written whole by a chunk, so multi-buffer rotates
     them in the loop over chunks, or over blocks when a chunk holds every channel), else
     `WINDOW_DEPTH`: also for a per-tap plan of exactly 2 chunks, which are straight-line code
-    (the first is peeled, the loop over the rest has one trip) that no loop rotates."""
-    pipelined = plan.per_tap and -(-p.g.channels // plan.tc) != 2
+    (the first is peeled, the loop over the rest has one trip) that no loop rotates, and for
+    one chunk unless 3/4 of the blocks are in loops (border blocks and remainders are
+    straight-line: only a loop's blocks overlap)."""
+    chunks = -(-p.g.channels // plan.tc)
+    pipelined = plan.per_tap and (chunks > 2 or (chunks == 1 and _looped_share(p.g, plan) >= 0.75))
     return budget if pipelined else replace(budget, depth=WINDOW_DEPTH)
 
 
