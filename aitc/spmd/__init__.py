@@ -6,7 +6,9 @@ its instruction stream:
 1. `specialize.py`: core c's copy, its slices made concrete (its part of every weight), an
    all_to_all made an all_gather and a local slice;
 2. `phases.py`: the copy cut at its collectives into graph phases;
-3. every phase lowered by the single-core pipeline (graph -> tile -> sync -> hw), unchanged;
+3. every phase lowered by the single-core pipeline (graph -> tile -> sync -> hw), with the
+   fences' 2 semaphores kept free (again at buffer depth 1 when its kernels need more
+   semaphores than that leaves);
 4. `link.py`: the cores' phases and their parts of each collective (peer DMA, cross-core
    semaphores, `passes/sync_to_hw/collectives.py`) joined into one hw.program, with fences
    between steps and DRAM relocated so the cores share the inputs and nothing else.
@@ -73,31 +75,56 @@ def _lower_core(
     specialize(function, core)
     steps = cut(function, spec, core)
     check_collectives(target, steps, cores)
-    pipeline = [  # the phases leave the fences' semaphores alone (`link.FENCE_SEMAPHORES`)
-        replace(p, reserved=FENCE_SEMAPHORES) if isinstance(p, InsertSemaphoresPass) else p
-        for p in lowering_pipeline(depth, optimize=False, host_fallback=False)
-    ]
+    pipelines = [_phase_pipeline(d) for d in dict.fromkeys((depth, 1))]
     lowered: list[ModuleOp | None] = []
     for step in steps.steps:
         if isinstance(step, Phase):
-            _lower_phase(step, pipeline, verify)
+            _lower_phase(step, pipelines, verify)
             lowered.append(step.module)
         else:
             lowered.append(None)
     return steps, lowered
 
 
-def _lower_phase(phase: Phase, pipeline: list, verify: str) -> None:
-    """Runs the single-core pipeline on a phase; ops only the host runs are refused here."""
-    try:
-        run_pipeline_reporting(phase.module, pipeline, verify)
-    except AitcError as error:
-        text = str(error)
-        if not text.startswith("place-on-host:"):
+def _phase_pipeline(depth: int) -> list:
+    """The single-core pipeline at buffer depth `depth`, its phases leaving the fences'
+    semaphores alone (`link.FENCE_SEMAPHORES`)."""
+    return [
+        replace(p, reserved=FENCE_SEMAPHORES) if isinstance(p, InsertSemaphoresPass) else p
+        for p in lowering_pipeline(depth, optimize=False, host_fallback=False)
+    ]
+
+
+SEMAPHORES_RAN_OUT = "semaphores of target"
+"""What insert-semaphores' error says when a kernel needs more semaphores than it may use."""
+
+
+def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> None:
+    """Runs the single-core pipeline on a phase; ops only the host runs are refused here. A
+    phase whose kernels need more semaphores than a phase may use (the fences keep 2) is
+    lowered again at the next pipeline's depth (1: no multi-buffering, whose loop-carried
+    protocols take most of them); its loops then record depth 1."""
+    original = phase.module.clone() if len(pipelines) > 1 else phase.module
+    for index, pipeline in enumerate(pipelines):
+        try:
+            run_pipeline_reporting(phase.module, pipeline, verify)
+            return
+        except AitcError as error:
+            text = str(error)
+            if SEMAPHORES_RAN_OUT in text and index + 1 < len(pipelines):
+                phase.module = original.clone()
+                continue
+            _refuse_host_ops(text)
             raise
-        first, _, ops = text.partition("\n")
-        count = first.removeprefix("place-on-host:").split(" cannot run")[0].strip()
-        raise AitcError(
-            f"a multi-core program runs on the NPU only, but {count} need the host; compile with "
-            f"--cores 1 to run them in host segments:\n{ops}"
-        ) from None
+
+
+def _refuse_host_ops(text: str) -> None:
+    """Raises the error for a phase that place-on-host refused (nothing for other errors)."""
+    if not text.startswith("place-on-host:"):
+        return
+    first, _, ops = text.partition("\n")
+    count = first.removeprefix("place-on-host:").split(" cannot run")[0].strip()
+    raise AitcError(
+        f"a multi-core program runs on the NPU only, but {count} need the host; compile with "
+        f"--cores 1 to run them in host segments:\n{ops}"
+    ) from None

@@ -156,6 +156,31 @@ def test_phases_leave_the_fence_semaphores_alone():
     assert max(phase_sems) < limit
 
 
+def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(monkeypatch):
+    """cnn_bn_pool split over tiny's 2 cores with per-tap convs (offered on tiny here): a phase's
+    double-buffered conv needs more than the 14 semaphores a phase may use; the phase is
+    lowered again at buffer depth 1, and the program still matches onnxruntime."""
+    from aitc.passes.graph_to_tile import conv, window_costs
+    from aitc.spmd import SEMAPHORES_RAN_OUT, run_pipeline_reporting
+
+    monkeypatch.setattr(conv, "PER_TAP_SEMAPHORES", 0)
+    monkeypatch.setattr(window_costs, "_PLANS", {})
+    failures: list[str] = []
+
+    def recording(module, passes, verify):
+        try:
+            return run_pipeline_reporting(module, passes, verify)
+        except AitcError as error:
+            failures.append(str(error))
+            raise
+
+    monkeypatch.setattr(aitc.spmd, "run_pipeline_reporting", recording)
+    model, inputs, want = example("cnn_bn_pool")
+    result = aitc.compile(model, "tiny", cores=2, shard="sp", input_shapes=shapes(inputs))
+    assert any(SEMAPHORES_RAN_OUT in failure for failure in failures)
+    assert_outputs_close(result.run(inputs), want, tolerance=1e-5)
+
+
 def test_a_value_gathered_twice_goes_through_dram_both_times():
     """A ResNet stage's input split over 4 cores feeds two convs (the block's first conv and its
     downsample), each after its own all_gather of it: 1x64x56x56 is larger than edge's SRAM,
