@@ -172,10 +172,18 @@ class KernelBuilder:
             self._block, self._times = outer, times
             self._memo.pop()
 
-    def tiles(self, extent: int, size: int, body: Callable[[Index, int], None], start: int = 0) -> None:
+    def tiles(
+        self, extent: int, size: int, body: Callable[[Index, int], None], start: int = 0, unroll: int = 0
+    ) -> None:
         """body(offset, tile size) over [start, start + extent) in tiles of `size`: a loop
-        over the full tiles, then the remainder (nothing when extent <= 0)."""
+        over the full tiles, then the remainder (nothing when extent <= 0); up to `unroll`
+        tiles, each one after the other instead (insert-semaphores then orders them one by one,
+        where it waits for a loop as a whole)."""
         if extent <= 0:
+            return
+        if -(-extent // size) <= unroll:
+            for offset in range(start, start + extent, size):
+                body(offset, min(size, start + extent - offset))
             return
         full, rest = divmod(extent, size)
         self.loop(start, start + full * size, size, lambda offset: body(offset, size))

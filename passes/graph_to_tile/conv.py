@@ -274,14 +274,8 @@ class _MatrixConv:
                 )
 
     def _over_positions(self, positions: int, product: Callable[[Index, int], None]) -> None:
-        """product(p0, ps) over the column tiles of `positions`: one after the other up to
-        MAX_UNROLL tiles (insert-semaphores then orders them one by one), else a loop."""
-        cols = self.kb.budget.cols
-        if -(-positions // cols) > MAX_UNROLL:
-            self.kb.tiles(positions, cols, product)
-            return
-        for p0 in range(0, positions, cols):
-            product(p0, min(cols, positions - p0))
+        """product(p0, ps) over the column tiles of `positions`, unrolled up to MAX_UNROLL."""
+        self.kb.tiles(positions, self.kb.budget.cols, product, unroll=MAX_UNROLL)
 
     def _products(
         self, at: tuple[Index, Index], sizes: tuple[int, int, int], rhs: tuple[int, int, Index], first: bool
@@ -298,12 +292,8 @@ class _MatrixConv:
             patch = Win(self.cols.patch, (kb.add(k0, row) if row else k0, column))
             kb.matmul(lhs, patch, Win(self.acc, (0, p0)), [ms, ks, ps], accumulate)
 
-        product(0, min(rows, k), not first)
-        if -(-k // rows) > MAX_UNROLL:
-            kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows)
-            return
-        for k0 in range(rows, k, rows):
-            product(k0, min(rows, k - k0), True)
+        product(0, min(rows, k), not first)  # then the rest, unrolled up to MAX_UNROLL chunks in all
+        kb.tiles(k - rows, rows, lambda k0, ks: product(k0, ks, True), rows, unroll=MAX_UNROLL - 1)
 
     def _epilogue(self, m0: Index, ms: int) -> None:
         """acc_read {activation}, or the bias add (broadcast col) and the activation, into y;
@@ -427,7 +417,7 @@ def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
         layout = "W laid out [C_out, kh, kw, C/g] at compile time, " if g.taps > 1 else ""
         rows = (
             "the stage itself (shifted per tap, no im2col patch)"
-            if g.h.stride == g.w.stride == 1
+            if g.unit_stride
             else "a tap-major patch (one DMA per tap)"
         )
         text = (

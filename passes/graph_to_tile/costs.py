@@ -69,8 +69,13 @@ class Budget:
         return self.target.matrix.cols
 
 
-def split(extent: int, tile: int) -> list[tuple[int, int]]:
-    """`extent` cut into tiles of `tile`: [(size, count)] for the full tiles and the remainder."""
+def split(extent: int, tile: int, unroll: int = 0) -> list[tuple[int, int]]:
+    """`extent` cut into tiles of `tile`: [(size, count)] for the full tiles and the remainder,
+    or one entry per tile when there are at most `unroll` (`KernelBuilder.tiles`)."""
+    if extent <= 0:
+        return []
+    if -(-extent // tile) <= unroll:
+        return [(min(tile, extent - offset), 1) for offset in range(0, extent, tile)]
     full, rest = divmod(extent, tile)
     return [(size, count) for size, count in ((tile, full), (rest, 1)) if size and count]
 

@@ -46,7 +46,7 @@ class Im2col:
         (`WindowPlan.per_tap`): with stride 1 no tap copies, the matmuls read the stage, viewed
         flat per channel (`patch`), at each tap's first element; and `refill`."""
         self.kb, self.g, self.order, self.pad_value = kb, g, order, pad_value
-        self.in_place = g.direct or (per_tap and g.h.stride == g.w.stride == 1)
+        self.in_place = g.direct or (per_tap and g.unit_stride)
         self.refill = per_tap and not g.direct
         """Every load copies all the stage's padding from tiles of the padding value (filled
         once) first, so each load writes the whole stage and multi-buffer can rotate it (the

@@ -107,9 +107,13 @@ class Geometry:
         return self.h.kernel * self.w.kernel
 
     @property
+    def unit_stride(self) -> bool:
+        return self.h.stride == self.w.stride == 1
+
+    @property
     def direct(self) -> bool:
         """One tap, stride 1: the stage already is the patch (no tap copies)."""
-        return self.taps == 1 and self.h.stride == 1 and self.w.stride == 1
+        return self.taps == 1 and self.unit_stride
 
 
 def window_problem(op: Operation) -> str | None:

@@ -141,7 +141,7 @@ def _layout(p: WindowProblem, plan: WindowPlan) -> PatchLayout:
 def in_place(g: Geometry, plan: WindowPlan) -> bool:
     """Whether the products read the stage itself (no patch): one tap with stride 1, or a
     per-tap plan with stride 1."""
-    return g.direct or (plan.per_tap and g.h.stride == g.w.stride == 1)
+    return g.direct or (plan.per_tap and g.unit_stride)
 
 
 def merged_taps(g: Geometry, plan: WindowPlan) -> bool:
@@ -257,14 +257,8 @@ def _contract_ops(
     are at most MAX_UNROLL, else a loop and its remainder), the first k chunk then the others
     (each apart up to MAX_UNROLL chunks, else a loop and its remainder)."""
     rows, cols = budget.rows, budget.cols
-    if unrolled and -(-positions // cols) <= MAX_UNROLL:
-        tiles = [(min(cols, positions - p0), 1) for p0 in range(0, positions, cols)]
-    else:
-        tiles = split(positions, cols)
-    if -(-k // rows) <= MAX_UNROLL:
-        rest = [(min(rows, k - k0), 1) for k0 in range(rows, k, rows)]
-    else:
-        rest = split(k - rows, rows)
+    tiles = split(positions, cols, MAX_UNROLL if unrolled else 0)
+    rest = split(k - rows, rows, MAX_UNROLL - 1)  # after the first chunk
     for _, pc in tiles:
         yield matmul_cycles(budget.target, m, min(rows, k)), pc
         for ks, kc in rest:

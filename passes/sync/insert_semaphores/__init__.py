@@ -247,9 +247,9 @@ class Inserter:
 # --------------------------------------------------------------------------- waits inside loops
 
 
-def _item_of(op: Operation, level: Level) -> int | None:
-    """The index of the item of `level` that holds `op` (kernels are flattened into levels)."""
-    index = {id(item): k for k, item in enumerate(level.items)}
+def _item_of(op: Operation, index: dict[int, int]) -> int | None:
+    """The index of the item of a level that holds `op` (kernels are flattened into levels);
+    `index`: the level's items by id."""
     node: Operation | None = op
     while node is not None and id(node) not in index:
         node = node.parent_op()
@@ -261,12 +261,15 @@ def sink_points(edges: list[Edge], program: Program) -> dict[tuple[int, str, str
     that loop's level and the first item of its body holding a consumer of any of them
     (`edges`: all of them, before `prune`, so the edges it drops count too)."""
     points: dict[tuple[int, str, str, int], tuple[Level, int]] = {}
+    indices: dict[int, dict[int, int]] = {}  # per level, its items by id
     for edge in edges:
         loop = edge.level.items[edge.before]
         child = program.levels.get(loop) if isinstance(loop, scf.ForOp) else None
         if child is None:
             continue
-        item = _item_of(edge.consumer, child)
+        if id(child) not in indices:
+            indices[id(child)] = {id(item): k for k, item in enumerate(child.items)}
+        item = _item_of(edge.consumer, indices[id(child)])
         key = (id(edge.level), edge.source, edge.target, edge.before)
         if item is None:
             points[key] = (child, 0)  # not found: the loop's first item, as if the wait were before it

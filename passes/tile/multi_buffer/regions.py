@@ -108,33 +108,15 @@ def view_region(
     root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
 ) -> Box | None:
     """The box of `root` that a window of `box` at constant `indices` on a row-major reshape of
-    it (`view_shape`) covers exactly, if it is one; else None. The two shapes are cut into
-    groups of consecutive dims with equal products (a reshape only merges or splits within
-    them); in each group the window must be one contiguous run of the group's elements (dims
-    before its first partial one have extent 1, dims after it are whole) that is a box of the
-    root's dims of the group (`flat_box`)."""
-    starts = [constant_index(i) for i in indices]
-    root_shape = tuple(tile.memref_of(root).get_shape())
-    if (
-        any(s is None for s in starts)
-        or 0 in box
-        or 0 in root_shape
-        or math.prod(view_shape) != math.prod(root_shape)
-    ):
+    it (`view_shape`) covers exactly, if it is one; else None: in each group of dims
+    (`_spans`) the window must be one contiguous run that is a box of the group's root dims
+    (`flat_box`)."""
+    spans = _spans(root, view_shape, indices, box)
+    if spans is None:
         return None
     region: list[tuple[int, int]] = []
-    for views, roots in _groups(view_shape, root_shape):
-        if not views or not roots:  # dims of size 1 on one side only
-            region += [(0, 0)] * len(roots)
-            continue
-        shape = [view_shape[d] for d in views]
-        sizes = [box[d] for d in views]
-        partial = next((k for k in range(len(sizes)) if sizes[k] > 1), len(sizes) - 1)
-        if any(sizes[k] != shape[k] for k in range(partial + 1, len(sizes))):
-            return None
-        strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
-        low = sum(starts[d] * stride for d, stride in zip(views, strides, strict=True))  # type: ignore[operator]
-        found = flat_box([root_shape[d] for d in roots], low, low + sizes[partial] * strides[partial])
+    for dims, first, last, contiguous in spans:
+        found = flat_box(dims, first, last + 1) if contiguous else None
         if found is None:
             return None
         region += found
@@ -145,28 +127,50 @@ def view_bounds(
     root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
 ) -> Box:
     """A box of `root` holding every element a window of `box` at `indices` on a row-major
-    reshape of it (`view_shape`) may touch: per group of dims (`_groups`), the bounds of the
+    reshape of it (`view_shape`) may touch: per group of dims (`_spans`), the bounds of the
     flat range from the window's first element to its last; the whole root when an index is
     not constant or the shapes do not match."""
-    root_shape = tuple(tile.memref_of(root).get_shape())
+    spans = _spans(root, view_shape, indices, box)
+    if spans is None:
+        return whole(tile.memref_of(root).get_shape())
+    return tuple(bound for dims, first, last, _ in spans for bound in flat_bounds(dims, first, last))
+
+
+def _spans(
+    root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
+) -> list[tuple[list[int], int, int, bool]] | None:
+    """A window of `box` at `indices` on a row-major reshape of `root` (`view_shape`), per
+    group of consecutive dims with equal products (a reshape only merges or splits within
+    them, `_groups`): the root's dims of the group, the flat indices of the window's first
+    and last element in it, and whether its elements there are one contiguous run (dims
+    before its first partial one have extent 1, dims after it are whole). Groups of size-1
+    dims without a root side are left out. None when an index is not constant, the window is
+    empty or the shapes do not match."""
     starts = [constant_index(i) for i in indices]
+    root_shape = tuple(tile.memref_of(root).get_shape())
     if (
         any(s is None for s in starts)
         or 0 in box
         or 0 in root_shape
         or math.prod(view_shape) != math.prod(root_shape)
     ):
-        return whole(root_shape)
-    region: list[tuple[int, int]] = []
+        return None
+    spans = []
     for views, roots in _groups(view_shape, root_shape):
-        if not views or not roots:  # dims of size 1 on one side only
-            region += [(0, 0)] * len(roots)
+        dims = [root_shape[d] for d in roots]
+        if not dims:
             continue
-        strides = [math.prod(view_shape[d + 1 : views[-1] + 1]) for d in views]
+        if not views:  # root dims of size 1 without a view side
+            spans.append((dims, 0, 0, True))
+            continue
+        shape, sizes = [view_shape[d] for d in views], [box[d] for d in views]
+        partial = next((k for k in range(len(sizes)) if sizes[k] > 1), len(sizes) - 1)
+        contiguous = all(sizes[k] == shape[k] for k in range(partial + 1, len(sizes)))
+        strides = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
         first = sum(starts[d] * stride for d, stride in zip(views, strides, strict=True))  # type: ignore[operator]
-        last = first + sum((box[d] - 1) * stride for d, stride in zip(views, strides, strict=True))
-        region += flat_bounds([root_shape[d] for d in roots], first, last)
-    return tuple(region)
+        last = first + sum((size - 1) * stride for size, stride in zip(sizes, strides, strict=True))
+        spans.append((dims, first, last, contiguous))
+    return spans
 
 
 def flat_bounds(shape: Sequence[int], first: int, last: int) -> list[tuple[int, int]]:
