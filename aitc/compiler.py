@@ -114,6 +114,8 @@ class CompileResult:
     """Why this many cores, when `CompileOptions.cores` left the choice to the compiler."""
     verified: bool = False
     """Whether `module` was verified as it is (`compile_module` makes sure)."""
+    tuning: str | None = None
+    """The report of `aitc compile --tune` (`aitc.tune.tuning_report`), None without."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -625,6 +627,8 @@ def format_report(result: CompileResult) -> str:
         programs = sum(1 for op in result.module.ops if isinstance(op, ProgramOp))
         placed = placement_summary(result.kernels, programs) + handed_over if result.segments else ""
         summary = multicore_summary(result.module) + placed
+    if result.tuning:
+        plan += f"\n{result.tuning}\n"
     return (
         f"{table}\n{summary}{plan}\n{len(result.pass_seconds)} passes, {total:.2f} s, "
         f"peak RSS {peak_rss_mib():.0f} MiB"

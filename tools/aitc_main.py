@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -47,6 +48,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got '{text}'")
     return value
 
 
@@ -104,10 +115,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 0
     if args.emit is None and args.output is None:
         raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
-    check_outputs([args.output], [args.model, args.target])
+    tune_cache = None
+    if args.tune:
+        from aitc.tune import default_cache_path
+
+        tune_cache = Path(args.tune_cache) if args.tune_cache else default_cache_path()
+    check_outputs([args.output, tune_cache], [args.model, args.target])
     if args.target is not None:
         load_target(args.target)  # a bad --target fails before the compile
-    result = compile_module(args.model, options)
+    if args.tune:
+        from aitc.tune import TuneOptions, compile_tuned
+
+        tune = TuneOptions(tune_cache, args.tune_seconds, args.tune_candidates)
+        result = compile_tuned(args.model, options, tune)
+    else:
+        result = compile_module(args.model, options)
     if args.emit is None:
         target = load_target(result.target) if result.target else declared_target(result.module)
         size = save_program(args.output, result.module, target)
@@ -387,6 +409,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="sharding strategy with --cores > 1: tensor, sequence (spatial rows for a CNN), data or "
         "Megatron tensor+sequence parallel, a choice per layer (layerwise), the cheapest estimate "
         "(auto), or the fastest on the simulator (measure: every strategy compiled and simulated)",
+    )
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="measure the cost model's best tilings of every distinct matmul and conv kernel on the "
+        "simulator and keep the fastest; results are cached (--tune-cache), so the next compile of "
+        "the same kernels measures nothing",
+    )
+    p.add_argument(
+        "--tune-cache",
+        metavar="FILE.json",
+        help="the tuning cache (default: $AITC_TUNE_CACHE, else ~/.cache/aitc/tuning.json)",
+    )
+    p.add_argument(
+        "--tune-seconds",
+        type=_seconds,
+        default=300.0,
+        help="time bound of the measurements (default 300); kernels left unmeasured keep the model's "
+        "tiling and are measured by the next --tune",
+    )
+    p.add_argument(
+        "--tune-candidates",
+        type=_positive_int,
+        default=6,
+        help="tilings measured per kernel, the cost model's best first (default 6)",
     )
     p.set_defaults(handler=cmd_compile)
 

@@ -16,11 +16,11 @@ import numpy as np
 from aitc.fuzz import bases
 from aitc.fuzz.case import Case, Special, can_make_char_device, numpy_rng
 
-_OUTPUT_FLAGS = ("-o", "--output", "--outputs", "--trace")
+_OUTPUT_FLAGS = ("-o", "--output", "--outputs", "--trace", "--tune-cache")
 
 
 def outputs_of(argv: list[str]) -> list[str]:
-    """The paths an argv asks to write (the values of -o, --output, --outputs, --trace)."""
+    """The paths an argv asks to write (the values of -o, --output, --outputs, --trace, --tune-cache)."""
     return [value for flag, value in itertools.pairwise(argv) if flag in _OUTPUT_FLAGS]
 
 
@@ -143,6 +143,7 @@ _WRITERS = (
     ("aitc import m.onnx -o OUT", "m.onnx"),
     ("aitc compile m.onnx --target tiny -o OUT", "m.onnx"),
     ("aitc compile m.onnx --target tiny --emit tile -o OUT", "m.onnx"),
+    ("aitc compile m.onnx --target tiny --cores 1 --tune --tune-cache OUT -o out.aitb", "m.onnx"),
     ("aitc run p.aitb --inputs in.npz --outputs OUT", "in.npz"),
     ("aitc run p.aitb --trace OUT", "p.aitb"),
     ("aitc run m.mlir --outputs OUT", "m.mlir"),

@@ -16,7 +16,9 @@ The conversion of one function:
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -45,6 +47,8 @@ from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.residual import fuse_residuals
 from aitc.passes.graph_to_tile.table import LOWERINGS, has_no_elements, is_fusable, missing_reason
+from aitc.passes.graph_to_tile.tuning import TuningSession, tuning_session
+from aitc.passes.graph_to_tile.tuning_cache import TuningCache
 from aitc.passes.graph_to_tile.vector import fuse_elementwise
 from aitc.passes.legality import check_no_ops_left, refuse_sharded
 from aitc.target import Target
@@ -172,15 +176,26 @@ class ConvertGraphToTilePass(ModulePass):
     """A preset name or FILE.toml, for a module without `aitc.target` (`aitc.module_target`)."""
     depth: int = 2
     """The buffer depth multi-buffer will use: estimates that model pipelining assume it."""
+    tuning: str | None = None
+    """FILE.json, a tuning cache (`aitc compile --tune`): its measured tilings replace the cost
+    model's for the kernels whose signature it holds (the kernel's `reason` says so)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op, self.target, self.name)
         budget = Budget.of(target, max(1, self.depth))
         refuse_sharded(op, self.name)
-        for f in [f for f in op.walk() if exec_dialect.lowered_here(f)]:
-            if is_graph_level(f):
-                convert_function(op, f, budget)
+        with self._tuning():
+            for f in [f for f in op.walk() if exec_dialect.lowered_here(f)]:
+                if is_graph_level(f):
+                    convert_function(op, f, budget)
         op.attributes["tile.target"] = StringAttr(target.name)
         op.attributes["tile.sram_budget"] = IntegerAttr(budget.sram, i64)
         op.attributes["tile.acc_budget"] = IntegerAttr(budget.acc, i64)
         check_no_ops_left(op, "graph", self.name, skip=exec_dialect.kept_functions(op))
+
+    def _tuning(self) -> AbstractContextManager[object]:
+        """The `tuning` file's choices applied while the pass runs; without one, whatever
+        session the caller runs (`aitc.tune`), if any."""
+        if self.tuning is None:
+            return nullcontext()
+        return tuning_session(TuningSession(TuningCache.load(Path(self.tuning)).choices()))

@@ -67,14 +67,17 @@ from aitc.passes.graph_to_tile.lowering import (
 )
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
+from aitc.passes.graph_to_tile.tuning import choose
 from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
     WindowProblem,
     merged_taps,
     plan_window,
+    ranked_window,
     window_budget,
     window_minimum,
+    window_plan_of,
 )
 from aitc.target import Target
 
@@ -440,6 +443,20 @@ def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
     return text
 
 
+def _ranked(problems: list[WindowProblem], budget: Budget, count: int) -> list[WindowPlan]:
+    """The `count` cheapest plans over the conv's problems (engines), best first."""
+    plans = [plan for p in problems for plan in ranked_window(p, budget, count)]
+    return sorted(plans, key=WindowPlan.key)[:count]
+
+
+def _plan_of(problems: list[WindowProblem], budget: Budget, choice: tuple) -> WindowPlan | None:
+    """The plan `choice` names (`WindowPlan.choice`, engine first), if it is a candidate."""
+    for p in problems:
+        if p.engine == choice[0] and (plan := window_plan_of(p, budget, choice)) is not None:
+            return plan
+    return None
+
+
 def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> CannotFit:
     sram, acc = window_minimum(problem)
     if acc > budget.acc:
@@ -471,7 +488,15 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]
     if not plans:
         raise _cannot_fit(op, problems[-1], ctx.budget)
-    plan = min(plans, key=WindowPlan.key)
+    plan, note = choose(
+        "conv",
+        problems,
+        ctx.budget,
+        ops,
+        min(plans, key=WindowPlan.key),
+        lambda count: _ranked(problems, ctx.budget, count),
+        lambda choice: _plan_of(problems, ctx.budget, choice),
+    )
     activation = op.activation.data if op.activation else None
     views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
     kb = ctx.kernel(ops)
@@ -488,4 +513,4 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
             f"against {estimates[1]} for the conv and the add apart): each output tile adds its window of "
             "the residual before its store"
         )
-    ctx.add(kb, plan.tiles, reason)
+    ctx.add(kb, plan.tiles, reason + (f"; {note}" if note else ""))

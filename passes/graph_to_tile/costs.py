@@ -383,17 +383,28 @@ def cheapest(floors: Sequence[int], estimate: Callable[[int, int | None], P | No
     are visited by it, and the search stops once it exceeds the best cycles found (no later
     candidate can win). `estimate(i, bound)` is candidate i's plan, or None when it cannot beat
     `bound` cycles (None: no plan yet). Finds what estimating every candidate would."""
-    best: tuple[tuple[int, ...], P] | None = None
+    best = cheapest_few(floors, estimate, 1)
+    return best[0] if best else None
+
+
+def cheapest_few(
+    floors: Sequence[int], estimate: Callable[[int, int | None], P | None], count: int
+) -> list[P]:
+    """The `count` plans with the least `key()` (ties to the lowest index), best first, by the
+    branch and bound of `cheapest` with the count-th best cycles as the bound: what ranking
+    every candidate's estimate would give (the tuner's short list, `tuning`)."""
+    best: list[tuple[tuple[int, ...], P]] = []
     for index in sorted(range(len(floors)), key=lambda i: (floors[i], i)):
-        if best is not None and floors[index] > best[1].cycles:
+        bound = best[-1][1].cycles if len(best) == count else None
+        if bound is not None and floors[index] > bound:
             break
-        plan = estimate(index, None if best is None else best[1].cycles)
+        plan = estimate(index, bound)
         if plan is None:
             continue
         key = (*plan.key(), index)
-        if best is None or key < best[0]:
-            best = (key, plan)
-    return None if best is None else best[1]
+        if bound is None or key < best[-1][0]:
+            best = sorted([*best, (key, plan)], key=lambda entry: entry[0])[:count]
+    return [plan for _, plan in best]
 
 
 MEMO_LIMIT = 4096

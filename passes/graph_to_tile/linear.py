@@ -59,7 +59,13 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_element,
     tensor_shape,
 )
-from aitc.passes.graph_to_tile.matmul_costs import block_waits, matmul_minimum, plan_matmul
+from aitc.passes.graph_to_tile.matmul_costs import (
+    block_waits,
+    matmul_minimum,
+    matmul_plan_of,
+    plan_matmul,
+    ranked_matmul,
+)
 from aitc.passes.graph_to_tile.matmul_tiling import (
     MAX_UNROLL,
     MatmulPlan,
@@ -71,6 +77,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     slot_role,
     step_tile,
 )
+from aitc.passes.graph_to_tile.tuning import choose
 from aitc.types import broadcast_shapes
 
 
@@ -381,6 +388,17 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
     g = MatmulGeometry.of(op)
     problem = _problem(op, g, add is not None)
     plan = plan_matmul(problem, ctx.budget)
+    note = ""
+    if plan is not None:
+        plan, note = choose(
+            "matmul",
+            [problem],
+            ctx.budget,
+            ops,
+            plan,
+            lambda count: ranked_matmul(problem, ctx.budget, count),
+            lambda choice: matmul_plan_of(problem, ctx.budget, choice),
+        )
     if plan is None:
         sram, acc = matmul_minimum(problem, ctx.budget)
         if acc > ctx.budget.acc:
@@ -402,4 +420,5 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             f"the residual add is fused (est. {estimates[0]} cycles against {estimates[1]} for the matmul "
             "and the add apart): each block loads its residual window, each tile adds its part"
         )
-    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], _reason(plan, fused), block))
+    reason = _reason(plan, fused) + (f"; {note}" if note else "")
+    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], reason, block))

@@ -7,7 +7,7 @@ The per-instruction costs and the pipelining model are `graph_to_tile_costs`'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import product
 
@@ -17,6 +17,7 @@ from aitc.passes.graph_to_tile.costs import (
     Cost,
     balanced,
     cheapest,
+    cheapest_few,
     dma_instruction_cycles,
     matmul_cycles,
     remembered,
@@ -293,6 +294,25 @@ def _search_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     floors = [matmul_busy(p, budget, option) for option in options]
     best = cheapest(floors, lambda index, _: estimate_matmul(p, budget, *options[index]))
     return None if best is None else replace(best, candidates=len(options))
+
+
+def ranked_matmul(p: MatmulProblem, budget: Budget, count: int) -> list[MatmulPlan]:
+    """The `count` best candidates by `MatmulPlan.key`, best first (`plan_matmul`'s is the
+    first): the tuner's short list."""
+    options = list(matmul_options(p, budget))
+    floors = [matmul_busy(p, budget, option) for option in options]
+    plans = cheapest_few(floors, lambda index, _: estimate_matmul(p, budget, *options[index]), count)
+    return [replace(plan, candidates=len(options)) for plan in plans]
+
+
+def matmul_plan_of(p: MatmulProblem, budget: Budget, choice: Sequence[object]) -> MatmulPlan | None:
+    """The candidate whose `MatmulPlan.choice` is `choice`, estimated; None when no candidate
+    is (a tuning record of another problem, target or compiler version)."""
+    options = list(matmul_options(p, budget))
+    option = next((option for option in options if option == tuple(choice)), None)
+    if option is None:
+        return None
+    return replace(estimate_matmul(p, budget, *option), candidates=len(options))
 
 
 def matmul_minimum(p: MatmulProblem, budget: Budget) -> tuple[int, int]:

@@ -84,6 +84,11 @@ class MatmulPlan:
         larger matmuls), then SRAM."""
         return (self.cycles, self.dma_bytes, self.work, self.sram_bytes)
 
+    @property
+    def choice(self) -> tuple[int, int, int, str, int, str, str]:
+        """What identifies the tiling among `matmul_options` (the tuner's record of it)."""
+        return (self.tm, self.tk, self.tn, self.order, self.bn, self.mode, self.keep)
+
 
 def matmul_steps(k: int, tk: int, mode: str) -> list[tuple[str, int, int]]:
     """The K steps of a block in emission order as (kind, size, count): one step ("only") when

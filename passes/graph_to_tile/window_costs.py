@@ -13,7 +13,7 @@ SRAM wins; the kernel records the cost of the IR actually emitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 
@@ -21,7 +21,7 @@ from aitc.passes.graph_to_tile.costs import (
     F32,
     Budget,
     Cost,
-    cheapest,
+    cheapest_few,
     dma_transfers,
     matmul_cycles,
     remembered,
@@ -93,6 +93,11 @@ class WindowPlan:
         """Est. cycles, then DRAM bytes, then the engines' total busy time (`WindowCost.work`),
         then SRAM."""
         return (self.cycles, self.dma_bytes, self.work, self.sram_bytes)
+
+    @property
+    def choice(self) -> tuple[str, int, int, int, int, bool, bool]:
+        """What identifies the tiling among `window_candidates` (the tuner's record of it)."""
+        return (self.engine, self.rows, self.cols, self.tc, self.tm, self.keep, self.per_tap)
 
     @property
     def tiles(self) -> list[int]:
@@ -486,30 +491,56 @@ def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     """The cheapest candidate (`WindowPlan.key`, the first of equal ones); None if none fits. A
     pure function of its arguments, remembered (`_PLANS`)."""
     key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
-    return remembered(_PLANS, key, lambda: _search(p, budget))
+    return remembered(_PLANS, key, lambda: next(iter(_search(p, budget)), None))
 
 
-def _search(p: WindowProblem, budget: Budget) -> WindowPlan | None:
-    """Every fitting candidate estimated at `WINDOW_DEPTH`, branch and bound (`cheapest`): a
-    candidate's matrix-engine cycles (`_matrix_busy`) bound its cycles from below, and an
-    estimate stops as soon as its running bound (`Cost.floor`) exceeds the best cycles. Ties on
-    `WindowPlan.key` go to the first candidate in `window_candidates` order."""
+def _search(p: WindowProblem, budget: Budget, count: int = 1) -> list[WindowPlan]:
+    """The `count` cheapest candidates, best first: every fitting candidate estimated at
+    `WINDOW_DEPTH`, branch and bound (`cheapest_few`): a candidate's matrix-engine cycles
+    (`_matrix_busy`) bound its cycles from below, and an estimate stops as soon as its running
+    bound (`Cost.floor`) exceeds the count-th best cycles. Ties on `WindowPlan.key` go to the
+    first candidate in `window_candidates` order."""
     pipelined, budget = budget, replace(budget, depth=WINDOW_DEPTH)
     candidates = list(window_candidates(p, budget))
     floors = _matrix_floors(p, budget, candidates)
 
     def estimate(index: int, bound: int | None) -> WindowPlan | None:
-        plan = candidates[index]
-        if p.engine == "matrix":
-            cost = estimate_matrix(p, window_budget(p, plan, pipelined), plan, bound, floors[index])
-        else:
-            cost = estimate_vector(p, budget, plan, bound)
-        if cost is None:
-            return None
-        return replace(plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work())
+        return _estimate(p, pipelined, candidates[index], bound, floors[index])
 
-    best = cheapest(floors, estimate)
-    return None if best is None else replace(best, candidates=len(candidates))
+    return [replace(plan, candidates=len(candidates)) for plan in cheapest_few(floors, estimate, count)]
+
+
+def _estimate(
+    p: WindowProblem, pipelined: Budget, plan: WindowPlan, bound: int | None, floor: int | None
+) -> WindowPlan | None:
+    """`plan` with its estimate (at `window_budget`'s depth for the matrix engine, else
+    `WINDOW_DEPTH`), or None when it cannot beat `bound` cycles."""
+    budget = replace(pipelined, depth=WINDOW_DEPTH)
+    if p.engine == "matrix":
+        cost = estimate_matrix(p, window_budget(p, plan, pipelined), plan, bound, floor)
+    else:
+        cost = estimate_vector(p, budget, plan, bound)
+    if cost is None:
+        return None
+    return replace(plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work())
+
+
+def ranked_window(p: WindowProblem, budget: Budget, count: int) -> list[WindowPlan]:
+    """The `count` cheapest candidates, best first (`plan_window`'s is the first): the tuner's
+    short list."""
+    return _search(p, budget, count)
+
+
+def window_plan_of(p: WindowProblem, budget: Budget, choice: Sequence[object]) -> WindowPlan | None:
+    """The candidate whose `WindowPlan.choice` is `choice`, estimated; None when no candidate
+    is (a tuning record of another problem, target or compiler version)."""
+    fitting = replace(budget, depth=WINDOW_DEPTH)
+    candidates = list(window_candidates(p, fitting))
+    plan = next((plan for plan in candidates if plan.choice == tuple(choice)), None)
+    if plan is None:
+        return None
+    estimated = _estimate(p, budget, plan, None, None)
+    return None if estimated is None else replace(estimated, candidates=len(candidates))
 
 
 def _matrix_floors(p: WindowProblem, budget: Budget, candidates: list[WindowPlan]) -> list[int]:

@@ -51,7 +51,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from aitc.dialects import graph
 from aitc.dialects.tile import KernelOp
-from aitc.passes.graph_to_tile import convert_function
+from aitc.passes.graph_to_tile import convert_function, tuning
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.matmul_costs import plan_matmul
 from aitc.passes.graph_to_tile.matmul_tiling import MatmulProblem
@@ -232,7 +232,8 @@ def _lower_alone(
     function = func.FuncOp("main", FunctionType.from_lists(operand_types, result_types), Region(block))
     module = ModuleOp([function])
     try:
-        convert_function(module, function, Budget.of(target))
+        with tuning.suspended():  # an estimate: the model's plans, and not a kernel to measure
+            convert_function(module, function, Budget.of(target))
     except Exception:  # an estimate: an op that does not lower on its own gets the roofline
         return None
     cycles = dram = 0

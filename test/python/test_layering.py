@@ -46,7 +46,8 @@ Layers, lowest first (`LAYERS` below is the table the test uses):
     18  spmd                  aitc.spmd.*                              per-core graph -> one multi-core
                                                                        hw.program (runs the pipeline per
                                                                        phase, links with collectives)
-    19  apps                  aitc.compiler, aitc.reference            the compiler driver, onnxruntime
+    19  apps                  aitc.compiler, aitc.reference,           the compiler driver, onnxruntime,
+                              aitc.tune                                the autotuner
     20  api                   aitc.api, aitc (the package top)         the short public API
     21  testing               aitc.testing.*                           test support: model zoo, ONNX
                                                                        conformance (nothing below uses it)
@@ -95,7 +96,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sim", ("aitc.sim.*",)),
     ("run", ("aitc.interp.run",)),
     ("spmd", ("aitc.spmd.*",)),
-    ("apps", ("aitc.compiler", "aitc.reference")),
+    ("apps", ("aitc.compiler", "aitc.reference", "aitc.tune")),
     ("api", ("aitc.api", "aitc")),
     ("testing", ("aitc.testing.*",)),
     ("tools", ("aitc.tools.*",)),
