@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what `__getattr__` loads on first use, for type checkers
-    from aitc.api import Compiled, compile, import_onnx, run
+    from aitc.api import Compiled, TuneOptions, compile, import_onnx, run
     from aitc.sim.session import Session
 
-__all__ = ["Compiled", "Session", "compile", "import_onnx", "run"]
+__all__ = ["Compiled", "Session", "TuneOptions", "compile", "import_onnx", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -33,6 +33,7 @@ from aitc.interp.run import run_module
 from aitc.ir import print_mlir
 from aitc.sim import SimResult, Simulator
 from aitc.target import Target, load_target
+from aitc.tune import TuneOptions, compile_tuned
 
 ModelSource = str | os.PathLike | onnx.ModelProto | ModuleOp
 """An ONNX model (path or proto), a `.mlir` path at any level, or a module."""
@@ -124,6 +125,7 @@ def compile(
     cores: int | None = 1,
     shard: str = "auto",
     verify_each: bool | None = None,
+    tune: bool | TuneOptions = False,
 ) -> Compiled:
     """Compiles `model` for `target` (a preset name or FILE.toml; None: the input's own, else
     `edge`) down to `emit` (graph, tile, sync or hw), as `aitc compile` does; with `cores` > 1
@@ -131,7 +133,9 @@ def compile(
     `aitc compile --cores --shard`;
     `cores=None` lets the cost model choose between one core and all, as the CLI's default;
     `verify_each` verifies the IR after every pass (`aitc compile --verify-each`; None: as
-    `CompileOptions` says, i.e. when `AITC_VERIFY_EACH=1`)."""
+    `CompileOptions` says, i.e. when `AITC_VERIFY_EACH=1`); `tune` measures each kernel's best
+    tilings on the simulator as `aitc compile --tune` (True: the default `TuneOptions`, whose
+    cache is `aitc.tune.default_cache_path()`)."""
     options = CompileOptions(
         target,
         depth,
@@ -145,4 +149,8 @@ def compile(
     if verify_each is not None:
         options = replace(options, verify_each=verify_each)
     source = str(model) if isinstance(model, os.PathLike) else model
-    return Compiled(compile_module(source, options), source, options)
+    if tune:
+        result = compile_tuned(source, options, TuneOptions() if tune is True else tune)
+    else:
+        result = compile_module(source, options)
+    return Compiled(result, source, options)

@@ -343,3 +343,13 @@ def test_zero_candidates_is_an_error():
         compile_tuned(
             _model()[0], CompileOptions(target="edge"), TuneOptions(Path("unused.json"), candidates=0)
         )
+
+
+def test_the_python_api_tunes_as_the_command_line_does(tmp_path):
+    import aitc as api
+
+    model, inputs = _model()
+    compiled = api.compile(model, "edge", cores=1, tune=api.TuneOptions(cache=tmp_path / "cache.json"))
+    assert "tuning: 2 kernel signature(s), 2 measured" in compiled.report()
+    got = dict(zip(["y"], compiled.run(inputs).values(), strict=True))
+    assert_close(got, onnxruntime_outputs(model, inputs), 1e-4)
