@@ -48,7 +48,7 @@ bench: $(STAMP) $(VENV)/.installed-iree
 	$(BIN)/python benchmarks/bench_encoder.py --scaling
 	$(BIN)/python benchmarks/bench_encoder.py --model resnet50
 	$(BIN)/python benchmarks/bench_scaling.py
-	$(BIN)/python benchmarks/bench_efficiency.py
+	$(BIN)/python benchmarks/bench_efficiency.py --tune
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -21,14 +21,17 @@ the times alone add up to the program's cycles.
 
 MiniLM-L6 is `model_zoo.encoder(layers=6, hidden=384, heads=12, ffn=1536, seq=128)`, ResNet-50
 `model_zoo.resnet50()`, both with random weights; matmul1024 is one 1024^3 product with
-constant weights. Prints tables; asserts nothing.
+constant weights. `--tune` adds the cycles of `aitc compile --tune` (every kernel measured from
+an empty cache) and the seconds tuning took. Prints tables; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from bench_compile import matmul_model, matmul_work, minimal_dram_bytes
 
@@ -39,6 +42,7 @@ from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import Target, load_target
 from aitc.testing import model_zoo
+from aitc.tune import TuneOptions, compile_tuned
 
 COMPUTE = ("matrix", "vector")
 
@@ -135,7 +139,9 @@ def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[
     return sorted(rows, key=lambda row: -int(row[2]))[:count]
 
 
-def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[object], list[list[object]]]:
+def bench(
+    name: str, target_name: str, cores: int, kernels: int, tune: bool = False
+) -> tuple[list[object], list[list[object]]]:
     model, inputs = MODELS[name]()
     shapes = {k: list(v.shape) for k, v in inputs.items()}
     target = load_target(target_name)
@@ -155,7 +161,7 @@ def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[o
             "-",
             "-",
             f"fails: {str(error).splitlines()[0][:60]}",
-        ], []
+        ] + ["-"] * 3 * tune, []
     seconds = time.perf_counter() - start
     run = Simulator(result.module, target).run(inputs, trace=True)
     stats, timeline = run.stats, Timeline(run.trace)  # pyright: ignore[reportArgumentType]
@@ -168,6 +174,8 @@ def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[o
         name, used, f"{seconds:.1f}", stats.cycles, f"{bound:.0f}", f"{bound / stats.cycles:.3f}",
         f"{stats.utilisation():.1%}", f"{exposed / stats.cycles:.1%}", f"{engine} {share:.0%}", "",
     ]  # fmt: skip
+    if tune:
+        row += _tuned(model, options, inputs, target, bound)
     rows: list[list[object]] = []
     if kernels and cores == 1:
         tiled = compile_module(
@@ -177,10 +185,23 @@ def bench(name: str, target_name: str, cores: int, kernels: int) -> tuple[list[o
     return row, rows
 
 
+def _tuned(model, options: CompileOptions, inputs, target: Target, bound: float) -> list[object]:
+    """[tuned cycles, tuned efficiency, tuning seconds]: `compile_tuned` with an empty cache of
+    its own (every kernel measured, none remembered from another run)."""
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        tune = TuneOptions(cache=Path(folder) / "tuning.json", seconds=1800)
+        result = compile_tuned(model, options, tune)
+        seconds = time.perf_counter() - start
+    cycles = Simulator(result.module, target).run(inputs).stats.cycles
+    return [cycles, f"{bound / cycles:.3f}", f"{seconds:.0f}"]
+
+
 HEADERS = [
     "model", "cores", "compile s", "cycles", "roofline", "efficiency", "matrix util", "exposed DMA",
     "limit (core 0)", "note",
 ]  # fmt: skip
+TUNE_HEADERS = ["tuned cycles", "tuned efficiency", "tune s"]
 KERNEL_HEADERS = [
     "model", "kernel", "op", "alone", "est", "est/alone", "bound", "efficiency", "exposed DMA", "limit",
 ]  # fmt: skip
@@ -194,15 +215,18 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--kernels", type=int, default=8, help="kernel rows per model (one core)")
+    parser.add_argument(
+        "--tune", action="store_true", help="also compile with --tune (an empty cache) and simulate that"
+    )
     args = parser.parse_args()
     rows, kernel_rows = [], []
     for name in args.models:
         for cores in args.cores:
-            row, kernels = bench(name, args.target, cores, args.kernels)
+            row, kernels = bench(name, args.target, cores, args.kernels, args.tune)
             rows.append(row)
             kernel_rows += kernels
     print(f"efficiency on target '{args.target}' (roofline = max(MACs at peak, minimal DRAM bytes))\n")
-    print(format_table(HEADERS, rows))
+    print(format_table(HEADERS + TUNE_HEADERS * args.tune, rows))
     if kernel_rows:
         print("\nlongest kernels (one core; alone: cycles after the kernels before it ended)\n")
         print(format_table(KERNEL_HEADERS, kernel_rows))
