@@ -7,9 +7,10 @@ the result cached on disk by (kernel signature, target).
 How:
 
     1. compile as usual inside a recording `tuning_session`, applying the cache's choices: every
-       matmul and conv kernel is recorded once per signature (`passes.graph_to_tile.tuning`),
+       matmul, conv and pooling kernel is recorded once per signature (`passes.graph_to_tile.tuning`),
        with its graph ops as a module of their own and the cost model's short list
-    2. every signature the cache lacks (or whose cached choice is no candidate any more),
+    2. every signature the cache lacks (or whose cached choice is no candidate any more, or
+       whose cached short list is shorter than asked for),
        largest estimate x count first, until `TuneOptions.seconds` run out: each candidate of
        the short list is forced on the kernel alone, compiled to hw, simulated on seeded random
        inputs and checked against the graph interpreter; the fewest cycles win (ties to the
@@ -85,7 +86,7 @@ def compile_tuned(source, options: CompileOptions, tune: TuneOptions) -> Compile
     with tuning_session(first):
         result = compile_module(source, options)
     target = result.target or options.target
-    pending = [r for r in first.requests.values() if r.key not in cache.kernels or r.key in first.stale]
+    pending = [r for r in first.requests.values() if _needs_measuring(r, cache, first)]
     pending.sort(key=lambda r: -r.ranked[0][1] * first.counts[r.key])
     deadline = time.monotonic() + tune.seconds
     start = time.perf_counter()
@@ -103,6 +104,13 @@ def compile_tuned(source, options: CompileOptions, tune: TuneOptions) -> Compile
             result = compile_module(source, options)
     result.tuning = tuning_report(first, cache, measured, seconds)
     return result
+
+
+def _needs_measuring(request: Request, cache: TuningCache, session: TuningSession) -> bool:
+    """Not in the cache, or its cached choice is no candidate any more, or the cache measured
+    a shorter list than this compile asks for."""
+    cached = cache.kernels.get(request.key)
+    return cached is None or request.key in session.stale or len(cached.candidates) < len(request.ranked)
 
 
 def _tune_kernel(request: Request, target: str | None, depth: int, deadline: float) -> KernelTuning:
@@ -181,7 +189,7 @@ def tuning_report(
             ]
         )  # fmt: skip
     header = ["kernel", "kind", "count", "model est", "model measured", "tuned", "gain", "from"]
-    table = format_table(header, rows) if rows else "(no matmul or conv kernels)"
+    table = format_table(header, rows) if rows else "(no matmul, conv or pooling kernels)"
     summary = (
         f"tuning: {len(session.requests)} kernel signature(s), {len(measured)} measured in {seconds:.1f} s, "
         f"{changed} not the model's pick; cache {cache.path}"

@@ -413,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tune",
         action="store_true",
-        help="measure the cost model's best tilings of every distinct matmul and conv kernel on the "
+        help="measure the cost model's best tilings of every distinct matmul, conv and pooling kernel on the "
         "simulator and keep the fastest; results are cached (--tune-cache), so the next compile of "
         "the same kernels measures nothing",
     )

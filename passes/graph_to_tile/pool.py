@@ -37,8 +37,16 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.patch_layout import PatchLayout
+from aitc.passes.graph_to_tile.tuning import choose
 from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims
-from aitc.passes.graph_to_tile.window_costs import WINDOW_DEPTH, WindowProblem, plan_window, window_minimum
+from aitc.passes.graph_to_tile.window_costs import (
+    WINDOW_DEPTH,
+    WindowProblem,
+    plan_window,
+    ranked_window,
+    window_minimum,
+    window_plan_of,
+)
 from aitc.weights import array_to_attr
 
 # --------------------------------------------------------------------------- pooling
@@ -130,6 +138,15 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
     if plan is None:
         sram, _ = window_minimum(problem)
         raise CannotFit(op, "the smallest pooling tile (one output, one channel)", sram, ctx.budget)
+    plan, note = choose(
+        "pool",
+        [problem],
+        ctx.budget,
+        ops,
+        plan,
+        lambda count: ranked_window(problem, ctx.budget, count),
+        lambda choice: window_plan_of(problem, ctx.budget, choice),
+    )
     kb = ctx.kernel(ops)
     kb.cost.depth = WINDOW_DEPTH
     cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap", problem.pad_value)
@@ -148,7 +165,7 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
         ctx.value_view(op.output, [g.channels, g.h.out, g.w.out]),
     )
     VectorWindow(kb, g, cols, y, views).run(compute)
-    ctx.add(kb, plan.tiles, _pool_reason(op, plan, problem.counts))
+    ctx.add(kb, plan.tiles, _pool_reason(op, plan, problem.counts) + (f"; {note}" if note else ""))
 
 
 def _pool_reason(op: graph.PoolOp, plan, counted: bool) -> str:

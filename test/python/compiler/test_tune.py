@@ -353,3 +353,13 @@ def test_the_python_api_tunes_as_the_command_line_does(tmp_path):
     assert "tuning: 2 kernel signature(s), 2 measured" in compiled.report()
     got = dict(zip(["y"], compiled.run(inputs).values(), strict=True))
     assert_close(got, onnxruntime_outputs(model, inputs), 1e-4)
+
+
+def test_a_longer_short_list_than_the_cache_holds_is_measured_again(tmp_path):
+    _tuned(tmp_path, candidates=2)
+    assert all(len(k.candidates) == 2 for k in TuningCache.load(tmp_path / "cache.json").kernels.values())
+    again, _, _ = _tuned(tmp_path, candidates=2)
+    assert "0 measured" in (again.tuning or "")
+    longer, _, _ = _tuned(tmp_path, candidates=4)
+    assert "2 measured" in (longer.tuning or "")
+    assert all(len(k.candidates) == 4 for k in TuningCache.load(tmp_path / "cache.json").kernels.values())
