@@ -89,6 +89,12 @@ class MatmulPlan:
         """What identifies the tiling among `matmul_options` (the tuner's record of it)."""
         return (self.tm, self.tk, self.tn, self.order, self.bn, self.mode, self.keep)
 
+    @property
+    def family(self) -> tuple[int, int, str, str]:
+        """The tiling's structure: block rows and columns, loop order, kept panel (what the
+        tuner's short list takes one of each, `tuning.short_list`)."""
+        return (self.tm, self.bn, self.order, self.keep)
+
 
 def matmul_steps(k: int, tk: int, mode: str) -> list[tuple[str, int, int]]:
     """The K steps of a block in emission order as (kind, size, count): one step ("only") when

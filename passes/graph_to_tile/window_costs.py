@@ -100,6 +100,12 @@ class WindowPlan:
         return (self.engine, self.rows, self.cols, self.tc, self.tm, self.keep, self.per_tap)
 
     @property
+    def family(self) -> tuple[str, int, int, int, bool]:
+        """The tiling's structure: engine, block shape, output channels per tile, per tap or
+        not (what the tuner's short list takes one of each, `tuning.short_list`)."""
+        return (self.engine, self.rows, self.cols, self.tm, self.per_tap)
+
+    @property
     def tiles(self) -> list[int]:
         """The `tiles` attribute: [R, Q, tc, tm] (matrix) or [R, Q, tc] (vector)."""
         return [self.rows, self.cols, self.tc] + ([self.tm] if self.engine == "matrix" else [])

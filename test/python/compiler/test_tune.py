@@ -363,3 +363,24 @@ def test_a_longer_short_list_than_the_cache_holds_is_measured_again(tmp_path):
     longer, _, _ = _tuned(tmp_path, candidates=4)
     assert "2 measured" in (longer.tuning or "")
     assert all(len(k.candidates) == 4 for k in TuningCache.load(tmp_path / "cache.json").kernels.values())
+
+
+def test_the_short_list_is_the_best_half_then_one_of_each_other_family():
+    from aitc.passes.graph_to_tile.tuning import WIDEN, short_list
+
+    class Plan:
+        def __init__(self, cycles: int, family: str):
+            self.cycles, self.family, self.choice = cycles, (family,), (cycles,)
+
+    # estimates in order; families a a b a c c d ...
+    plans = [Plan(c, f) for c, f in zip(range(100, 120), "aabaccdaaeaaaaaaaaaa", strict=True)]
+    asked = []
+
+    def ranked(count: int) -> list[Plan]:
+        asked.append(count)
+        return plans[:count]
+
+    got = [p.cycles for p in short_list(ranked, 6)]
+    assert asked == [WIDEN * 6]
+    assert got == [100, 101, 102, 104, 106, 109]  # best 3, then the first c, d, e, nothing else new
+    assert [p.cycles for p in short_list(ranked, 1)] == [100]  # the model's pick is always first
