@@ -116,6 +116,8 @@ class CompileResult:
     """Whether `module` was verified as it is (`compile_module` makes sure)."""
     tuning: str | None = None
     """The report of `aitc compile --tune` (`aitc.tune.tuning_report`), None without."""
+    phase_notes: list[str] = field(default_factory=list)
+    """A multi-core compile's phases lowered at buffer depth 1 for want of semaphores."""
 
 
 def level_of(module: ModuleOp) -> str:
@@ -264,10 +266,13 @@ def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> Compil
     if options.emit == "graph":
         return CompileResult(module, "graph", [], [], [], target)
     start = time.perf_counter()
+    notes: list[str] = []
     with fewer_collections():
-        lowered = lower_spmd(module, options.depth, _verify_mode(options))
+        lowered = lower_spmd(module, options.depth, _verify_mode(options), notes)
     timings = [("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start)]
-    return CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
+    result = CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
+    result.phase_notes = notes
+    return result
 
 
 MEASURE = "measure"
@@ -392,9 +397,12 @@ def _compile_multicore(
         _refuse_an_empty_plan(module, options)
         plan = shard_plan_report(module)
         start = time.perf_counter()
-        lowered = lower_spmd(module, options.depth, _verify_mode(options))
+        notes: list[str] = []
+        lowered = lower_spmd(module, options.depth, _verify_mode(options), notes)
         timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
-    return CompileResult(lowered, "hw", [], timings, [], target, plan)
+    result = CompileResult(lowered, "hw", [], timings, [], target, plan)
+    result.phase_notes = notes
+    return result
 
 
 def _is_shard_stage(passes: list[ModulePass]) -> bool:
@@ -420,7 +428,7 @@ def _compile_multicore_segments(
     """A model with host segments on several cores: every NPU segment is sharded on its own
     (its plan, its collectives) and lowered to a multi-core hw.program of the segment's name;
     the host segments and the schedule stay as the single-core pipeline leaves them."""
-    plans = []
+    plans, notes = [], []
     for function in [op for op in module.ops if lowered_here(op)]:
         segment = ModuleOp([function.clone()])
         segment.attributes.update(module.attributes)
@@ -428,7 +436,9 @@ def _compile_multicore_segments(
         name = function.sym_name.data
         plans.append(f"segment @{name}: " + (shard_plan_report(segment) or "not sharded\n"))
         start = time.perf_counter()
-        lowered = lower_spmd(segment, options.depth, _verify_mode(options))
+        segment_notes: list[str] = []
+        lowered = lower_spmd(segment, options.depth, _verify_mode(options), segment_notes)
+        notes += [f"segment @{name}, {note}" for note in segment_notes]
         timings.append((f"lower-spmd @{name}", time.perf_counter() - start))
         (program,) = [op for op in lowered.ops if isinstance(op, ProgramOp)]
         program.detach()
@@ -437,9 +447,11 @@ def _compile_multicore_segments(
         function.erase()
     if not plans:
         raise AitcError("every op of the model runs on the host: there is nothing to shard; use --cores 1")
-    return CompileResult(
+    result = CompileResult(
         module, "hw", kernel_report(module), timings, segment_report(module), target, "".join(plans)
     )
+    result.phase_notes = notes
+    return result
 
 
 def _refuse_an_empty_plan(module: ModuleOp, options: CompileOptions) -> None:
@@ -627,6 +639,8 @@ def format_report(result: CompileResult) -> str:
         programs = sum(1 for op in result.module.ops if isinstance(op, ProgramOp))
         placed = placement_summary(result.kernels, programs) + handed_over if result.segments else ""
         summary = multicore_summary(result.module) + placed
+        if result.phase_notes:
+            summary += "phases lowered at buffer depth 1:\n" + "".join(f"  {n}\n" for n in result.phase_notes)
     if result.tuning:
         plan += f"\n{result.tuning}\n"
     return (

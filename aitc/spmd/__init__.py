@@ -23,6 +23,7 @@ from dataclasses import replace
 from xdsl.dialects.builtin import ModuleOp
 
 from aitc import progress
+from aitc.analysis.graph_matching import node_name
 from aitc.analysis.signature import entry_function
 from aitc.diagnostics import AitcError
 from aitc.dialects import shard
@@ -45,10 +46,13 @@ def grid_size(module: ModuleOp) -> int:
     return grids[0].dims[0]
 
 
-def lower_spmd(module: ModuleOp, depth: int = 2, verify: str = "each") -> ModuleOp:
+def lower_spmd(
+    module: ModuleOp, depth: int = 2, verify: str = "each", notes: list[str] | None = None
+) -> ModuleOp:
     """The multi-core hw module of a partitioned graph module (see the module docstring). Each
     phase's lowering is verified as `verify` says (`run_pipeline`); the linked program is not
-    verified here (`aitc compile` verifies its result)."""
+    verified here (`aitc compile` verifies its result). `notes` receives one line per phase
+    lowered at buffer depth 1 for want of semaphores (the compile report prints them)."""
     spec, target = record_target(module, None)
     cores = grid_size(module)
     if cores > target.cores:
@@ -57,17 +61,23 @@ def lower_spmd(module: ModuleOp, depth: int = 2, verify: str = "each") -> Module
     per_core = []
     with progress.paused(), progress.bar(cores, "lower per core", unit="core") as lowered_cores:
         for core in range(cores):
-            per_core.append(_lower_core(module, (spec, target, cores), core, depth, verify))
+            per_core.append(_lower_core(module, (spec, target, cores), core, depth, verify, notes))
             lowered_cores.update(1)
     return link(target, spec, per_core, name)
 
 
 def _lower_core(
-    module: ModuleOp, grid: tuple[str, Target, int], core: int, depth: int, verify: str
+    module: ModuleOp,
+    grid: tuple[str, Target, int],
+    core: int,
+    depth: int,
+    verify: str,
+    notes: list[str] | None = None,
 ) -> tuple[Steps, list[ModuleOp | None]]:
     """Core `core`'s steps, and each phase lowered to a single-core hw module (None for a
     collective or slice step); `grid`: the target's spec, the target, the cores. A collective
-    that cannot be exchanged fails before the phases are lowered (`check_collectives`)."""
+    that cannot be exchanged fails before the phases are lowered (`check_collectives`); a
+    phase lowered at depth 1 instead of `depth` adds a line to `notes`."""
     spec, target, cores = grid
     copy = module.clone()
     function = entry_function(copy)
@@ -77,9 +87,15 @@ def _lower_core(
     check_collectives(target, steps, cores)
     pipelines = [_phase_pipeline(d) for d in dict.fromkeys((depth, 1))]
     lowered: list[ModuleOp | None] = []
-    for step in steps.steps:
+    for index, step in enumerate(steps.steps):
         if isinstance(step, Phase):
-            _lower_phase(step, pipelines, verify)
+            kernels = _kernel_names(step.module)
+            if _lower_phase(step, pipelines, verify) and notes is not None:
+                notes.append(
+                    f"core {core}, step {index} ({', '.join(kernels)}): lowered at buffer depth 1, its "
+                    f"kernels needed more semaphores at depth {depth} than the "
+                    f"{target.semaphores - FENCE_SEMAPHORES} a phase may use"
+                )
             lowered.append(step.module)
         else:
             lowered.append(None)
@@ -99,16 +115,24 @@ SEMAPHORES_RAN_OUT = "semaphores of target"
 """What insert-semaphores' error says when a kernel needs more semaphores than it may use."""
 
 
-def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> None:
+def _kernel_names(module: ModuleOp, limit: int = 3) -> list[str]:
+    """The ONNX node names of a phase's first `limit` named graph ops (and how many more; ops
+    made by the partitioning, e.g. a core's slice, have none)."""
+    ops = [op for op in entry_function(module).walk() if op.name.startswith("graph.")]
+    names = list(dict.fromkeys(name for op in ops if (name := node_name(op)) != op.name))
+    return names[:limit] + ([f"{len(names) - limit} more"] if len(names) > limit else [])
+
+
+def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> bool:
     """Runs the single-core pipeline on a phase; ops only the host runs are refused here. A
     phase whose kernels need more semaphores than a phase may use (the fences keep 2) is
     lowered again at the next pipeline's depth (1: no multi-buffering, whose loop-carried
-    protocols take most of them); its loops then record depth 1."""
+    protocols take most of them); its loops then record depth 1. Returns whether it was."""
     original = phase.module.clone() if len(pipelines) > 1 else phase.module
     for index, pipeline in enumerate(pipelines):
         try:
             run_pipeline_reporting(phase.module, pipeline, verify)
-            return
+            return index > 0
         except AitcError as error:
             text = str(error)
             if SEMAPHORES_RAN_OUT in text and index + 1 < len(pipelines):
@@ -116,6 +140,7 @@ def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> None:
                 continue
             _refuse_host_ops(text)
             raise
+    raise AssertionError("no pipeline to lower the phase with")
 
 
 def _refuse_host_ops(text: str) -> None:

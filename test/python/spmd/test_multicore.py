@@ -159,7 +159,8 @@ def test_phases_leave_the_fence_semaphores_alone():
 def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(monkeypatch):
     """cnn_bn_pool split over tiny's 2 cores with per-tap convs (offered on tiny here): a phase's
     double-buffered conv needs more than the 14 semaphores a phase may use; the phase is
-    lowered again at buffer depth 1, and the program still matches onnxruntime."""
+    lowered again at buffer depth 1, the report says which, and the program still matches
+    onnxruntime."""
     from aitc.passes.graph_to_tile import conv, window_costs
     from aitc.spmd import SEMAPHORES_RAN_OUT, run_pipeline_reporting
 
@@ -179,6 +180,9 @@ def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(mo
     result = aitc.compile(model, "tiny", cores=2, shard="sp", input_shapes=shapes(inputs))
     assert any(SEMAPHORES_RAN_OUT in failure for failure in failures)
     assert_outputs_close(result.run(inputs), want, tolerance=1e-5)
+    report = result.report()
+    assert "phases lowered at buffer depth 1:\n  core 0, step " in report
+    assert "its kernels needed more semaphores at depth 2 than the 14 a phase may use" in report
 
 
 def test_a_value_gathered_twice_goes_through_dram_both_times():
