@@ -123,10 +123,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     check_outputs([args.output, tune_cache], [args.model, args.target])
     if args.target is not None:
         load_target(args.target)  # a bad --target fails before the compile
+    tune_flags = [
+        flag
+        for flag, value in (
+            ("--tune-cache", args.tune_cache),
+            ("--tune-seconds", args.tune_seconds),
+            ("--tune-candidates", args.tune_candidates),
+        )
+        if value is not None
+    ]
+    if tune_flags and not args.tune:
+        raise AitcError(f"{', '.join(tune_flags)} without --tune does nothing: add --tune, or drop them")
     if args.tune:
-        from aitc.tune import TuneOptions, compile_tuned
+        from aitc.tune import DEFAULT_SECONDS, SHORT_LIST, TuneOptions, compile_tuned
 
-        tune = TuneOptions(tune_cache, args.tune_seconds, args.tune_candidates)
+        seconds = DEFAULT_SECONDS if args.tune_seconds is None else args.tune_seconds
+        tune = TuneOptions(tune_cache, seconds, args.tune_candidates or SHORT_LIST)
         result = compile_tuned(args.model, options, tune)
     else:
         result = compile_module(args.model, options)
@@ -425,14 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tune-seconds",
         type=_seconds,
-        default=300.0,
+        metavar="S",
         help="time bound of the measurements (default 300); kernels left unmeasured keep the model's "
         "tiling and are measured by the next --tune",
     )
     p.add_argument(
         "--tune-candidates",
         type=_positive_int,
-        default=6,
+        metavar="N",
         help="tilings measured per kernel, the cost model's best first (default 6)",
     )
     p.set_defaults(handler=cmd_compile)

@@ -384,3 +384,11 @@ def test_the_short_list_is_the_best_half_then_one_of_each_other_family():
     assert asked == [WIDEN * 6]
     assert got == [100, 101, 102, 104, 106, 109]  # best 3, then the first c, d, e, nothing else new
     assert [p.cycles for p in short_list(ranked, 1)] == [100]  # the model's pick is always first
+
+
+def test_tune_flags_without_tune_are_an_error(tmp_path, capsys):
+    model = _save(tmp_path)
+    status = aitc(["compile", str(model), "-o", str(tmp_path / "m.aitb"), "--tune-seconds", "5"])
+    assert status == 1
+    assert "--tune-seconds without --tune does nothing: add --tune, or drop them" in capsys.readouterr().err
+    assert not (tmp_path / "m.aitb").exists()
