@@ -1,4 +1,5 @@
 """The cli-options family: valid files, odd option values (`--seed -1`, `--input-shape x=2**40x8`,
+`--tune-seconds nan`, `--tune-cache .`,
 `--entry %0`, `--target ../tiny`, `-p 'cse{'`, `aitc-opt -t llvm`, `--split-input-file` with
 `// -----` dropped anywhere). Every value is a string a user could type."""
 
@@ -25,6 +26,7 @@ PIPELINES = (
     "constant-fold-interp", "convert-scf-to-cf", "canonicalize,cse,dce", "printf-to-llvm",
     "convert-linalg-to-loops",
 )  # fmt: skip
+TUNE_VALUES = ("-1", "0", "nan", "inf", "1e309", "abc", "0.5", "2", str(2**64), "")
 OPT_TARGETS = ("mlir", "llvm", "wgsl", "x86-asm", "riscv-asm", "mps", "csl", "wat", "arm-asm")
 OPT_FLAGS = ("--print-op-generic", "--print-debuginfo", "--print-no-properties", "--disable-verify",
              "--verify-diagnostics", "--parsing-diagnostics", "--allow-unregistered-dialect",
@@ -89,6 +91,20 @@ def _other_command(rng: random.Random) -> list[str]:
                 rng.choice(TARGETS),
                 "--no-host-fallback",
                 *rng.choice([[], ["--verify-each"], ["--quiet"]]),
+                "-o",
+                "out.aitb",
+            ],
+            [
+                "aitc",
+                "compile",
+                "m.onnx",
+                "--target",
+                "tiny",
+                *rng.choice([["--tune"], []]),
+                rng.choice(["--tune-seconds", "--tune-candidates"]),
+                rng.choice(TUNE_VALUES),
+                "--tune-cache",  # always: the default cache is the user's, outside the case's folder
+                rng.choice(["t.json", "m.onnx", ".", "out.aitb"]),
                 "-o",
                 "out.aitb",
             ],
