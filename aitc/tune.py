@@ -148,7 +148,11 @@ def _measure(
         return None, f"does not compile: {str(error).splitlines()[0]}"
     if request.key not in session.applied:
         return None, "lowered alone, the kernel is planned as another problem"
-    run = Simulator(compiled.module, load_target(compiled.target or target or ""), verified=True).run(inputs)
+    try:
+        simulator = Simulator(compiled.module, load_target(compiled.target or target or ""), verified=True)
+        run = simulator.run(inputs)
+    except AitcError as error:  # a race, a deadlock, an access out of bounds: refused, reported
+        return None, f"fails on the simulator: {str(error).splitlines()[0]}"
     got = dict(zip(expected, run.outputs.values(), strict=True))  # same order; the names differ
     error = relative_error(got, expected)
     if not error <= TOLERANCE:

@@ -392,3 +392,17 @@ def test_tune_flags_without_tune_are_an_error(tmp_path, capsys):
     assert status == 1
     assert "--tune-seconds without --tune does nothing: add --tune, or drop them" in capsys.readouterr().err
     assert not (tmp_path / "m.aitb").exists()
+
+
+def test_a_candidate_that_fails_on_the_simulator_is_refused(tmp_path, monkeypatch):
+    """A candidate whose program the simulator rejects (a race, a deadlock) is not measured,
+    the report says why, and the model's plans stay."""
+
+    def failing(self, inputs, trace=False):
+        raise AitcError("deadlock: every engine waits (injected)")
+
+    monkeypatch.setattr(tune_module.Simulator, "run", failing)
+    result, _, _ = _tuned(tmp_path)
+    expected = "not tuned: fails on the simulator: deadlock: every engine waits (injected)"
+    assert expected in (result.tuning or "")
+    assert not (tmp_path / "cache.json").exists()
