@@ -270,9 +270,8 @@ def _compile_per_core_graph(module: ModuleOp, options: CompileOptions) -> Compil
     with fewer_collections():
         lowered = lower_spmd(module, options.depth, _verify_mode(options), notes)
     timings = [("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start)]
-    result = CompileResult(lowered, "hw", [], timings, [], target, shard_plan_report(module))
-    result.phase_notes = notes
-    return result
+    plan = shard_plan_report(module)
+    return CompileResult(lowered, "hw", [], timings, [], target, plan, phase_notes=notes)
 
 
 MEASURE = "measure"
@@ -400,9 +399,7 @@ def _compile_multicore(
         notes: list[str] = []
         lowered = lower_spmd(module, options.depth, _verify_mode(options), notes)
         timings.append(("lower-spmd (per-core phases, collectives, link)", time.perf_counter() - start))
-    result = CompileResult(lowered, "hw", [], timings, [], target, plan)
-    result.phase_notes = notes
-    return result
+    return CompileResult(lowered, "hw", [], timings, [], target, plan, phase_notes=notes)
 
 
 def _is_shard_stage(passes: list[ModulePass]) -> bool:
@@ -447,11 +444,10 @@ def _compile_multicore_segments(
         function.erase()
     if not plans:
         raise AitcError("every op of the model runs on the host: there is nothing to shard; use --cores 1")
-    result = CompileResult(
-        module, "hw", kernel_report(module), timings, segment_report(module), target, "".join(plans)
-    )
-    result.phase_notes = notes
-    return result
+    return CompileResult(
+        module, "hw", kernel_report(module), timings, segment_report(module), target, "".join(plans),
+        phase_notes=notes,
+    )  # fmt: skip
 
 
 def _refuse_an_empty_plan(module: ModuleOp, options: CompileOptions) -> None:

@@ -22,10 +22,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aitc.diagnostics import AitcError, run_command
+
+if TYPE_CHECKING:
+    from aitc.tune import TuneOptions
 
 
 def _parse_shape(text: str) -> tuple[str, list[int]]:
@@ -115,30 +119,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 0
     if args.emit is None and args.output is None:
         raise AitcError("aitc compile needs -o OUT.aitb (or --emit LEVEL to print .mlir)")
-    tune_cache = None
-    if args.tune:
-        from aitc.tune import default_cache_path
-
-        tune_cache = Path(args.tune_cache) if args.tune_cache else default_cache_path()
-    check_outputs([args.output, tune_cache], [args.model, args.target])
+    tune = _tune_options(args)
+    check_outputs([args.output, tune.cache if tune else None], [args.model, args.target])
     if args.target is not None:
         load_target(args.target)  # a bad --target fails before the compile
-    tune_flags = [
-        flag
-        for flag, value in (
-            ("--tune-cache", args.tune_cache),
-            ("--tune-seconds", args.tune_seconds),
-            ("--tune-candidates", args.tune_candidates),
-        )
-        if value is not None
-    ]
-    if tune_flags and not args.tune:
-        raise AitcError(f"{', '.join(tune_flags)} without --tune does nothing: add --tune, or drop them")
-    if args.tune:
-        from aitc.tune import DEFAULT_SECONDS, SHORT_LIST, TuneOptions, compile_tuned
+    if tune is not None:
+        from aitc.tune import compile_tuned
 
-        seconds = DEFAULT_SECONDS if args.tune_seconds is None else args.tune_seconds
-        tune = TuneOptions(tune_cache, seconds, args.tune_candidates or SHORT_LIST)
         result = compile_tuned(args.model, options, tune)
     else:
         result = compile_module(args.model, options)
@@ -152,6 +139,26 @@ def cmd_compile(args: argparse.Namespace) -> int:
         if args.output is not None:
             print(format_report(result))
     return 0
+
+
+def _tune_options(args: argparse.Namespace) -> TuneOptions | None:
+    """`aitc.tune.TuneOptions` of --tune and its flags (the cache path resolved), None without
+    --tune; an AitcError for --tune-* flags without --tune."""
+    given = (
+        ("--tune-cache", args.tune_cache),
+        ("--tune-seconds", args.tune_seconds),
+        ("--tune-candidates", args.tune_candidates),
+    )
+    flags = [flag for flag, value in given if value is not None]
+    if not args.tune:
+        if flags:
+            raise AitcError(f"{', '.join(flags)} without --tune does nothing: add --tune, or drop them")
+        return None
+    from aitc.tune import DEFAULT_SECONDS, SHORT_LIST, TuneOptions, default_cache_path
+
+    cache = Path(args.tune_cache) if args.tune_cache else default_cache_path()
+    seconds = DEFAULT_SECONDS if args.tune_seconds is None else args.tune_seconds
+    return TuneOptions(cache, seconds, args.tune_candidates or SHORT_LIST)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -89,8 +89,8 @@ def _lower_core(
     lowered: list[ModuleOp | None] = []
     for index, step in enumerate(steps.steps):
         if isinstance(step, Phase):
-            kernels = _kernel_names(step.module)
-            if _lower_phase(step, pipelines, verify) and notes is not None:
+            kernels = _lower_phase(step, pipelines, verify)
+            if kernels is not None and notes is not None:
                 notes.append(
                     f"core {core}, step {index} ({', '.join(kernels)}): lowered at buffer depth 1, its "
                     f"kernels needed more semaphores at depth {depth} than the "
@@ -123,16 +123,17 @@ def _kernel_names(module: ModuleOp, limit: int = 3) -> list[str]:
     return names[:limit] + ([f"{len(names) - limit} more"] if len(names) > limit else [])
 
 
-def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> bool:
+def _lower_phase(phase: Phase, pipelines: list[list], verify: str) -> list[str] | None:
     """Runs the single-core pipeline on a phase; ops only the host runs are refused here. A
     phase whose kernels need more semaphores than a phase may use (the fences keep 2) is
     lowered again at the next pipeline's depth (1: no multi-buffering, whose loop-carried
-    protocols take most of them); its loops then record depth 1. Returns whether it was."""
+    protocols take most of them); its loops then record depth 1. Returns, when it was, the
+    names of its kernels (`_kernel_names`), else None."""
     original = phase.module.clone() if len(pipelines) > 1 else phase.module
     for index, pipeline in enumerate(pipelines):
         try:
             run_pipeline_reporting(phase.module, pipeline, verify)
-            return index > 0
+            return _kernel_names(original) if index > 0 else None
         except AitcError as error:
             text = str(error)
             if SEMAPHORES_RAN_OUT in text and index + 1 < len(pipelines):

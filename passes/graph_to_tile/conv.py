@@ -67,7 +67,7 @@ from aitc.passes.graph_to_tile.lowering import (
 )
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
-from aitc.passes.graph_to_tile.tuning import choose
+from aitc.passes.graph_to_tile.tuning import choose, noted
 from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
@@ -513,4 +513,4 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
             f"against {estimates[1]} for the conv and the add apart): each output tile adds its window of "
             "the residual before its store"
         )
-    ctx.add(kb, plan.tiles, reason + (f"; {note}" if note else ""))
+    ctx.add(kb, plan.tiles, noted(reason, note))

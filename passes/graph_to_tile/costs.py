@@ -377,22 +377,15 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def cheapest(floors: Sequence[int], estimate: Callable[[int, int | None], P | None]) -> P | None:
-    """The plan with the least `key()` among candidates 0 .. len(floors) - 1, ties to the lowest
-    index, by branch and bound. `floors[i]` is a lower bound of candidate i's cycles: candidates
-    are visited by it, and the search stops once it exceeds the best cycles found (no later
-    candidate can win). `estimate(i, bound)` is candidate i's plan, or None when it cannot beat
-    `bound` cycles (None: no plan yet). Finds what estimating every candidate would."""
-    best = cheapest_few(floors, estimate, 1)
-    return best[0] if best else None
-
-
 def cheapest_few(
     floors: Sequence[int], estimate: Callable[[int, int | None], P | None], count: int
 ) -> list[P]:
-    """The `count` plans with the least `key()` (ties to the lowest index), best first, by the
-    branch and bound of `cheapest` with the count-th best cycles as the bound: what ranking
-    every candidate's estimate would give (the tuner's short list, `tuning`)."""
+    """The `count` plans with the least `key()` among candidates 0 .. len(floors) - 1, best
+    first, ties to the lowest index, by branch and bound. `floors[i]` is a lower bound of
+    candidate i's cycles: candidates are visited by it, and the search stops once it exceeds
+    the count-th best cycles found (no later candidate can enter). `estimate(i, bound)` is
+    candidate i's plan, or None when it cannot beat `bound` cycles (None: fewer than `count`
+    plans yet). Finds what ranking every candidate's estimate would."""
     best: list[tuple[tuple[int, ...], P]] = []
     for index in sorted(range(len(floors)), key=lambda i: (floors[i], i)):
         bound = best[-1][1].cycles if len(best) == count else None

@@ -77,7 +77,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     slot_role,
     step_tile,
 )
-from aitc.passes.graph_to_tile.tuning import choose
+from aitc.passes.graph_to_tile.tuning import choose, noted
 from aitc.types import broadcast_shapes
 
 
@@ -420,5 +420,4 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             f"the residual add is fused (est. {estimates[0]} cycles against {estimates[1]} for the matmul "
             "and the add apart): each block loads its residual window, each tile adds its part"
         )
-    reason = _reason(plan, fused) + (f"; {note}" if note else "")
-    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], reason, block))
+    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], noted(_reason(plan, fused), note), block))

@@ -16,7 +16,6 @@ from aitc.passes.graph_to_tile.costs import (
     Budget,
     Cost,
     balanced,
-    cheapest,
     cheapest_few,
     dma_instruction_cycles,
     matmul_cycles,
@@ -282,23 +281,14 @@ matmuls of 5 shapes); plans are immutable, so equal problems share one."""
 def plan_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
     """The best candidate by `MatmulPlan.key`; None when not even the smallest tiles fit."""
     key = (p, budget.sram, budget.acc, budget.depth, budget.target.fingerprint())
-    return remembered(_PLANS, key, lambda: _search_matmul(p, budget))
-
-
-def _search_matmul(p: MatmulProblem, budget: Budget) -> MatmulPlan | None:
-    """The candidate with the least `MatmulPlan.key` (the first of equal ones, in
-    `matmul_options` order), branch and bound: candidates are visited by their matrix-engine
-    cycles (`matmul_busy`, a lower bound of their cycles), and once that exceeds the best
-    cycles found no later candidate can win (`cheapest`)."""
-    options = list(matmul_options(p, budget))
-    floors = [matmul_busy(p, budget, option) for option in options]
-    best = cheapest(floors, lambda index, _: estimate_matmul(p, budget, *options[index]))
-    return None if best is None else replace(best, candidates=len(options))
+    return remembered(_PLANS, key, lambda: next(iter(ranked_matmul(p, budget, 1)), None))
 
 
 def ranked_matmul(p: MatmulProblem, budget: Budget, count: int) -> list[MatmulPlan]:
-    """The `count` best candidates by `MatmulPlan.key`, best first (`plan_matmul`'s is the
-    first): the tuner's short list."""
+    """The `count` best candidates by `MatmulPlan.key` (the first of equal ones, in
+    `matmul_options` order), best first, branch and bound (`cheapest_few`): candidates are
+    visited by their matrix-engine cycles (`matmul_busy`, a lower bound of their cycles).
+    `plan_matmul`'s is the first; the tuner's short list draws from them."""
     options = list(matmul_options(p, budget))
     floors = [matmul_busy(p, budget, option) for option in options]
     plans = cheapest_few(floors, lambda index, _: estimate_matmul(p, budget, *options[index]), count)

@@ -37,7 +37,7 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.patch_layout import PatchLayout
-from aitc.passes.graph_to_tile.tuning import choose
+from aitc.passes.graph_to_tile.tuning import choose, noted
 from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
@@ -165,7 +165,7 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
         ctx.value_view(op.output, [g.channels, g.h.out, g.w.out]),
     )
     VectorWindow(kb, g, cols, y, views).run(compute)
-    ctx.add(kb, plan.tiles, _pool_reason(op, plan, problem.counts) + (f"; {note}" if note else ""))
+    ctx.add(kb, plan.tiles, noted(_pool_reason(op, plan, problem.counts), note))
 
 
 def _pool_reason(op: graph.PoolOp, plan, counted: bool) -> str:

@@ -99,23 +99,14 @@ _SESSION: ContextVar[TuningSession | None] = ContextVar("aitc_tuning_session", d
 
 
 @contextmanager
-def tuning_session(session: TuningSession) -> Iterator[TuningSession]:
+def tuning_session(session: TuningSession | None) -> Iterator[TuningSession | None]:
     """Makes `session` the one `choose` consults while the block runs (compiles inside it,
-    including the per-core ones of a multi-core compile, see it)."""
+    including the per-core ones of a multi-core compile, see it). None suspends tuning: a
+    lowering that only estimates (the sharding cost model lowers ops alone for their
+    `est_cycles`) neither uses measured choices nor is recorded."""
     token = _SESSION.set(session)
     try:
         yield session
-    finally:
-        _SESSION.reset(token)
-
-
-@contextmanager
-def suspended() -> Iterator[None]:
-    """No tuning while the block runs: lowerings that only estimate (the sharding cost model
-    lowers ops alone for their `est_cycles`) neither use measured choices nor are recorded."""
-    token = _SESSION.set(None)
-    try:
-        yield
     finally:
         _SESSION.reset(token)
 
@@ -169,6 +160,11 @@ def choose(
         return model, ""
     session.applied.add(key)
     return plan, tuned.note
+
+
+def noted(reason: str, note: str) -> str:
+    """A kernel's `reason` with `choose`'s note, if any, after it."""
+    return f"{reason}; {note}" if note else reason
 
 
 def short_list(ranked: Callable[[int], list[P]], count: int) -> list[P]:

@@ -108,7 +108,7 @@ def _optional_int(value: object) -> int | None:
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"measured cycles {value!r} are not an integer")
+        raise ValueError(f"cycles {value!r} are not an integer")
     return value
 
 

@@ -497,11 +497,12 @@ def plan_window(p: WindowProblem, budget: Budget) -> WindowPlan | None:
     """The cheapest candidate (`WindowPlan.key`, the first of equal ones); None if none fits. A
     pure function of its arguments, remembered (`_PLANS`)."""
     key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
-    return remembered(_PLANS, key, lambda: next(iter(_search(p, budget)), None))
+    return remembered(_PLANS, key, lambda: next(iter(ranked_window(p, budget, 1)), None))
 
 
-def _search(p: WindowProblem, budget: Budget, count: int = 1) -> list[WindowPlan]:
-    """The `count` cheapest candidates, best first: every fitting candidate estimated at
+def ranked_window(p: WindowProblem, budget: Budget, count: int) -> list[WindowPlan]:
+    """The `count` cheapest candidates, best first (`plan_window`'s is the first; the tuner's
+    short list draws from them): every fitting candidate estimated at
     `WINDOW_DEPTH`, branch and bound (`cheapest_few`): a candidate's matrix-engine cycles
     (`_matrix_busy`) bound its cycles from below, and an estimate stops as soon as its running
     bound (`Cost.floor`) exceeds the count-th best cycles. Ties on `WindowPlan.key` go to the
@@ -529,12 +530,6 @@ def _estimate(
     if cost is None:
         return None
     return replace(plan, cycles=cost.cycles(budget.target), dma_bytes=cost.dram_bytes, work=cost.work())
-
-
-def ranked_window(p: WindowProblem, budget: Budget, count: int) -> list[WindowPlan]:
-    """The `count` cheapest candidates, best first (`plan_window`'s is the first): the tuner's
-    short list."""
-    return _search(p, budget, count)
 
 
 def window_plan_of(p: WindowProblem, budget: Budget, choice: Sequence[object]) -> WindowPlan | None:

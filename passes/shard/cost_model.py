@@ -232,7 +232,7 @@ def _lower_alone(
     function = func.FuncOp("main", FunctionType.from_lists(operand_types, result_types), Region(block))
     module = ModuleOp([function])
     try:
-        with tuning.suspended():  # an estimate: the model's plans, and not a kernel to measure
+        with tuning.tuning_session(None):  # an estimate: the model's plans, not a kernel to measure
             convert_function(module, function, Budget.of(target))
     except Exception:  # an estimate: an op that does not lower on its own gets the roofline
         return None
