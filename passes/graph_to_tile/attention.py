@@ -7,7 +7,7 @@ projections, so no transpose is needed: K^T comes from `tile.matmul {transpose_r
     Q <- q[b*S + q0 : +tq, h*D : +D];  Q *= scale                 (scaling Q: tq x D, not S)
     whole key rows (tkv = S'):            K, V <- k, v rows of (b, h), once per head
       S_acc = Q @ K^T;  S = acc_read(S_acc) [+ mask];  m = rowmax(S);  S = exp(S - m)
-      l = rowsum(S);  O = acc_read(S @ V) / l                      (normalising O, not S)
+      l = rowsum(S);  O = acc_read(S @ V) * (1 / l)                (normalising O, not S)
     key chunks of tkv (FlashAttention's online softmax, when a head's K/V or a score row does
     not fit): per chunk c, with K_c, V_c loaded per query tile
       S = Q @ K_c^T [+ mask_c];  m' = max(m, rowmax(S));  a = exp(m - m');  m = m'
@@ -163,7 +163,8 @@ class _Emitter:
                 lambda c0, cs: self._chunk(c0, cs, False),
                 self.plan.tkv,
             )
-        kb.binary("div", Win.at(self.o), Win.at(self.total), Win.at(self.o), [qs, d.value_width], "col")
+        kb.unary("recip", Win.at(self.total), Win.at(self.total), [qs, 1])
+        kb.binary("mul", Win.at(self.o), Win.at(self.total), Win.at(self.o), [qs, d.value_width], "col")
         out_col = kb.mul(self.h, d.value_width)
         kb.copy(Win.at(self.o), Win(self.views["out"], (row, out_col)), [qs, d.value_width])
 

@@ -5,9 +5,11 @@ The input is viewed as rows x cols (cols = the product of the normalised / reduc
 dims); each tile holds whole rows, so a row statistic is one `tile.reduce` into a tr x 1
 column that broadcasts back with `tile.binary {broadcast = "col"}`:
 
-    softmax:     m = max(x); x = exp(x - m); s = sum(x); y = x / s
+    softmax:     m = max(x); x = exp(x - m); s = sum(x); y = x * (1 / s)
     log_softmax: x = x - max(x); l = log(sum(exp(x))); y = x - l
-    layer_norm:  c = x - sum(x)/C; v = sum(c*c)/C; y = c / sqrt(v + eps) * scale (+ bias)
+    layer_norm:  c = x - sum(x)/C; v = sum(c*c)/C; y = c * rsqrt(v + eps) * scale (+ bias)
+
+(A row statistic is inverted once per row, so each element costs a product, not a division.)
     reduce:      sum | sum / C | max | -max(-x)
 
 An op over a non-trailing axis is reported as unsupported (transpose it first).
@@ -99,7 +101,10 @@ def lower_softmax(ctx: LoweringContext, ops: list[Operation]) -> None:
             kb.reduce("sum", e, s, sizes)
             if log:
                 kb.unary("log", s, s, [rs, 1])
-            kb.binary("sub" if log else "div", t, s, t, sizes, "col")
+                kb.binary("sub", t, s, t, sizes, "col")
+            else:  # one reciprocal per row, then a product per element (a division costs more)
+                kb.unary("recip", s, s, [rs, 1])
+                kb.binary("mul", t, s, t, sizes, "col")
             kb.copy(t, Win(y, (r0, 0)), sizes)
 
         return per_tile
@@ -146,8 +151,8 @@ def lower_layer_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
             kb.reduce("sum", sq, s, sizes)
             kb.binary_imm("div", s, cols, s, column)
             kb.binary_imm("add", s, epsilon, s, column)
-            kb.unary("sqrt", s, s, column)
-            kb.binary("div", t, s, t, sizes, "col")
+            kb.unary("rsqrt", s, s, column)
+            kb.binary("mul", t, s, t, sizes, "col")
             for row, name in zip(rows, ("mul", "add"), strict=False):
                 kb.binary(name, t, row, t, sizes, "row")
             kb.copy(t, Win(y, (r0, 0)), sizes)

@@ -30,7 +30,8 @@ func.func @attention(%q: tensor<1x8x16xf32> {graph.name = "q"}, %k: tensor<1x8x1
 // CHECK-NEXT:        tile.reduce %[[S]][{{.*}}] to %[[SUM:[0-9]+]][{{.*}}] sizes [8, 8] {op = "sum"}
 // CHECK-NEXT:        tile.matmul %[[S]][{{.*}}], %[[V]][{{.*}}] to %[[OA:[0-9]+]][{{.*}}] sizes [8, 8, 8] :
 // CHECK-NEXT:        tile.acc_read %[[OA]][{{.*}}] to %[[O:[0-9]+]][{{.*}}] sizes [8, 8]
-// CHECK-NEXT:        tile.binary %[[O]][{{.*}}], %[[SUM]][{{.*}}] to %[[O]][{{.*}}] sizes [8, 8] {op = "div", broadcast = "col"}
+// CHECK-NEXT:        tile.unary %[[SUM]][{{.*}}] to %[[SUM]][{{.*}}] sizes [8, 1] {op = "recip"}
+// CHECK-NEXT:        tile.binary %[[O]][{{.*}}], %[[SUM]][{{.*}}] to %[[O]][{{.*}}] sizes [8, 8] {op = "mul", broadcast = "col"}
 // CHECK-NEXT:        tile.copy %[[O]][{{.*}}] to %{{[0-9]+}}[%{{[0-9]+}}, %[[COL]]] sizes [8, 8]
 // CHECK-NEXT:      }
 

@@ -183,7 +183,8 @@ func.func @softmax(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
 // CHECK-NEXT:      tile.binary %[[T]][{{.*}}], %[[S]][{{.*}}] to %[[T]][{{.*}}] sizes [16, 64] {op = "sub", broadcast = "col"}
 // CHECK-NEXT:      tile.unary %[[T]][{{.*}}] to %[[T]][{{.*}}] sizes [16, 64] {op = "exp"}
 // CHECK-NEXT:      tile.reduce %[[T]][{{.*}}] to %[[S]][{{.*}}] sizes [16, 64] {op = "sum"}
-// CHECK-NEXT:      tile.binary %[[T]][{{.*}}], %[[S]][{{.*}}] to %[[T]][{{.*}}] sizes [16, 64] {op = "div", broadcast = "col"}
+// CHECK-NEXT:      tile.unary %[[S]][{{.*}}] to %[[S]][{{.*}}] sizes [16, 1] {op = "recip"}
+// CHECK-NEXT:      tile.binary %[[T]][{{.*}}], %[[S]][{{.*}}] to %[[T]][{{.*}}] sizes [16, 64] {op = "mul", broadcast = "col"}
 
 // -----
 
@@ -200,8 +201,8 @@ func.func @layer_norm(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 // CHECK-NEXT:      tile.binary_imm {{.*}} sizes [16, 1] {op = "div", imm = 3.200000e+01 : f64}
 // CHECK-NEXT:      tile.binary {{.*}} {op = "sub", broadcast = "col"}
 // CHECK:           tile.binary_imm {{.*}} sizes [16, 1] {op = "add", imm = 1.000000e-05 : f64}
-// CHECK-NEXT:      tile.unary {{.*}} sizes [16, 1] {op = "sqrt"}
-// CHECK-NEXT:      tile.binary {{.*}} {op = "div", broadcast = "col"}
+// CHECK-NEXT:      tile.unary {{.*}} sizes [16, 1] {op = "rsqrt"}
+// CHECK-NEXT:      tile.binary {{.*}} {op = "mul", broadcast = "col"}
 // CHECK-NEXT:      tile.binary {{.*}}, %[[G]][{{.*}}] to {{.*}} {op = "mul", broadcast = "row"}
 // CHECK-NEXT:      tile.binary {{.*}}, %[[BT]][{{.*}}] to {{.*}} {op = "add", broadcast = "row"}
 
