@@ -7,9 +7,10 @@ The conversion of one function:
     3. DRAM: inputs are the arguments, constants tile.const, results that are returned are
        computed straight into their output buffer, other intermediates get a dram tile.alloc
        and reshapes are tile.reshape views
-    4. group elementwise chains (vector.fuse_elementwise) and matmuls/convs with the residual add
-       that consumes them (residual.fuse_residuals), lower each unit with its `Lowering`
-       (table.LOWERINGS) into one tile.kernel
+    4. group elementwise chains (vector.fuse_elementwise), matmuls/convs with the residual add
+       that consumes them (residual.fuse_residuals) and row ops (softmax, layer norm,
+       reductions) with the chain that computes their input (rows.fuse_row_prologues), lower
+       each unit with its `Lowering` (table.LOWERINGS) into one tile.kernel
     5. outputs that are inputs, constants or views are copied through SRAM
 """
 
@@ -46,6 +47,7 @@ from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.residual import fuse_residuals
+from aitc.passes.graph_to_tile.rows import fuse_row_prologues
 from aitc.passes.graph_to_tile.table import LOWERINGS, has_no_elements, is_fusable, missing_reason
 from aitc.passes.graph_to_tile.tuning import TuningSession, tuning_session
 from aitc.passes.graph_to_tile.tuning_cache import TuningCache
@@ -134,7 +136,8 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
 
 
 def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -> None:
-    for unit in fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget):
+    units = fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget)
+    for unit in fuse_row_prologues(units, ctx.budget):
         try:
             # a chain is lowered by its last op's lowering, a matmul or conv with its residual add by its own
             fused = isinstance(unit[0], graph.MatMulOp | graph.ConvOp)

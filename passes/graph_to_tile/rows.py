@@ -18,18 +18,21 @@ An op over a non-trailing axis is reported as unsupported (transpose it first).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.elementwise import EMITTERS
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     tensor_element,
     tensor_shape,
 )
+from aitc.passes.graph_to_tile.vector import Chain, ChainEmitter
 
 F32 = 4
 
@@ -47,27 +50,87 @@ def _rows_cols(value: SSAValue, first_axis: int) -> tuple[int, int]:
     return math.prod(shape[:first_axis]), math.prod(shape[first_axis:])
 
 
-def _plan(
-    ctx: LoweringContext, op: Operation, rows: int, cols: int, footprint: RowFootprint
-) -> tuple[int, int]:
+def _plan(ctx: LoweringContext, op: Operation, rows: int, cols: int, footprint: RowFootprint) -> int:
+    """tr: the most whole rows per tile that fit (the kernel's and its input's tiles)."""
     tiles = plan_rows(rows, cols, footprint, ctx.budget.sram, whole_rows=True)
     if tiles is None:
         what = f"a whole row of {cols} elements (with its working copies)"
         raise CannotFit(op, what, footprint.bytes(1, cols), ctx.budget)
-    return tiles
+    return tiles[0]
 
 
-def _row_kernel(ctx: LoweringContext, op: Operation, first_axis: int, tiles_of, body, reason: str) -> None:
-    """The shared loop: rows x cols views of input and output, row tiles of tr whole rows."""
-    rows, cols = _rows_cols(op.operands[0], first_axis)
-    tr, _ = tiles_of(rows, cols)
+class _RowInput:
+    """Where a row kernel's input rows come from: its DRAM tensor, copied into a tile per row
+    tile, or (`prologue`) the elementwise chain that computes it, run in SRAM on the row
+    tile's inputs (the chain's result never goes to DRAM). `load` returns the tile holding
+    rows r0 .. r0 + rs, which the kernel may overwrite."""
+
+    def __init__(self, ctx: LoweringContext, op: Operation, prologue: list[Operation], first_axis: int):
+        self.ctx, self.op, self.prologue = ctx, op, prologue
+        self.rows, self.cols = _rows_cols(op.operands[0], first_axis)
+        self.chain = Chain.of(prologue) if prologue else None
+
+    def footprint(self) -> RowFootprint:
+        """SRAM of the input side per tile: the input tile, or the chain's tiles and inputs."""
+        return RowFootprint(F32) if self.chain is None else self.chain.footprint(F32)
+
+    def start(self, kb: KernelBuilder, tr: int) -> Callable[[Index, int], Win]:
+        """Allocates the input side's buffers (loads what the chain needs once) and returns `load`."""
+        if self.chain is not None:
+            emitter = ChainEmitter(self.ctx, kb, self.chain, (tr, self.cols))
+            emitter.hoist((tr, self.cols))
+            op_location = self.op.location
+
+            def compute(r0: Index, rs: int) -> Win:
+                result = emitter.compute([], r0, rs, 0, self.cols)
+                kb.location = op_location
+                return result
+
+            return compute
+        x = self.ctx.value_view(self.op.operands[0], [self.rows, self.cols])
+        t = Win.at(kb.alloc([tr, self.cols], tensor_element(self.op.operands[0]), "sram"))
+
+        def copy(r0: Index, rs: int) -> Win:
+            kb.copy(Win(x, (r0, 0)), t, [rs, self.cols])
+            return t
+
+        return copy
+
+
+def _row_kernel(
+    ctx: LoweringContext, ops: list[Operation], first_axis: int, footprint: RowFootprint, body, reason: str
+) -> None:
+    """The shared loop: a rows x cols view of the output, row tiles of tr whole rows, each
+    tile's input from `_RowInput` (ops[:-1]: the fused prologue chain, if any); `footprint`:
+    the SRAM the body needs besides its input tile."""
+    op = ops[-1]
+    source = _RowInput(ctx, op, ops[:-1], first_axis)
+    rows, cols = source.rows, source.cols
+    tr = _plan(ctx, op, rows, cols, _plus(footprint, source.footprint()))
     out_cols = math.prod(tensor_shape(op.results[0])) // rows
-    x = ctx.value_view(op.operands[0], [rows, cols])
     y = ctx.value_view(op.results[0], [rows, out_cols])
-    kb = ctx.kernel([op])
+    kb = ctx.kernel(ops)
+    load = source.start(kb, tr)
     per_tile = body(kb, tr, cols)
-    kb.tiles(rows, tr, lambda r0, rs: per_tile(x, y, r0, rs))
+    kb.tiles(rows, tr, lambda r0, rs: per_tile(load(r0, rs), y, r0, rs))
+    if len(ops) > 1:
+        reason += f"; the {len(ops) - 1} elementwise op(s) producing its input run in SRAM on each row tile"
     ctx.add(kb, [tr, cols], reason)
+
+
+def body_footprint(op: Operation) -> RowFootprint:
+    """SRAM a row kernel's body needs besides its input tile: a tr x 1 statistic, the squares
+    (layer norm) or the exponentials (log_softmax), the scale and bias rows (layer norm)."""
+    if isinstance(op, graph.LayerNormOp):
+        params = sum(v is not None for v in (op.scale, op.bias))
+        return RowFootprint(F32, per_row=F32, per_col=F32 * params)
+    return RowFootprint(F32 if isinstance(op, graph.LogSoftmaxOp) else 0, per_row=F32)
+
+
+def _plus(a: RowFootprint, b: RowFootprint) -> RowFootprint:
+    return RowFootprint(
+        a.per_element + b.per_element, a.per_row + b.per_row, a.per_col + b.per_col, a.fixed + b.fixed
+    )
 
 
 # --------------------------------------------------------------------------- softmax
@@ -81,24 +144,22 @@ def softmax_axis_problem(op: Operation) -> str | None:
 
 
 def lower_softmax(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
+    op = ops[-1]
     assert isinstance(op, graph.AxisOp)
     log = isinstance(op, graph.LogSoftmaxOp)
-    footprint = RowFootprint(F32 * (2 if log else 1), per_row=F32)
     f32 = tensor_element(op.input)
 
     def body(kb: KernelBuilder, tr: int, cols: int):
-        t = Win.at(kb.alloc([tr, cols], f32, "sram"))
-        e = Win.at(kb.alloc([tr, cols], f32, "sram")) if log else t
+        e = Win.at(kb.alloc([tr, cols], f32, "sram")) if log else None
         s = Win.at(kb.alloc([tr, 1], f32, "sram"))
 
-        def per_tile(x: SSAValue, y: SSAValue, r0: Index, rs: int) -> None:
+        def per_tile(t: Win, y: SSAValue, r0: Index, rs: int) -> None:
             sizes = [rs, cols]
-            kb.copy(Win(x, (r0, 0)), t, sizes)
+            exps = t if e is None else e
             kb.reduce("max", t, s, sizes)
             kb.binary("sub", t, s, t, sizes, "col")
-            kb.unary("exp", t, e, sizes)
-            kb.reduce("sum", e, s, sizes)
+            kb.unary("exp", t, exps, sizes)
+            kb.reduce("sum", exps, s, sizes)
             if log:
                 kb.unary("log", s, s, [rs, 1])
                 kb.binary("sub", t, s, t, sizes, "col")
@@ -110,7 +171,7 @@ def lower_softmax(ctx: LoweringContext, ops: list[Operation]) -> None:
         return per_tile
 
     reason = "whole rows per tile: max, exp, sum and the normalisation stay in SRAM"
-    _row_kernel(ctx, op, op.norm_axis(), lambda r, c: _plan(ctx, op, r, c, footprint), body, reason)
+    _row_kernel(ctx, ops, op.norm_axis(), body_footprint(op), body, reason)
 
 
 # --------------------------------------------------------------------------- layer norm
@@ -126,24 +187,22 @@ def layer_norm_problem(op: Operation) -> str | None:
 
 
 def lower_layer_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
+    op = ops[-1]
     assert isinstance(op, graph.LayerNormOp)
     epsilon = op.epsilon.value.data if op.epsilon else 1e-5
     params = [v for v in (op.scale, op.bias) if v is not None]
-    footprint = RowFootprint(2 * F32, per_row=F32, per_col=F32 * len(params))
     f32 = tensor_element(op.input)
 
     def body(kb: KernelBuilder, tr: int, cols: int):
-        t, sq = (Win.at(kb.alloc([tr, cols], f32, "sram")) for _ in range(2))
+        sq = Win.at(kb.alloc([tr, cols], f32, "sram"))
         s = Win.at(kb.alloc([tr, 1], f32, "sram"))
         rows = []
         for value in params:  # scale and bias rows: loaded once for all row tiles
             rows.append(Win.at(kb.alloc([1, cols], f32, "sram")))
             kb.copy(Win(ctx.value_view(value, [1, cols]), (0, 0)), rows[-1], [1, cols])
 
-        def per_tile(x: SSAValue, y: SSAValue, r0: Index, rs: int) -> None:
+        def per_tile(t: Win, y: SSAValue, r0: Index, rs: int) -> None:
             sizes, column = [rs, cols], [rs, 1]
-            kb.copy(Win(x, (r0, 0)), t, sizes)
             kb.reduce("sum", t, s, sizes)
             kb.binary_imm("div", s, cols, s, column)
             kb.binary("sub", t, s, t, sizes, "col")
@@ -160,7 +219,7 @@ def lower_layer_norm(ctx: LoweringContext, ops: list[Operation]) -> None:
         return per_tile
 
     reason = "whole rows per tile; scale and bias rows loaded once; mean and variance as tr x 1 columns"
-    _row_kernel(ctx, op, op.norm_axis(), lambda r, c: _plan(ctx, op, r, c, footprint), body, reason)
+    _row_kernel(ctx, ops, op.norm_axis(), body_footprint(op), body, reason)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -179,19 +238,17 @@ def reduce_problem(op: Operation) -> str | None:
 
 
 def lower_reduce(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
+    op = ops[-1]
     assert isinstance(op, graph.ReduceOp)
     first_axis = op.reduced_axes()[0]
     f32 = tensor_element(op.input)
     kind = {graph.ReduceMaxOp: "max", graph.ReduceMinOp: "min"}.get(type(op), "sum")
 
     def body(kb: KernelBuilder, tr: int, cols: int):
-        t = Win.at(kb.alloc([tr, cols], f32, "sram"))
         s = Win.at(kb.alloc([tr, 1], f32, "sram"))
 
-        def per_tile(x: SSAValue, y: SSAValue, r0: Index, rs: int) -> None:
+        def per_tile(t: Win, y: SSAValue, r0: Index, rs: int) -> None:
             sizes, column = [rs, cols], [rs, 1]
-            kb.copy(Win(x, (r0, 0)), t, sizes)
             if kind == "min":  # min(x) = -max(-x)
                 kb.unary("neg", t, t, sizes)
             kb.reduce("sum" if kind == "sum" else "max", t, s, sizes)
@@ -203,8 +260,59 @@ def lower_reduce(ctx: LoweringContext, ops: list[Operation]) -> None:
 
         return per_tile
 
-    footprint = RowFootprint(F32, per_row=F32)
     reason = (
         f"{kind} over the trailing {len(op.reduced_axes())} dim(s): whole rows per tile, one tile.reduce each"
     )
-    _row_kernel(ctx, op, first_axis, lambda r, c: _plan(ctx, op, r, c, footprint), body, reason)
+    _row_kernel(ctx, ops, first_axis, body_footprint(op), body, reason)
+
+
+# --------------------------------------------------------------------------- prologue fusion
+
+ROW_OPS = (graph.SoftmaxOp, graph.LogSoftmaxOp, graph.LayerNormOp, *REDUCERS)
+
+
+def _first_axis(op: Operation) -> int:
+    """The first axis a row op works over (its rows are the dims before it)."""
+    if isinstance(op, graph.ReduceOp):
+        return op.reduced_axes()[0]
+    assert isinstance(op, graph.AxisOp | graph.LayerNormOp)
+    return op.norm_axis()
+
+
+def prologue_fits(chain: list[Operation], op: Operation, budget: Budget) -> bool:
+    """Whether row op `op` can take elementwise `chain` (which computes its input, used by
+    nothing else) as its prologue: the chain's iteration space is the op's rows x cols with no
+    looped dims (the op works over the last axis), all f32, and a tile of whole rows with the
+    chain's working tiles fits."""
+    value = op.operands[0]
+    if chain[-1].results[0] is not value or not value.has_one_use() or _float_problem(op):
+        return False
+    if any(str(tensor_element(v)) != "f32" for member in chain for v in (*member.operands, *member.results)):
+        return False
+    shape, planned = tensor_shape(value), Chain.of(chain)
+    if _first_axis(op) != len(shape) - 1 or planned.layout.split != 0 or planned.layout.cols != shape[-1]:
+        return False
+    rows, cols = _rows_cols(value, len(shape) - 1)
+    need = _plus(body_footprint(op), planned.footprint(F32))
+    return plan_rows(rows, cols, need, budget.sram, True) is not None
+
+
+def fuse_row_prologues(units: list[list[Operation]], budget: Budget) -> list[list[Operation]]:
+    """Lowering units (in order) with each row op's unit (softmax, layer norm, reduction)
+    merged with the elementwise chain unit that computes its input (`prologue_fits`): one
+    kernel whose chain result never goes to DRAM (e.g. a residual add and the layer norm after
+    it), placed at the row op's unit and lowered by its lowering."""
+    chains = {unit[-1].results[0]: index for index, unit in enumerate(units) if _is_chain(unit)}
+    merged: list[list[Operation] | None] = list(units)
+    for index, unit in enumerate(units):
+        if len(unit) != 1 or not isinstance(unit[0], ROW_OPS):
+            continue
+        producer = chains.get(unit[0].operands[0])
+        if producer is not None and producer < index and prologue_fits(units[producer], unit[0], budget):
+            merged[index] = [*units[producer], unit[0]]
+            merged[producer] = None
+    return [unit for unit in merged if unit]
+
+
+def _is_chain(unit: list[Operation]) -> bool:
+    return all(type(op) in EMITTERS for op in unit)

@@ -247,7 +247,7 @@ def plan_slots(
 
 
 @dataclass
-class _Chain:
+class Chain:
     ops: list[Operation]
     layout: Layout
     externals: list[External]
@@ -256,7 +256,7 @@ class _Chain:
     slots: int
 
     @staticmethod
-    def of(ops: list[Operation]) -> _Chain:
+    def of(ops: list[Operation]) -> Chain:
         result = ops[-1].results[0]
         shape = tensor_shape(result) or (1,)
         externals = _externals(ops, len(shape))
@@ -267,7 +267,7 @@ class _Chain:
             for e in externals
         ]
         kinds = {e.value: e.kind for e in externals}
-        return _Chain(ops, layout, externals, *plan_slots(ops, kinds))
+        return Chain(ops, layout, externals, *plan_slots(ops, kinds))
 
     def footprint(self, element: int) -> RowFootprint:
         """SRAM per tile: the working slots, plus each loaded input by its broadcast kind."""
@@ -278,10 +278,10 @@ class _Chain:
         return RowFootprint(totals["full"], totals["col"], totals["row"], totals["scalar"])
 
 
-class _ChainEmitter:
+class ChainEmitter:
     """Emits the kernel of one planned chain: buffers once, then the tile body per tile."""
 
-    def __init__(self, ctx: LoweringContext, kb: KernelBuilder, chain: _Chain, tiles: tuple[int, int]):
+    def __init__(self, ctx: LoweringContext, kb: KernelBuilder, chain: Chain, tiles: tuple[int, int]):
         self.kb, self.chain, self.layout = kb, chain, chain.layout
         result = chain.ops[-1].results[0]
         slot_type = f32 if compute_type(result) == "f32" else tensor_element(result)
@@ -292,8 +292,8 @@ class _ChainEmitter:
             if e.kind != "imm":
                 self.views[e.value] = ctx.value_view(e.value, e.view_shape(self.layout))
                 self.stage[e.value] = kb.alloc(e.tile_sizes(*tiles), tensor_element(e.value), "sram")
-        outer = math.prod(self.layout.shape[: self.layout.split])
-        self.out = ctx.value_view(result, [outer * self.layout.rows, self.layout.cols])
+        self.ctx, self.result = ctx, result
+        self.out: SSAValue | None = None  # the result's DRAM view, once a tile stores to it
 
     def slot(self, value: SSAValue) -> Win:
         return Win.at(self.slots[self.chain.slot_of[value]])
@@ -323,6 +323,18 @@ class _ChainEmitter:
 
     def tile(self, outer: list[Index], r0: Index, rs: int, c0: Index, cs: int) -> None:
         """Loads the inputs, computes every op of the chain in SRAM, stores the result."""
+        result = self.compute(outer, r0, rs, c0, cs)
+        if self.out is None:
+            outer_rows = math.prod(self.layout.shape[: self.layout.split]) * self.layout.rows
+            self.out = self.ctx.value_view(self.result, [outer_rows, self.layout.cols])
+        kb = self.kb
+        row = kb.add(kb.mul(kb.linear(_outer_terms(self.layout, outer)), self.layout.rows), r0)
+        kb.copy(result, Win(self.out, (row, c0)), [rs, cs])
+
+    def compute(self, outer: list[Index], r0: Index, rs: int, c0: Index, cs: int) -> Win:
+        """Loads the inputs of one tile and computes every op of the chain in SRAM; the working
+        tile that holds the result (a consumer may go on working in it: the next tile's ops
+        write it before they read it)."""
         kb, chain, sizes = self.kb, self.chain, [rs, cs]
         externals = {e.value: e for e in chain.externals}
         for e in chain.externals:
@@ -334,8 +346,7 @@ class _ChainEmitter:
             temps = [Win.at(self.slots[t]) for t in chain.temps_of[op]]
             EMITTERS[type(op)][0](kb, op, xs, self.slot(op.results[0]), temps, sizes)
         kb.location = chain.ops[-1].location
-        row = kb.add(kb.mul(kb.linear(_outer_terms(self.layout, outer)), self.layout.rows), r0)
-        kb.copy(self.slot(chain.ops[-1].results[0]), Win(self.out, (row, c0)), sizes)
+        return self.slot(chain.ops[-1].results[0])
 
 
 def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
@@ -347,7 +358,7 @@ def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
 
 
 def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
-    chain = _Chain.of(ops)
+    chain = Chain.of(ops)
     layout, result = chain.layout, ops[-1].results[0]
     element = 4 if compute_type(result) == "f32" else element_bytes(tensor_element(result))
     footprint = chain.footprint(element)
@@ -357,7 +368,7 @@ def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
         raise CannotFit(ops[-1], what, footprint.bytes(1, 1), ctx.budget)
     tr, tc = tiles
     kb = ctx.kernel(ops)
-    emitter = _ChainEmitter(ctx, kb, chain, tiles)
+    emitter = ChainEmitter(ctx, kb, chain, tiles)
     emitter.hoist(tiles)
 
     def block(outer: list[Index]) -> None:

@@ -208,6 +208,30 @@ func.func @layer_norm(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 
 // -----
 
+// A residual add feeding a layer norm runs inside the layer norm's kernel (prologue fusion):
+// each row tile loads both addends, adds them in SRAM and normalises the sum; the sum never
+// goes to DRAM (no dram tile.alloc, one store per tile).
+func.func @residual_layer_norm(%x: tensor<2x8x32xf32>, %r: tensor<2x8x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<2x8x32xf32> {
+  %s = graph.add %x, %r : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+  %y = graph.layer_norm %s, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+  func.return %y : tensor<2x8x32xf32>
+}
+// CHECK-LABEL: func.func @residual_layer_norm
+// CHECK-NOT:     tile.alloc : memref<{{.*}}"dram">
+// CHECK:         tile.kernel "graph.layer_norm" {op = "graph.add,graph.layer_norm", tiles = array<i64: 8, 32>
+// CHECK-SAME:      the 1 elementwise op(s) producing its input run in SRAM on each row tile
+// CHECK:           scf.for
+// CHECK-NEXT:        tile.copy %{{.*}} to %[[X:[a-z0-9_]+]][{{.*}}] sizes [8, 32] : memref<16x32xf32, "dram">
+// CHECK-NEXT:        tile.copy %{{.*}} to %[[R:[a-z0-9_]+]][{{.*}}] sizes [8, 32] : memref<16x32xf32, "dram">
+// CHECK-NEXT:        tile.binary %[[X]][{{.*}}], %[[R]][{{.*}}] to %[[S:[a-z0-9_]+]][{{.*}}] sizes [8, 32] {op = "add"}
+// CHECK-NEXT:        tile.reduce %[[S]][{{.*}}] to {{.*}} {op = "sum"}
+// CHECK:             tile.copy %[[S]][{{.*}}] to %{{.*}} sizes [8, 32] : memref<8x32xf32, "sram">, memref<16x32xf32, "dram">
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NOT:     tile.kernel
+
+// -----
+
 // A reshape is a view of its input's buffer: no kernel, no copy; the consumer reads the view.
 func.func @reshape_view(%x: tensor<2x8x32xf32>) -> tensor<16x32xf32> {
   %r = graph.reshape %x : tensor<2x8x32xf32> -> tensor<16x32xf32>

@@ -281,6 +281,75 @@ def test_chain_loads_each_input_once_per_tile_and_stores_once():
     assert text_attr(kernel, "op").count("graph.") == 8  # distinct op names
 
 
+_ROW_OPS = {
+    "layer_norm": "graph.layer_norm {x}, %g, %h {{axis = -1 : i64}} : {t}, {c}, {c} -> {t}",
+    "layer_norm_scale": "graph.layer_norm {x}, %g {{axis = -1 : i64}} : {t}, {c} -> {t}",
+    "softmax": "graph.softmax {x} {{axis = -1 : i64}} : {t}",
+    "log_softmax": "graph.log_softmax {x} {{axis = -1 : i64}} : {t}",
+    "reduce_sum": "graph.reduce_sum {x} {{axes = array<i64: {a}>}} : {t} -> {r}",
+    "reduce_min": "graph.reduce_min {x} {{axes = array<i64: {a}>}} : {t} -> {r}",
+    "reduce_mean": "graph.reduce_mean {x} {{axes = array<i64: {a}>}} : {t} -> {r}",
+}
+"""Row ops over the last axis, as text with {x} (input), {t} (its type), {c} (a row of it),
+{a} (the last axis), {r} (the reduced type)."""
+
+
+def _row_module(shape: list[int], operand: list[int], chain: list[str], row_op: str) -> str:
+    """x (shape) -> elementwise `chain` against b (operand, broadcast) -> `row_op`."""
+    full = "tensor<" + "x".join(map(str, shape)) + "xf32>"
+    small = "tensor<" + "".join(f"{d}x" for d in operand) + "f32>"
+    row = f"tensor<{shape[-1]}xf32>"
+    reduced = "tensor<" + "".join(f"{d}x" for d in shape[:-1]) + "f32>"
+    lines, value = [], "%x"
+    for i, name in enumerate(chain):
+        if name == "tanh":
+            lines.append(f"  %v{i} = graph.tanh {value} : {full}")
+        else:
+            lines.append(f"  %v{i} = graph.{name} {value}, %b : {full}, {small} -> {full}")
+        value = f"%v{i}"
+    text = _ROW_OPS[row_op].format(x=value, t=full, c=row, a=len(shape) - 1, r=reduced)
+    out = reduced if row_op.startswith("reduce") else full
+    lines.append(f"  %y = {text}\n  func.return %y : {out}")
+    args = f"%x: {full}, %b: {small}, %g: {row}, %h: {row}"
+    return _func("main", args, out, "\n".join(lines))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pair=_broadcast_pair(),
+    chain=st.lists(st.sampled_from(["add", "sub", "mul", "max", "tanh"]), min_size=1, max_size=3),
+    row_op=st.sampled_from(sorted(_ROW_OPS)),
+    target=st.sampled_from(TARGETS),
+)
+def test_row_ops_take_the_chain_that_computes_their_input(pair, chain: list[str], row_op: str, target: str):
+    """An elementwise chain feeding a softmax, layer norm or reduction over the last axis runs
+    inside the row op's kernel (its result never goes to DRAM) whenever the chain needs no
+    looped dims, and the result is the graph's either way."""
+    shape, operand = pair
+    module = differential(parse_mlir(_row_module(shape, operand, chain, row_op)), target)
+    aligned = [1] * (len(shape) - len(operand)) + operand
+    inner = aligned[:-1]
+    fits = all(d == 1 for d in inner) or inner == shape[:-1]  # a row, a column, a scalar or full
+    if fits and (aligned[-1] == 1 or aligned[-1] == shape[-1]):
+        (kernel,) = kernels(module)
+        assert text_attr(kernel, "op").split(",")[-1] == "graph." + row_op.removesuffix("_scale")
+        assert "elementwise op(s) producing its input" in text_attr(kernel, "reason")
+
+
+def test_a_chain_result_used_twice_stays_its_own_kernel():
+    """The add's result is also returned: it must reach DRAM, so the layer norm reads it."""
+    text = _func(
+        "main",
+        "%x: tensor<4x8xf32>, %b: tensor<4x8xf32>, %g: tensor<8xf32>",
+        "tensor<4x8xf32>, tensor<4x8xf32>",
+        """  %a = graph.add %x, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %y = graph.layer_norm %a, %g {axis = -1 : i64} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  func.return %a, %y : tensor<4x8xf32>, tensor<4x8xf32>""",
+    )
+    module = differential(parse_mlir(text), "tiny")
+    assert [text_attr(k, "op") for k in kernels(module)] == ["graph.add", "graph.layer_norm"]
+
+
 def test_multi_use_values_end_a_chain():
     module = parse_mlir(
         _func(
