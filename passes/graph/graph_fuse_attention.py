@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
@@ -28,7 +29,15 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from aitc.analysis.graph_matching import other_operand, producer, shape_of, single_use, splat_value
+from aitc.analysis.graph_matching import (
+    constant_array,
+    new_constant,
+    other_operand,
+    producer,
+    shape_of,
+    single_use,
+    splat_value,
+)
 from aitc.dialects import graph
 
 HEADS_FIRST = (0, 2, 1, 3)
@@ -161,6 +170,40 @@ def match_attention(op: graph.ReshapeOp) -> Match | None:
     return Match(query, key, value, scale, mask, softmax, [back, weighted, softmax, *between, scores])
 
 
+def _prescaled_query(match: Match, head_view: SSAValue) -> tuple[list[Operation], SSAValue] | None:
+    """Q's projection with the scale folded into its constant weights and bias, x @ (W * c) +
+    b * c, as (new ops, packed Q): the attention kernel then does not scale Q, a vector op per
+    query tile in the way of the next tile's scores. None unless packed Q is a matmul with
+    constant weights (and bias) and no activation whose only use is the head view `head_view`
+    (transpose(reshape(packed))) that the scores use, which the fusion leaves dead."""
+    packed, scale = match.query.packed, match.scale
+    matmul = producer(packed, graph.MatMulOp)
+    if scale == 1.0 or matmul is None or matmul.activation is not None or not single_use(packed):
+        return None
+    transpose = head_view.owner
+    if not (
+        single_use(head_view) and isinstance(transpose, graph.TransposeOp) and single_use(transpose.input)
+    ):
+        return None
+    weights = constant_array(matmul.rhs)
+    bias = constant_array(matmul.bias) if matmul.bias is not None else None
+    if weights is None or (matmul.bias is not None and bias is None) or weights.dtype != np.float32:
+        return None
+    hint = f"{packed.name_hint or 'query'}_prescaled"
+    factor = np.float32(scale)
+    constants = [new_constant(weights * factor, f"{hint}_weights")]
+    if bias is not None:
+        constants.append(new_constant(bias * factor, f"{hint}_bias"))
+    operands = [matmul.lhs, *(c.output for c in constants)]
+    scaled = graph.MatMulOp.create(
+        operands=operands, result_types=[packed.type], attributes=dict(matmul.attributes)
+    )
+    scaled.output.name_hint = hint
+    for op in (*constants, scaled):
+        op.location = matmul.location
+    return [*constants, scaled], scaled.output
+
+
 class FuseAttention(RewritePattern):
     """reshape(transpose(softmax(scores) @ V)) -> graph.attention (module docstring)."""
 
@@ -176,20 +219,21 @@ class FuseAttention(RewritePattern):
             if shaped is None:
                 return
             mask, new_ops = shaped
-        operands = [
-            match.query.packed,
-            match.key.packed,
-            match.value.packed,
-            *([mask] if mask is not None else []),
-        ]
+        for new in new_ops:
+            new.location = match.softmax.location
+        query, scale = match.query.packed, match.scale
+        prescaled = _prescaled_query(match, match.replaced[-1].operands[0])
+        if prescaled is not None:
+            query_ops, query = prescaled
+            new_ops, scale = [*query_ops, *new_ops], 1.0
+        operands = [query, match.key.packed, match.value.packed, *([mask] if mask is not None else [])]
         attention = graph.AttentionOp.create(
             operands=operands,
             result_types=[op.output.type],
-            attributes={"heads": IntegerAttr(match.query.heads, i64), "scale": graph.float_attr(match.scale)},
+            attributes={"heads": IntegerAttr(match.query.heads, i64), "scale": graph.float_attr(scale)},
         )
         attention.output.name_hint = op.output.name_hint
-        for new in (*new_ops, attention):
-            new.location = match.softmax.location
+        attention.location = match.softmax.location
         rewriter.replace(op, [*new_ops, attention])
         for dead in match.replaced:
             rewriter.erase(dead)
@@ -212,6 +256,9 @@ class GraphFuseAttentionPass(ModulePass):
       probabilities, weighted values) have one use are fused, with one head count and head
       width for Q and K, and a mask that broadcasts per batch, head and query row. Results
       are unchanged up to float rounding (a division by c becomes a multiplication by 1/c).
+      When Q's projection is a matmul with constant weights (and bias) used only by the
+      attention, the scale is folded into a copy of them (x @ (W * c) + b * c, at the
+      projection's location) and the attention's scale is 1.
     """
 
     name = "graph-fuse-attention"

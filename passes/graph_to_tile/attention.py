@@ -4,9 +4,9 @@ SRAM/ACC only (no DRAM round trip between QK^T, the mask, the softmax and the pr
 Per batch b, head h and tile of tq query rows (the heads are column windows of the packed
 projections, so no transpose is needed: K^T comes from `tile.matmul {transpose_rhs}`):
 
-    Q <- q[b*S + q0 : +tq, h*D : +D];  Q *= scale                 (scaling Q: tq x D, not S)
+    Q <- q[b*S + q0 : +tq, h*D : +D];  Q *= scale (unless 1)      (scaling Q: tq x D, not S)
     whole key rows (tkv = S'):            K, V <- k, v rows of (b, h), once per head
-      S_acc = Q @ K^T;  S = acc_read(S_acc) [+ mask];  m = rowmax(S);  S = exp(S - m)
+      S_acc = Q @ K^T;  S = acc_read(S_acc) or S_acc + mask;  m = rowmax(S);  S = exp(S - m)
       l = rowsum(S);  O = acc_read(S @ V) * (1 / l)                (normalising O, not S)
     key chunks of tkv (FlashAttention's online softmax, when a head's K/V or a score row does
     not fit): per chunk c, with K_c, V_c loaded per query tile
@@ -152,7 +152,8 @@ class _Emitter:
         self.q0, self.qs = q0, qs
         row = kb.add(kb.mul(self.b, d.queries), q0)
         kb.copy(Win(self.views["q"], (row, kb.mul(self.h, d.width))), Win.at(self.q), [qs, d.width])
-        kb.binary_imm("mul", Win.at(self.q), self.scale, Win.at(self.q), [qs, d.width])
+        if self.scale != 1.0:  # (graph-fuse-attention folds it into a constant Q projection)
+            kb.binary_imm("mul", Win.at(self.q), self.scale, Win.at(self.q), [qs, d.width])
         if not self.online:
             self._chunk(0, d.keys, first=True)
         else:
@@ -182,12 +183,13 @@ class _Emitter:
             _steps(kb, d.width, rows, product)
 
         _steps(kb, cs, cols, group)
-        kb.acc_read(Win.at(self.s_acc), Win.at(self.s), [qs, cs])
-        if self.mask is not None and self.d.mask is not None:
-            if not self.shared_mask:
-                self._load_mask(self.b, self.h, self.q0, c0, cs)
-            broadcast = "row" if self.d.mask[2] == 1 else "none"
-            kb.binary("add", Win.at(self.s), Win.at(self.mask), Win.at(self.s), [qs, cs], broadcast)
+        if self.mask is None or self.d.mask is None:
+            kb.acc_read(Win.at(self.s_acc), Win.at(self.s), [qs, cs])
+            return
+        if not self.shared_mask:
+            self._load_mask(self.b, self.h, self.q0, c0, cs)
+        broadcast = "row" if self.d.mask[2] == 1 else "none"  # the add reads the scores from ACC
+        kb.binary("add", Win.at(self.s_acc), Win.at(self.mask), Win.at(self.s), [qs, cs], broadcast)
 
     def _chunk(self, c0: Index, cs: int, first: bool) -> None:
         kb, d, qs = self.kb, self.d, self.qs

@@ -3,8 +3,8 @@
 
 // Two heads of 8 with one key-mask row for everything, on edge: one kernel; the mask row is
 // loaded once; per head (an scf.for) K and V are column windows of the packed projections
-// (no transpose: QK^T is a tile.matmul {transpose_rhs}), Q is scaled, the scores go through
-// ACC to SRAM where the mask, the row max, exp and the row sum run, the product with V is
+// (no transpose: QK^T is a tile.matmul {transpose_rhs}), Q is scaled, the mask is added to the
+// scores on their way from ACC to SRAM, where the row max, exp and the row sum run, the product with V is
 // normalised by the row sums and stored into the head's columns of the output.
 func.func @attention(%q: tensor<1x8x16xf32> {graph.name = "q"}, %k: tensor<1x8x16xf32> {graph.name = "k"}, %v: tensor<1x8x16xf32> {graph.name = "v"}, %m: tensor<1x1x1x8xf32> {graph.name = "mask"}) -> (tensor<1x8x16xf32> {graph.name = "out"}) {
   %out = graph.attention %q, %k, %v, %m {heads = 2 : i64, scale = 0.25 : f64} : tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x1x1x8xf32> -> tensor<1x8x16xf32> loc("/attention/Softmax")
@@ -22,8 +22,7 @@ func.func @attention(%q: tensor<1x8x16xf32> {graph.name = "q"}, %k: tensor<1x8x1
 // CHECK-NEXT:        tile.copy %[[Q]][%{{[0-9]+}}, %[[COL]]] to %[[QT:[0-9]+]][{{.*}}] sizes [8, 8]
 // CHECK-NEXT:        tile.binary_imm %[[QT]][{{.*}}] to %[[QT]][{{.*}}] sizes [8, 8] {op = "mul", imm = 2.500000e-01 : f64}
 // CHECK-NEXT:        tile.matmul %[[QT]][{{.*}}], %[[K]][{{.*}}] to %[[SA:[0-9]+]][{{.*}}] sizes [8, 8, 8] {transpose_rhs}
-// CHECK-NEXT:        tile.acc_read %[[SA]][{{.*}}] to %[[S:[0-9]+]][{{.*}}] sizes [8, 8]
-// CHECK-NEXT:        tile.binary %[[S]][{{.*}}], %[[MT]][{{.*}}] to %[[S]][{{.*}}] sizes [8, 8] {op = "add", broadcast = "row"}
+// CHECK-NEXT:        tile.binary %[[SA]][{{.*}}], %[[MT]][{{.*}}] to %[[S:[0-9]+]][{{.*}}] sizes [8, 8] {op = "add", broadcast = "row"} : memref<8x8xf32, "acc">
 // CHECK-NEXT:        tile.reduce %[[S]][{{.*}}] to %[[MAX:[0-9]+]][{{.*}}] sizes [8, 8] {op = "max"}
 // CHECK-NEXT:        tile.binary %[[S]][{{.*}}], %[[MAX]][{{.*}}] to %[[S]][{{.*}}] sizes [8, 8] {op = "sub", broadcast = "col"}
 // CHECK-NEXT:        tile.unary %[[S]][{{.*}}] to %[[S]][{{.*}}] sizes [8, 8] {op = "exp"}
