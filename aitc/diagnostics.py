@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import traceback
@@ -71,7 +72,8 @@ def _clip(source: str, caret: str) -> tuple[str, str]:
 def run_command(where: str | None, command: Callable[[], int], debug: bool = False) -> int:
     """Runs a CLI command under the error policy and returns its exit status: an AitcError is
     printed as `where: error: ...` (status 1); input nested too deeply for Python's recursion
-    limit is a user error too; anything else is an aitc bug, reported in two lines (status 2,
+    limit is a user error too; a closed output pipe ends the command quietly (status 141, as for
+    SIGPIPE); anything else is an aitc bug, reported in two lines (status 2,
     the traceback only when `debug`). numpy's floating-point warnings are silenced: NaN and inf
     propagate as IEEE 754 says, as in onnxruntime."""
     try:
@@ -91,6 +93,10 @@ def run_command(where: str | None, command: Callable[[], int], debug: bool = Fal
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader stopped reading (`| head`): stop quietly, as `cat` does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 141  # 128 + SIGPIPE
     except Exception as error:
         if debug:
             traceback.print_exc()

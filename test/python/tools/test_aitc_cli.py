@@ -317,3 +317,27 @@ def test_non_ascii_names_survive_import_print_and_run(capsys, tmp_path):
     )
     assert code == 0, err
     assert np.load(tmp_path / "o.npz")["y"].tolist() == [0.0, 2.0]
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    """`aitc-opt big.mlir | head -1`: once the reader closes the pipe, the command stops with
+    the SIGPIPE status and no "internal error" (before, BrokenPipeError was reported as a bug;
+    every command goes through `diagnostics.run_command`)."""
+    text = "\n".join(
+        f"func.func @f{i}(%x: tensor<4xf32>) -> tensor<4xf32> {{\n"
+        f"  %y = graph.relu %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>\n}}"
+        for i in range(3000)
+    )
+    source = tmp_path / "big.mlir"
+    source.write_text(text)
+    process = subprocess.Popen(
+        [AITC.with_name("aitc-opt"), source],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) in (0, 141), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
