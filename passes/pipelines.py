@@ -7,7 +7,8 @@ pass that broke it, and times every pass); `pipeline_spec` prints a pipeline as 
 passes/graph/graph_optimize.py); every other list is here.
 
     graph ──graph-optimize──▶ graph [──shard-propagate, shard-partition, shard-simplify──▶ per-core
-    graph, with more than one core] ──graph-legalize-axes, place-on-host, convert-graph-to-tile──▶
+    graph, with more than one core] ──graph-legalize-axes, graph-polyphase-conv, place-on-host,
+    convert-graph-to-tile──▶
     tile ──multi-buffer, plan-memory──▶ tile ──convert-tile-to-sync, insert-semaphores,
     optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
 
@@ -27,6 +28,7 @@ from xdsl.transforms import get_all_passes as xdsl_passes
 from aitc.passes import get_all_passes
 from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 from aitc.passes.graph.graph_optimize import graph_optimize_pipeline
+from aitc.passes.graph.graph_polyphase_conv import GraphPolyphaseConvPass
 from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.runner import run_pipeline
@@ -77,6 +79,7 @@ def lowering_stages(
             "tile",
             [
                 GraphLegalizeAxesPass(),  # non-trailing reductions/softmax: transposes, then the NPU's form
+                GraphPolyphaseConvPass(),  # strided convs: sums of stride-1 convs over the input's phases
                 PlaceOnHostPass(fallback=host_fallback),
                 ConvertGraphToTilePass(depth=depth),
             ],

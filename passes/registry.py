@@ -29,6 +29,12 @@ def _graph_fold_batch_norm() -> type[ModulePass]:
     return GraphFoldBatchNormPass
 
 
+def _graph_polyphase_conv() -> type[ModulePass]:
+    from aitc.passes.graph.graph_polyphase_conv import GraphPolyphaseConvPass
+
+    return GraphPolyphaseConvPass
+
+
 def _graph_fuse_bias_activation() -> type[ModulePass]:
     from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
 
@@ -131,6 +137,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fold-batch-norm": _graph_fold_batch_norm,
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-fuse-attention": _graph_fuse_attention,
+    "graph-polyphase-conv": _graph_polyphase_conv,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
     "graph-legalize-axes": _graph_legalize_axes,

@@ -112,6 +112,7 @@ def _mlir_seed(rng: random.Random) -> tuple[str, str, str]:
 PASS_SPECS = (
     "graph-optimize", "graph-canonicalize", "graph-fold-batch-norm", "graph-fold-constants",
     "graph-fold-constants{max-bytes=0}", "graph-fold-constants{max-bytes=-1}", "graph-fuse-bias-activation",
+    "graph-polyphase-conv", "graph-polyphase-conv{min-channels=1}", "graph-fuse-attention",
     "graph-legalize-axes", "graph-recognize-patterns", "convert-graph-to-tile",
     "convert-graph-to-tile{target=tiny}", "convert-graph-to-tile{target=tiny depth=0}",
     "convert-graph-to-tile{target=nosuch}", "multi-buffer{target=tiny depth=3}", "plan-memory{target=tiny}",

@@ -125,6 +125,8 @@ def _compile_simulate_compare(model: onnx.ModelProto, shape: list[int], target: 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from aitc.dialects.tile import KernelOp  # noqa: E402
+
 TARGETS = st.sampled_from(["tiny", "edge"])
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -147,6 +149,24 @@ def test_random_convs_compile_and_simulate(c, f, size, kernel, stride, pad, targ
         "Conv", [[1, c, size, size], [f, c, kernel, kernel]], seed, strides=[stride, stride], pads=[pad] * 4
     )
     _compile_simulate_compare(model, [1, c, size, size], target, seed)
+
+
+@SETTINGS
+@given(
+    c=st.integers(16, 20), f=st.integers(1, 6), size=st.integers(3, 10), kernel=st.integers(1, 4),
+    stride=st.integers(2, 3), pad=st.integers(0, 1), target=TARGETS, seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_strided_convs_run_as_phase_sums(c, f, size, kernel, stride, pad, target, seed):
+    """Strided convs with enough channels reach the NPU as sums of stride-1 phase convs
+    (graph-polyphase-conv, in the lowering pipeline) and still match onnxruntime."""
+    size = max(size, kernel - 2 * pad)
+    model = _single_op_model(
+        "Conv", [[1, c, size, size], [f, c, kernel, kernel]], seed, strides=[stride, stride], pads=[pad] * 4
+    )
+    _compile_simulate_compare(model, [1, c, size, size], target, seed)
+    tiled = compile_module(model, CompileOptions(target=target, emit="tile")).module
+    kernels = [k for k in tiled.walk() if isinstance(k, KernelOp)]
+    assert any("graph.slice" in k.attributes["op"].data for k in kernels)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @SETTINGS

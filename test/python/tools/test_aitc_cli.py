@@ -335,9 +335,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     process.stdout.readline()
     process.stdout.close()
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) in (0, 141), stderr
-    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert "internal error" not in stderr
+    assert "Traceback" not in stderr

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
@@ -29,6 +32,7 @@ from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
 from aitc.passes.graph.graph_fold_constants import GraphFoldConstantsPass
 from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
 from aitc.passes.graph.graph_optimize import GraphOptimizePass
+from aitc.passes.graph.graph_polyphase_conv import GraphPolyphaseConvPass
 from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 from aitc.passes.registry import ALL_PASSES
 from aitc.passes.tile.plan_memory import PlanMemoryPass
@@ -266,6 +270,111 @@ def test_fold_batch_norm_conv_bn_relu():
     assert after["graph.relu"] == 1
     _, fused = check_pass(m, GraphFuseBiasActivationPass(), inputs)
     assert fused == Counter({"graph.constant": 2, "graph.conv": 1})
+
+
+# --------------------------------------------------------------------------- graph-polyphase-conv
+
+
+def _tensor(shape: Sequence[int]) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def _conv_module(
+    x: Sequence[int],
+    w: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    extra: str = "",
+    seed: int = 0,
+) -> tuple[ModuleOp, list[np.ndarray]]:
+    """One conv (input shape `x`, constant weight `w` and bias, `strides`, ONNX `pads`, more
+    attributes `extra`, dilation from `extra` too) and an input for it."""
+    rng = np.random.default_rng(seed)
+    rank = len(x) - 2
+    dilation = 2 if "dilations" in extra else 1
+    spans = [dilation * (k - 1) + 1 for k in w[2:]]
+    out = [
+        x[0],
+        w[0],
+        *((x[2 + i] + pads[i] + pads[rank + i] - spans[i]) // strides[i] + 1 for i in range(rank)),
+    ]
+    stride_list, pad_list = ", ".join(map(str, strides)), ", ".join(map(str, pads))
+    attrs = f"strides = array<i64: {stride_list}>, pads = array<i64: {pad_list}>"
+    body = [
+        const("w", rng.uniform(-1, 1, w).astype(np.float32)),
+        const("b", rng.uniform(-1, 1, w[0]).astype(np.float32)),
+        f"%y = graph.conv %x, %w, %b {{{attrs}{extra}}} : {_tensor(x)}, {_tensor(w)}, {_tensor(w[:1])} "
+        f"-> {_tensor(out)}",
+    ]
+    m = module(f"%x: {_tensor(x)}", _tensor(out), body, "%y")
+    return m, [rng.uniform(-1, 1, x).astype(np.float32)]
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "strides", "pads", "extra", "phases"),
+    [
+        ((1, 4, 9, 9), (6, 4, 3, 3), (2, 2), (1, 1, 1, 1), ', activation = "relu"', 4),  # ResNet's 3x3 s2
+        ((1, 3, 12, 12), (5, 3, 7, 7), (2, 2), (3, 3, 3, 3), "", 4),  # the stem
+        ((2, 4, 8, 7), (3, 4, 3, 2), (2, 3), (0, 1, 1, 0), "", 4),  # mixed strides, uneven pads
+        ((1, 4, 9, 9), (6, 4, 1, 1), (2, 2), (0, 0, 0, 0), "", 1),  # 1x1 s2: one phase
+        ((1, 4, 10), (2, 4, 4), (3,), (1, 2), "", 3),  # 1-D, stride 3
+        ((1, 4, 6, 6), (8, 2, 3, 3), (2, 2), (1, 1, 1, 1), ", group = 2 : i64", 4),  # grouped
+        ((1, 2, 9, 9), (2, 2, 2, 2), (4, 4), (0, 0, 0, 0), "", 4),  # stride above the kernel
+    ],
+)
+def test_polyphase_conv_sums_stride_1_convs_over_the_phases(x, w, strides, pads, extra, phases: int):
+    """The strided conv becomes `phases` slices and stride-1 convs summed by adds (a relu
+    after the sum), with the conv's results; a single phase is bit for bit the same."""
+    m, inputs = _conv_module(x, w, strides, pads, extra)
+    expected = run_module(m, inputs)
+    GraphPolyphaseConvPass(min_channels=1).apply(CTX, m)
+    m.verify()
+    counts = op_counts(m)
+    assert counts["graph.conv"] == counts["graph.slice"] == phases
+    assert counts["graph.add"] == phases - 1
+    assert counts["graph.relu"] == ("relu" in extra)
+    assert all(op.window()[0] == (1,) * (len(x) - 2) for op in m.walk() if isinstance(op, graph.ConvOp))
+    got = run_module(m, inputs)
+    if phases == 1:
+        assert all(np.array_equal(got[k], expected[k]) for k in expected)
+    assert_same_outputs(expected, got)
+
+
+@pytest.mark.parametrize(
+    ("channels", "strides", "extra"),
+    [
+        (16, (1, 1), ""),  # stride 1
+        (16, (2, 2), ", dilations = array<i64: 2, 2>"),  # dilated
+        (16, (2, 2), ', activation = "sigmoid"'),  # not relu: it cannot follow the sum
+        (8, (2, 2), ""),  # fewer input channels than min-channels (16)
+    ],
+)
+def test_polyphase_conv_keeps_other_convs(channels: int, strides, extra: str):
+    m, _ = _conv_module((1, channels, 9, 9), (4, channels, 3, 3), strides, (1, 1, 1, 1), extra)
+    before = print_mlir(m)
+    GraphPolyphaseConvPass().apply(CTX, m)
+    assert print_mlir(m) == before
+
+
+@settings(max_examples=40, deadline=None)
+@given(rank=st.integers(1, 2), data=st.data())
+def test_polyphase_conv_on_random_windows(rank: int, data):
+    """Random kernels, strides (up to 3, above the kernel too), pads and sizes: the sum over
+    the phases equals the strided conv."""
+    kernel = [data.draw(st.integers(1, 4)) for _ in range(rank)]
+    strides = [data.draw(st.integers(1, 3)) for _ in range(rank)]
+    begins = [data.draw(st.integers(0, k - 1)) for k in kernel]
+    ends = [data.draw(st.integers(0, k - 1)) for k in kernel]
+    sizes = [
+        data.draw(st.integers(max(1, k - b - e), 9)) for k, b, e in zip(kernel, begins, ends, strict=True)
+    ]
+    m, inputs = _conv_module(
+        (1, 2, *sizes), (3, 2, *kernel), strides, begins + ends, seed=data.draw(st.integers(0, 99))
+    )
+    expected = run_module(m, inputs)
+    GraphPolyphaseConvPass(min_channels=1).apply(CTX, m)
+    m.verify()
+    assert_same_outputs(expected, run_module(m, inputs))
 
 
 # --------------------------------------------------------------------------- graph-recognize-patterns
