@@ -302,7 +302,9 @@ def fuse_row_prologues(units: list[list[Operation]], budget: Budget) -> list[lis
     merged with the elementwise chain unit that computes its input (`prologue_fits`): one
     kernel whose chain result never goes to DRAM (e.g. a residual add and the layer norm after
     it), placed at the row op's unit and lowered by its lowering."""
-    chains = {unit[-1].results[0]: index for index, unit in enumerate(units) if _is_chain(unit)}
+    chains: dict[SSAValue, int] = {
+        unit[-1].results[0]: index for index, unit in enumerate(units) if _is_chain(unit)
+    }
     merged: list[list[Operation] | None] = list(units)
     for index, unit in enumerate(units):
         if len(unit) != 1 or not isinstance(unit[0], ROW_OPS):
