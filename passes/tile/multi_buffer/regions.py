@@ -82,7 +82,8 @@ def fills(op: tile.WindowOp) -> bool:
 
 def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
     """The effects of `op` on the bytes of `root` (directly or through a view). A window on a
-    view reads the whole root, and writes all of it only when it covers the whole view. The
+    view reads what `view_bounds` holds (the whole root when an index range is unknown), and
+    writes all of it only when it covers the whole view. The
     first op of a fill reads nothing that matters: it only writes. A window on a view (a
     reshape of the whole root) at constant indices that is one contiguous run of the view's
     elements, which is a box of the root, is that box (`view_region`)."""
@@ -128,12 +129,33 @@ def view_bounds(
 ) -> Box:
     """A box of `root` holding every element a window of `box` at `indices` on a row-major
     reshape of it (`view_shape`) may touch: per group of dims (`_spans`), the bounds of the
-    flat range from the window's first element to its last; the whole root when an index is
-    not constant or the shapes do not match."""
+    flat range from the window's first element to its last, over every value the indices take
+    (`_swept_spans`, for indices that vary with a loop); the whole root when an index range is
+    not known or the shapes do not match."""
     spans = _spans(root, view_shape, indices, box)
+    if spans is None:
+        spans = _swept_spans(root, view_shape, indices, box)
     if spans is None:
         return whole(tile.memref_of(root).get_shape())
     return tuple(bound for dims, first, last, _ in spans for bound in flat_bounds(dims, first, last))
+
+
+def _swept_spans(
+    root: SSAValue, view_shape: Sequence[int], indices: Sequence[SSAValue], box: Sequence[int]
+) -> list[tuple[list[int], int, int, bool]] | None:
+    """`_spans` of the windows at every value the indices take over the run (an index that
+    varies with a loop takes its range, `StaticIndexRanges`): per group, the flat index of the
+    first element of the lowest window and of the last element of the highest one (a flat
+    index only grows with each view index). None when a range is unknown."""
+    ranges = StaticIndexRanges()
+    found = [ranges(index) for index in indices]
+    if any(r is None for r in found):
+        return None
+    lows = _spans_at(root, view_shape, [r[0] for r in found if r is not None], box)
+    highs = _spans_at(root, view_shape, [r[1] for r in found if r is not None], box)
+    if lows is None or highs is None:
+        return None
+    return [(low[0], low[1], high[2], False) for low, high in zip(lows, highs, strict=True)]
 
 
 def _spans(
@@ -146,7 +168,13 @@ def _spans(
     before its first partial one have extent 1, dims after it are whole). Groups of size-1
     dims without a root side are left out. None when an index is not constant, the window is
     empty or the shapes do not match."""
-    starts = [constant_index(i) for i in indices]
+    return _spans_at(root, view_shape, [constant_index(i) for i in indices], box)
+
+
+def _spans_at(
+    root: SSAValue, view_shape: Sequence[int], starts: Sequence[int | None], box: Sequence[int]
+) -> list[tuple[list[int], int, int, bool]] | None:
+    """`_spans` with the window's start indices given as numbers (None: not known)."""
     root_shape = tuple(tile.memref_of(root).get_shape())
     if (
         any(s is None for s in starts)

@@ -1,6 +1,7 @@
 """The must/may regions multi-buffer reasons with (passes/tile/multi_buffer/regions.py): unions
 of boxes covering a region, windows on reshaped views mapped back to boxes of the root, and
-the bounds of what a view window may touch, checked against numpy masks of the same windows.
+the bounds of what a view window may touch (at constant indices, or swept by a loop), checked
+against numpy masks of the same windows.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, f32
+from xdsl.ir import Block
 
 from aitc.dialects import tile
 from aitc.passes.tile.multi_buffer.regions import covers, flat_bounds, flat_box, view_bounds, view_region
@@ -125,3 +127,45 @@ def test_view_windows_map_to_the_root_soundly(data):
         assert np.array_equal(_mask(root_shape, exact), want)
     bounds = view_bounds(root, view_shape, indices, box)
     assert _mask(root_shape, bounds)[want].all()
+
+
+def _loop_index(lb: int, ub: int, step: int, offset: int):
+    """`iv + offset` for the induction variable of an scf.for from lb to ub by step."""
+    bounds = [_index(v) for v in (lb, ub, step)]
+    loop = scf.ForOp(*bounds, [], Block(arg_types=[IndexType()]))
+    iv = loop.body.block.args[0]
+    return iv if offset == 0 else arith.AddiOp(iv, _index(offset)).result
+
+
+def test_a_view_window_in_a_loop_is_bounded_by_the_rows_it_sweeps():
+    """A direct conv's 6-row block reads its stage [128 x 8 x 14] as [128, 112] windows of 32
+    columns at j = 0, 32 (a loop): rows 0..4 of every channel, not the whole stage (whose
+    rows 6 and 7 the block never writes), so multi-buffer can rotate the stage."""
+    stage = tile.AllocOp(tile.buffer_type([128, 8, 14], f32, "sram")).buffer
+    bounds = view_bounds(stage, [128, 112], [_index(0), _loop_index(0, 64, 32, 0)], [32, 32])
+    assert bounds == ((0, 31), (0, 4), (0, 13))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_view_windows_swept_by_a_loop_stay_in_their_bounds(data):
+    """Against numpy: a window on a view whose start in one dim is `iv + offset` of a loop
+    touches, over all the loop's iterations, only elements inside `view_bounds`."""
+    root_shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+    view_shape = _factor(data, root_shape)
+    dim = data.draw(st.integers(0, len(view_shape) - 1))
+    box = [data.draw(st.integers(1, n)) for n in view_shape]
+    starts = [data.draw(st.integers(0, n - b)) for n, b in zip(view_shape, box, strict=True)]
+    last = view_shape[dim] - box[dim]  # the highest start the swept dim may take
+    offset = data.draw(st.integers(0, last))
+    step = data.draw(st.integers(1, 3))
+    ub = data.draw(st.integers(1, last - offset + 1))
+    root = tile.AllocOp(tile.buffer_type(root_shape, f32, "sram")).buffer
+    touched = np.zeros(view_shape, bool)
+    for iv in range(0, ub, step):
+        at = [*starts[:dim], iv + offset, *starts[dim + 1 :]]
+        touched[tuple(slice(s, s + b) for s, b in zip(at, box, strict=True))] = True
+    indices = [_index(s) for s in starts]
+    indices[dim] = _loop_index(0, ub, step, offset)
+    bounds = view_bounds(root, view_shape, indices, box)
+    assert _mask(root_shape, bounds)[touched.reshape(root_shape)].all()
