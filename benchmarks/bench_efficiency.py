@@ -16,8 +16,9 @@ Per model and core count (compiled with `compile_module`, simulated once with a 
 - the limit: the engine of core 0 busiest over the run, with its busy share.
 
 Per kernel (one core, the `--kernels` longest by time alone, i.e. after the kernels before it
-ended): its time alone, the compiler's estimate and their ratio, its bound (its MACs at peak,
-or its vector work at one group per cycle, or its DRAM bytes, the largest), efficiency, exposed
+ended; the kernels of one ONNX node together): its time alone, the compiler's estimate and
+their ratio, its bound (its MACs at peak, or its vector work at one group per cycle, or its
+DRAM bytes, the largest), efficiency, exposed
 DMA within its span and its limit (busiest engine within its span). Kernels may overlap, so
 the times alone add up to the program's cycles.
 
@@ -122,26 +123,32 @@ class Timeline:
 
 
 def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[list[object]]:
+    """One row per ONNX node that has kernels (a node lowered to several kernels, e.g. a
+    strided conv's phase slices and convs, is one row: their estimates, DMA bytes and MACs
+    summed; the trace's events carry the node, so its span covers them all)."""
     spans = {}
     for node, engines in timeline.kernel_busy.items():
         spans[node] = (
             min(s for e in engines.values() for s, _ in e),
             max(t for e in engines.values() for _, t in e),
         )
-    rows, previous = [], 0
+    by_node: dict[str, list[KernelOp]] = defaultdict(list)
     for kernel in tiled.module.walk():
-        if not isinstance(kernel, KernelOp) or kernel.sym is None or kernel.sym.data not in spans:
-            continue
-        name, attrs = kernel.sym.data, kernel.attributes
+        if isinstance(kernel, KernelOp) and kernel.sym is not None and kernel.sym.data in spans:
+            by_node[kernel.sym.data].append(kernel)
+    rows, previous = [], 0
+    for name, kernels in by_node.items():
         first, last = spans[name]
         alone, previous = max(last - max(first, previous), 1), max(previous, last)
-        dram = int(attrs["dma_bytes"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
-        est = int(attrs["est_cycles"].value.data)  # pyright: ignore[reportAttributeAccessIssue]
-        bound = max(matmul_work(kernel)[0] / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
+        dram = sum(int(k.attributes["dma_bytes"].value.data) for k in kernels)  # pyright: ignore[reportAttributeAccessIssue]
+        est = sum(int(k.attributes["est_cycles"].value.data) for k in kernels)  # pyright: ignore[reportAttributeAccessIssue]
+        macs = sum(matmul_work(k)[0] for k in kernels)
+        ops = ",".join(dict.fromkeys(str(k.attributes["op"].data) for k in kernels))  # pyright: ignore[reportAttributeAccessIssue]
+        bound = max(macs / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
         engine, share = timeline.limit(last - alone, last)
         exposed = timeline.exposed_dma(last - alone, last)
         rows.append([
-            name[-34:], str(attrs["op"].data)[:18], alone, est, f"{est / alone:.2f}", f"{bound:.0f}",  # pyright: ignore
+            name[-34:], ops[:18], alone, est, f"{est / alone:.2f}", f"{bound:.0f}",
             f"{bound / alone:.2f}", f"{exposed / alone:.0%}", f"{engine} {share:.0%}",
         ])  # fmt: skip
     return sorted(rows, key=lambda row: -int(row[2]))[:count]

@@ -9,7 +9,9 @@ DMA ops (copy, transpose, gather) of a kernel are spread over the target's DMA q
 (`aitc.analysis.dma.spread_queues`): stores on dma1, every other one, the busiest first (its
 instructions' cycles times its trip count), on the least busy queue, except that a DRAM read
 that would queue behind one of the kernel's stores (after its first store, or in a loop that
-stores) stays off dma1. Outside a kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on
+stores) stays off dma1, unless it sits in a loop of its own that stores nothing (a direct
+conv's chunk loads inside its output-tile loop): it then meets a store only when that loop
+starts. Outside a kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on
 a two-queue target). matmul runs on the matrix engine, every other compute op on the vector
 engine (`tile.ENGINE_OF`).
 
@@ -94,8 +96,11 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     transfers = []
     for op in dmas:
         reads_dram = tile.space_of(op.accesses()[0][0]) == "dram"
-        in_storing_loop = any(parent in storing for parent in _parents(op, kernel))
-        behind = reads_dram and (order[op] > first_store or in_storing_loop)
+        parents = _parents(op, kernel)
+        in_storing_loop = any(parent in storing for parent in parents)
+        # a read in a loop of its own that stores nothing meets a store only at that loop's entry
+        apart = bool(parents) and isinstance(parents[0], scf.ForOp) and parents[0] not in storing
+        behind = reads_dram and (order[op] > first_store or in_storing_loop) and not apart
         cycles = _trips(op, kernel) * _busy_cycles(op, target)
         transfers.append(Transfer(cycles, _writes_dram(op), behind))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):

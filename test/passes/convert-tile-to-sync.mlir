@@ -72,7 +72,7 @@ func.func @on_chip_copies() {
 
 // In a kernel the DMA ops spread over the queues (tiny: 10 + bytes/8 cycles each), the busiest
 // first: the stores take dma1 (8 x 42 + 42 = 378); the load in the loop that stores may not
-// (it would queue behind a store) and takes dma0 (336); the on-chip copy (336) joins it, the
+// (it would queue behind a store each iteration) and takes dma0 (336); the on-chip copy (336) joins it, the
 // less busy queue then; the 2 KiB prologue load (266) and the small one (42) go to dma1; the
 // load after the first store stays off dma1 too.
 func.func @spread(%x: memref<64x8xf32, "dram">, %w: memref<64x8xf32, "dram">, %out: memref<64x8xf32, "dram">) {
@@ -108,6 +108,41 @@ func.func @spread(%x: memref<64x8xf32, "dram">, %w: memref<64x8xf32, "dram">, %o
 // CHECK-NEXT:    }
 // CHECK-NEXT:    tile.copy %b[%c0, %c0] to %out{{.*}} {sync.engine = "dma1"}
 // CHECK-NEXT:    tile.copy %w[%c8, %c0] to %c{{.*}} {sync.engine = "dma0"}
+
+// -----
+
+// A direct conv's shape: per output tile (a loop that stores once, at its end) a loop of
+// chunk loads that stores nothing. Those loads meet a store only when their loop starts, so
+// they spread over both queues (the larger, 8 x 4 x 138, on dma0, the other on dma1); the
+// load of the storing loop's own body stays off dma1.
+func.func @nested(%x: memref<64x32xf32, "dram">, %w: memref<64x64xf32, "dram">, %out: memref<16x32xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %s = tile.alloc : memref<8x32xf32, "sram">
+  %t = tile.alloc : memref<8x16xf32, "sram">
+  %u = tile.alloc : memref<8x32xf32, "sram">
+  tile.kernel "k" {
+    scf.for %o = %c0 to %c16 step %c8 {
+      tile.copy %x[%o, %c0] to %u[%c0, %c0] sizes [8, 32] : memref<64x32xf32, "dram">, memref<8x32xf32, "sram">
+      scf.for %k = %c0 to %c64 step %c8 {
+        tile.copy %x[%k, %c0] to %s[%c0, %c0] sizes [8, 32] : memref<64x32xf32, "dram">, memref<8x32xf32, "sram">
+        tile.copy %w[%k, %c0] to %t[%c0, %c0] sizes [8, 16] : memref<64x64xf32, "dram">, memref<8x16xf32, "sram">
+      }
+      tile.copy %u[%c0, %c0] to %out[%o, %c0] sizes [8, 32] : memref<8x32xf32, "sram">, memref<16x32xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @nested
+// CHECK:           tile.copy %x[%o, %c0] to %u{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        tile.copy %x[%k, %c0] to %s{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:        tile.copy %w[%k, %c0] to %t{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:      }
+// CHECK-NEXT:      tile.copy %u[%c0, %c0] to %out{{.*}} {sync.engine = "dma1"}
 // -----
 
 // Transposes and gathers are DMAs too: by direction, like copies.
