@@ -58,3 +58,25 @@ func.func @kept(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> (tensor<1x4
 // CHECK-NOT:     graph.slice
 // CHECK:         graph.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>}
 // CHECK-NEXT:    graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>}
+
+// -----
+
+// A 3-channel stem (7x7, stride 2, pad 3) has too few channels for phase convs: its 4 phases
+// are stacked along the channels (space-to-depth: 12 channels of 8 x 8) and one 4x4 conv,
+// pads 2 before and 1 after, reads them; the weight holds each tap at its phase's channels.
+func.func @stem(%x: tensor<1x3x16x16xf32>, %b: tensor<8xf32>) -> tensor<1x8x8x8xf32> {
+  %w = graph.constant dense<1.0> : tensor<8x3x7x7xf32>
+  %y = graph.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, activation = "relu"} : tensor<1x3x16x16xf32>, tensor<8x3x7x7xf32>, tensor<8xf32> -> tensor<1x8x8x8xf32> loc("/conv1/Conv")
+  func.return %y : tensor<1x8x8x8xf32>
+}
+// CHECK-LABEL: func.func @stem
+// CHECK:         %w = graph.constant
+// CHECK-NEXT:    %y_phases_split = graph.reshape %x : tensor<1x3x16x16xf32> -> tensor<1x3x8x2x8x2xf32>
+// CHECK-NEXT:    %y_phases_first = graph.transpose %y_phases_split {perm = array<i64: 0, 3, 5, 1, 2, 4>} : tensor<1x3x8x2x8x2xf32> -> tensor<1x2x2x3x8x8xf32>
+// CHECK-NEXT:    %y_stacked_input = graph.reshape %y_phases_first : tensor<1x2x2x3x8x8xf32> -> tensor<1x12x8x8xf32>
+// CHECK-NEXT:    %y_stacked_weight = graph.constant {{.*}} : tensor<8x12x4x4xf32>
+// CHECK-NEXT:    %y = graph.conv %y_stacked_input, %y_stacked_weight, %b {activation = "relu", pads = array<i64: 2, 2, 1, 1>} : tensor<1x12x8x8xf32>, tensor<8x12x4x4xf32>, tensor<8xf32> -> tensor<1x8x8x8xf32>
+// CHECK-NEXT:    func.return %y
+// LOC-LABEL: func.func @stem
+// LOC:         graph.transpose {{.*}} loc("/conv1/Conv")
+// LOC:         graph.conv {{.*}} loc("/conv1/Conv")

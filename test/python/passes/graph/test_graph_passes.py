@@ -23,6 +23,7 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.graph_matching import shape_of
 from aitc.dialects import graph
 from aitc.interp.run import run_module
 from aitc.ir import make_context, parse_mlir, print_mlir
@@ -356,11 +357,36 @@ def test_polyphase_conv_keeps_other_convs(channels: int, strides, extra: str):
     assert print_mlir(m) == before
 
 
+@pytest.mark.parametrize(
+    ("x", "w", "strides", "pads", "kernel"),
+    [
+        ((1, 3, 16, 16), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), (4, 4)),  # ResNet's stem
+        ((2, 4, 6, 9), (5, 4, 3, 4), (2, 3), (1, 1, 1, 2), (2, 2)),  # two strides, uneven pads
+        ((1, 2, 12), (3, 2, 5), (3,), (2, 2), (2,)),  # 1-D
+    ],
+)
+def test_polyphase_conv_stacks_the_phases_of_a_conv_with_few_channels(x, w, strides, pads, kernel):
+    """Fewer input channels than min-channels: space-to-depth (reshape, transpose, reshape)
+    and one stride-1 conv over stride-product x C channels with the `kernel` the phases span."""
+    m, inputs = _conv_module(x, w, strides, pads, ', activation = "relu"')
+    expected = run_module(m, inputs)
+    GraphPolyphaseConvPass().apply(CTX, m)
+    m.verify()
+    counts = op_counts(m)
+    assert counts["graph.conv"] == counts["graph.transpose"] == 1
+    assert counts["graph.reshape"] == 2
+    (conv,) = (op for op in m.walk() if isinstance(op, graph.ConvOp))
+    assert shape_of(conv.weight)[1:] == (x[1] * math.prod(strides), *kernel)
+    assert conv.window()[0] == (1,) * len(kernel)
+    assert_same_outputs(expected, run_module(m, inputs))
+
+
 @settings(max_examples=40, deadline=None)
 @given(rank=st.integers(1, 2), data=st.data())
 def test_polyphase_conv_on_random_windows(rank: int, data):
     """Random kernels, strides (up to 3, above the kernel too), pads and sizes: the sum over
-    the phases equals the strided conv."""
+    the phases, or the stacked conv (2 channels < min-channels 16, where it applies), equals
+    the strided conv."""
     kernel = [data.draw(st.integers(1, 4)) for _ in range(rank)]
     strides = [data.draw(st.integers(1, 3)) for _ in range(rank)]
     begins = [data.draw(st.integers(0, k - 1)) for k in kernel]
