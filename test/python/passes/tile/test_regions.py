@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, f32
-from xdsl.ir import Block
+from xdsl.ir import Block, SSAValue
 
 from aitc.dialects import tile
 from aitc.passes.tile.multi_buffer.regions import covers, flat_bounds, flat_box, view_bounds, view_region
@@ -129,10 +129,9 @@ def test_view_windows_map_to_the_root_soundly(data):
     assert _mask(root_shape, bounds)[want].all()
 
 
-def _loop_index(lb: int, ub: int, step: int, offset: int):
+def _loop_index(lb: int, ub: int, step: int, offset: int) -> SSAValue:
     """`iv + offset` for the induction variable of an scf.for from lb to ub by step."""
-    bounds = [_index(v) for v in (lb, ub, step)]
-    loop = scf.ForOp(*bounds, [], Block(arg_types=[IndexType()]))
+    loop = scf.ForOp(_index(lb), _index(ub), _index(step), [], Block(arg_types=[IndexType()]))
     iv = loop.body.block.args[0]
     return iv if offset == 0 else arith.AddiOp(iv, _index(offset)).result
 
@@ -165,7 +164,7 @@ def test_view_windows_swept_by_a_loop_stay_in_their_bounds(data):
     for iv in range(0, ub, step):
         at = [*starts[:dim], iv + offset, *starts[dim + 1 :]]
         touched[tuple(slice(s, s + b) for s, b in zip(at, box, strict=True))] = True
-    indices = [_index(s) for s in starts]
+    indices: list[SSAValue] = [_index(s) for s in starts]
     indices[dim] = _loop_index(0, ub, step, offset)
     bounds = view_bounds(root, view_shape, indices, box)
     assert _mask(root_shape, bounds)[touched.reshape(root_shape)].all()
