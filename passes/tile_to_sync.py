@@ -9,11 +9,12 @@ DMA ops (copy, transpose, gather) of a kernel are spread over the target's DMA q
 (`aitc.analysis.dma.spread_queues`): stores on dma1, every other one, the busiest first (its
 instructions' cycles times its trip count), on the least busy queue, except that a DRAM read
 that would queue behind one of the kernel's stores (after its first store, or in a loop that
-stores) stays off dma1, unless it sits in a loop of its own that stores nothing (a direct
-conv's chunk loads inside its output-tile loop): it then meets a store only when that loop
-starts. Outside a kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on
-a two-queue target). matmul runs on the matrix engine, every other compute op on the vector
-engine (`tile.ENGINE_OF`).
+stores) stays off dma1, unless it sits in a loop of its own that stores nothing and waits for
+its loads (they keep one queue busier than its matrix or vector ops keep their engine: a
+direct conv's chunk loads inside its output-tile loop): it then meets a store only when that
+loop starts, and the loop gains more from the second queue than it loses there. Outside a
+kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on a two-queue target). matmul runs
+on the matrix engine, every other compute op on the vector engine (`tile.ENGINE_OF`).
 
 Binding alone orders nothing across engines: `insert-semaphores` adds that.
 """
@@ -26,7 +27,7 @@ from typing import TypeGuard
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -34,7 +35,12 @@ from aitc.analysis.dma import Transfer, dma_queue, spread_queues
 from aitc.analysis.tile_footprint import trip_count
 from aitc.dialects import sync, tile
 from aitc.module_target import module_target
-from aitc.passes.graph_to_tile.costs import dma_instruction_cycles, dma_transfers
+from aitc.passes.graph_to_tile.costs import (
+    dma_instruction_cycles,
+    dma_transfers,
+    matmul_cycles,
+    vector_cycles,
+)
 from aitc.passes.legality import check_all_bound, fail
 from aitc.target import Target
 from aitc.types import element_bytes
@@ -98,13 +104,45 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         reads_dram = tile.space_of(op.accesses()[0][0]) == "dram"
         parents = _parents(op, kernel)
         in_storing_loop = any(parent in storing for parent in parents)
-        # a read in a loop of its own that stores nothing meets a store only at that loop's entry
-        apart = bool(parents) and isinstance(parents[0], scf.ForOp) and parents[0] not in storing
+        # a read in a loop of its own that stores nothing meets a store only at that loop's
+        # entry: worth a bubble there when the loop waits for its loads anyway
+        innermost = parents[0] if parents and isinstance(parents[0], scf.ForOp) else None
+        apart = (
+            innermost is not None and innermost not in storing and _bound_by_loads(innermost, kernel, target)
+        )
         behind = reads_dram and (order[op] > first_store or in_storing_loop) and not apart
         cycles = _trips(op, kernel) * _busy_cycles(op, target)
         transfers.append(Transfer(cycles, _writes_dram(op), behind))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
+
+
+def _engine_cycles(op: tile.WindowOp, target: Target) -> tuple[str, int] | None:
+    """(engine, cycles) of one run of a matrix or vector op, as the cost model charges it."""
+    kind, box = tile.engine_class(op), op.box()
+    if kind == "matrix":
+        return kind, matmul_cycles(target, box[0], box[1])
+    if kind == "vector":
+        name = op.attributes.get("op")
+        cost = name.data if isinstance(name, StringAttr) else "default"
+        return kind, vector_cycles(target, cost, math.prod(box[:-1]), box[-1])
+    return None
+
+
+def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target) -> bool:
+    """Whether the DRAM reads inside `loop` keep one queue busier than the loop's matrix or
+    vector ops keep their engine: the loop waits for its loads, so spreading them pays."""
+    loads, engines = 0, {"matrix": 0, "vector": 0}
+    for op in loop.walk():
+        if not isinstance(op, tile.COMPUTE_OPS):
+            continue
+        times = _trips(op, kernel)
+        if _is_dma(op):
+            if tile.space_of(op.accesses()[0][0]) == "dram" and not _writes_dram(op):
+                loads += times * _busy_cycles(op, target)
+        elif (found := _engine_cycles(op, target)) is not None:
+            engines[found[0]] += times * found[1]
+    return loads > max(engines.values())
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:

@@ -112,8 +112,8 @@ func.func @spread(%x: memref<64x8xf32, "dram">, %w: memref<64x8xf32, "dram">, %o
 // -----
 
 // A direct conv's shape: per output tile (a loop that stores once, at its end) a loop of
-// chunk loads that stores nothing. Those loads meet a store only when their loop starts, so
-// they spread over both queues (the larger, 8 x 4 x 138, on dma0, the other on dma1); the
+// chunk loads that stores nothing and computes less than it loads. Those loads meet a store
+// only when their loop starts, so they spread over both queues (the larger, 8 x 4 x 138, on dma0, the other on dma1); the
 // load of the storing loop's own body stays off dma1.
 func.func @nested(%x: memref<64x32xf32, "dram">, %w: memref<64x64xf32, "dram">, %out: memref<16x32xf32, "dram">) {
   %c0 = arith.constant 0 : index
@@ -143,6 +143,37 @@ func.func @nested(%x: memref<64x32xf32, "dram">, %w: memref<64x64xf32, "dram">, 
 // CHECK-NEXT:        tile.copy %w[%k, %c0] to %t{{.*}} {sync.engine = "dma1"}
 // CHECK-NEXT:      }
 // CHECK-NEXT:      tile.copy %u[%c0, %c0] to %out{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// The same loads, but the chunk loop also runs an exp over the 8 x 32 tile (2 + 64 x 4 = 258
+// vector cycles against 138 + 74 of loads): the loop waits for its compute, not its loads, so
+// they stay off dma1, where they would wait behind the store when the next output tile starts.
+func.func @nested_compute(%x: memref<64x32xf32, "dram">, %w: memref<64x64xf32, "dram">, %out: memref<16x32xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %s = tile.alloc : memref<8x32xf32, "sram">
+  %t = tile.alloc : memref<8x16xf32, "sram">
+  %u = tile.alloc : memref<8x32xf32, "sram">
+  tile.kernel "k" {
+    scf.for %o = %c0 to %c16 step %c8 {
+      scf.for %k = %c0 to %c64 step %c8 {
+        tile.copy %x[%k, %c0] to %s[%c0, %c0] sizes [8, 32] : memref<64x32xf32, "dram">, memref<8x32xf32, "sram">
+        tile.copy %w[%k, %c0] to %t[%c0, %c0] sizes [8, 16] : memref<64x64xf32, "dram">, memref<8x16xf32, "sram">
+        tile.unary %s[%c0, %c0] to %u[%c0, %c0] sizes [8, 32] {op = "exp"} : memref<8x32xf32, "sram">, memref<8x32xf32, "sram">
+      }
+      tile.copy %u[%c0, %c0] to %out[%o, %c0] sizes [8, 32] : memref<8x32xf32, "sram">, memref<16x32xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @nested_compute
+// CHECK:           scf.for %k
+// CHECK-NEXT:        tile.copy %x[%k, %c0] to %s{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:        tile.copy %w[%k, %c0] to %t{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:        tile.unary {{.*}} {op = "exp", sync.engine = "vector"}
 // -----
 
 // Transposes and gathers are DMAs too: by direction, like copies.
