@@ -64,6 +64,10 @@ def _writes_dram(op: tile.WindowOp) -> bool:
     return tile.space_of(op.accesses()[-1][0]) == "dram"
 
 
+def _reads_dram(op: tile.WindowOp) -> bool:
+    return tile.space_of(op.accesses()[0][0]) == "dram"
+
+
 def _parents(op: Operation, kernel: tile.KernelOp) -> list[Operation]:
     """The ops around `op` inside `kernel` (its loops), innermost first."""
     parents, parent = [], op.parent_op()
@@ -99,17 +103,18 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     dmas = [op for op in kernel.walk() if _is_dma(op) and sync.engine_of(op) is None]
     first_store = min((order[op] for op in dmas if _writes_dram(op)), default=len(order))
     storing = {parent for op in dmas if _writes_dram(op) for parent in _parents(op, kernel)}
+    load_bound: dict[scf.ForOp, bool] = {}  # `_bound_by_loads` per loop, asked once
     transfers = []
     for op in dmas:
-        reads_dram = tile.space_of(op.accesses()[0][0]) == "dram"
+        reads_dram = _reads_dram(op)
         parents = _parents(op, kernel)
         in_storing_loop = any(parent in storing for parent in parents)
         # a read in a loop of its own that stores nothing meets a store only at that loop's
         # entry: worth a bubble there when the loop waits for its loads anyway
         innermost = parents[0] if parents and isinstance(parents[0], scf.ForOp) else None
-        apart = (
-            innermost is not None and innermost not in storing and _bound_by_loads(innermost, kernel, target)
-        )
+        if innermost is not None and innermost not in storing and innermost not in load_bound:
+            load_bound[innermost] = _bound_by_loads(innermost, kernel, target)
+        apart = innermost is not None and load_bound.get(innermost, False)
         behind = reads_dram and (order[op] > first_store or in_storing_loop) and not apart
         cycles = _trips(op, kernel) * _busy_cycles(op, target)
         transfers.append(Transfer(cycles, _writes_dram(op), behind))
@@ -138,7 +143,7 @@ def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target) -> b
             continue
         times = _trips(op, kernel)
         if _is_dma(op):
-            if tile.space_of(op.accesses()[0][0]) == "dram" and not _writes_dram(op):
+            if _reads_dram(op) and not _writes_dram(op):
                 loads += times * _busy_cycles(op, target)
         elif (found := _engine_cycles(op, target)) is not None:
             engines[found[0]] += times * found[1]

@@ -171,21 +171,13 @@ def _space_to_depth_ops(op: graph.ConvOp, dims: list[Stacked]) -> list[Operation
     x = shape_of(op.input)
     n, channels, sizes = x[0], x[1], x[2:]
     rank = len(sizes)
-    split = [
-        n,
-        channels,
-        *(v for size, d in zip(sizes, dims, strict=True) for v in (size // d.stride, d.stride)),
-    ]
+    reduced = [size // d.stride for size, d in zip(sizes, dims, strict=True)]
+    split = [n, channels, *(v for r, d in zip(reduced, dims, strict=True) for v in (r, d.stride))]
     phases_first = [0, *(3 + 2 * i for i in range(rank)), 1, *(2 + 2 * i for i in range(rank))]
     stacked_channels = channels * math.prod(d.stride for d in dims)
     ops: list[Operation] = [graph.ReshapeOp(op.input, split)]
     ops.append(graph.TransposeOp(ops[-1].results[0], phases_first))
-    ops.append(
-        graph.ReshapeOp(
-            ops[-1].results[0],
-            [n, stacked_channels, *(s // d.stride for s, d in zip(sizes, dims, strict=True))],
-        )
-    )
+    ops.append(graph.ReshapeOp(ops[-1].results[0], [n, stacked_channels, *reduced]))
     weight = constant_array(op.weight)
     assert weight is not None
     stacked = np.zeros((weight.shape[0], stacked_channels, *(d.kernel for d in dims)), weight.dtype)

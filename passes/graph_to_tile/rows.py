@@ -8,9 +8,9 @@ column that broadcasts back with `tile.binary {broadcast = "col"}`:
     softmax:     m = max(x); x = exp(x - m); s = sum(x); y = x * (1 / s)
     log_softmax: x = x - max(x); l = log(sum(exp(x))); y = x - l
     layer_norm:  c = x - sum(x)/C; v = sum(c*c)/C; y = c * rsqrt(v + eps) * scale (+ bias)
-
-(A row statistic is inverted once per row, so each element costs a product, not a division.)
     reduce:      sum | sum / C | max | -max(-x)
+
+A row statistic is inverted once per row, so each element costs a product, not a division.
 
 An op over a non-trailing axis is reported as unsupported (transpose it first).
 """
@@ -66,7 +66,7 @@ class _RowInput:
     rows r0 .. r0 + rs, which the kernel may overwrite."""
 
     def __init__(self, ctx: LoweringContext, op: Operation, prologue: list[Operation], first_axis: int):
-        self.ctx, self.op, self.prologue = ctx, op, prologue
+        self.ctx, self.op = ctx, op
         self.rows, self.cols = _rows_cols(op.operands[0], first_axis)
         self.chain = Chain.of(prologue) if prologue else None
 
