@@ -58,8 +58,9 @@ func.func @disjoint_windows(%x: memref<4x8xf32, "dram">) {
 
 // A tiled matmul over k: the matmul waits for both loads of its iteration (one edge covers
 // both), the load of iteration i+1 waits until the matmul of iteration i has read the tiles
-// (WAR, a credit primed before the loop and drained after it), and the accumulator read after
-// the loop waits once for the last matmul.
+// (WAR, a credit primed before the loop), and the accumulator read after the loop waits once
+// for the last matmul. Nothing after the loop on dma0 reads or writes the tiles, so the
+// credit drains at the end of the function, not right after the loop.
 func.func @tiled_matmul(%x: memref<8x16xf32, "dram">, %w: memref<16x4xf32, "dram">, %out: memref<8x4xf32, "dram">) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -88,13 +89,50 @@ func.func @tiled_matmul(%x: memref<8x16xf32, "dram">, %w: memref<16x4xf32, "dram
 // CHECK-NEXT:      tile.matmul
 // CHECK-NEXT:      sync.signal [[WAR]] on "matrix"
 // CHECK-NEXT:    }
-// CHECK-NEXT:    sync.wait [[WAR]] on "dma0"
 // CHECK-NEXT:    sync.signal [[ACC:[0-9]+]] on "matrix"
 // CHECK-NEXT:    sync.wait [[ACC]] on "vector"
 // CHECK-NEXT:    tile.acc_read
 // CHECK-NEXT:    sync.signal [[Y:[0-9]+]] on "vector"
 // CHECK-NEXT:    sync.wait [[Y]] on "dma1"
 // CHECK-NEXT:    tile.copy %y
+// CHECK-NEXT:    sync.wait [[WAR]] on "dma0"
+// CHECK-NEXT:    func.return
+
+// -----
+
+// Deferred drains: after the loop, dma0 first loads a tile no matmul reads (it need not wait
+// for the loop's last matmul), then overwrites the loop's tile %a: the credit drains right
+// before that load, which also waits for the loop as a whole (a forward edge sharing the
+// semaphore: the drain takes the loop's last credits first).
+func.func @deferred_drain(%x: memref<8x16xf32, "dram">, %w: memref<4x4xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %a = tile.alloc : memref<8x4xf32, "sram">
+  %b = tile.alloc : memref<4x4xf32, "sram">
+  %acc = tile.alloc : memref<8x4xf32, "acc">
+  %next = tile.alloc : memref<4x4xf32, "sram">
+  tile.copy %w[%c0, %c0] to %b[%c0, %c0] sizes [4, 4] {sync.engine = "dma1"} : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  scf.for %k = %c0 to %c16 step %c4 {
+    tile.copy %x[%c0, %k] to %a[%c0, %c0] sizes [8, 4] {sync.engine = "dma0"} : memref<8x16xf32, "dram">, memref<8x4xf32, "sram">
+    tile.matmul %a[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [8, 4, 4] {accumulate, sync.engine = "matrix"} : memref<8x4xf32, "sram">, memref<4x4xf32, "sram">, memref<8x4xf32, "acc">
+  }
+  tile.copy %w[%c0, %c0] to %next[%c0, %c0] sizes [4, 4] {sync.engine = "dma0"} : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+  tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [8, 4] {sync.engine = "dma0"} : memref<8x16xf32, "dram">, memref<8x4xf32, "sram">
+  func.return
+}
+// CHECK-LABEL: func.func @deferred_drain
+// CHECK:         sync.signal [[WAR:[0-9]+]] on "dma0"
+// CHECK-NEXT:    scf.for %k
+// CHECK-NEXT:      sync.wait [[WAR]] on "dma0"
+// CHECK:           sync.signal [[WAR]] on "matrix"
+// CHECK-NEXT:    }
+// CHECK-NEXT:    sync.signal [[WAR]] on "matrix"
+// CHECK-NEXT:    tile.copy %w[%c0, %c0] to %next
+// CHECK-NEXT:    sync.wait [[WAR]] on "dma0"
+// CHECK-NEXT:    sync.wait [[WAR]] on "dma0"
+// CHECK-NEXT:    tile.copy %x[%c0, %c0] to %a
+// CHECK-NEXT:    func.return
 
 // -----
 
@@ -272,7 +310,7 @@ func.func @planned_alias(%x: memref<4x8xf32, "dram">, %out: memref<4x8xf32, "dra
 
 // Nested loops: the inner loop accumulates over k, the outer loop walks row tiles. The first
 // load of the next row tile must wait for the last matmul of the previous one (the inner
-// credit's drain orders it), and the accumulator read waits once after the inner loop.
+// credit's drain orders it: deferred to the end of the outer body, nothing on dma0 follows), and the accumulator read waits once after the inner loop.
 func.func @nested_loops(%x: memref<8x8xf32, "dram">, %w: memref<8x4xf32, "dram">, %out: memref<8x4xf32, "dram">) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -307,7 +345,6 @@ func.func @nested_loops(%x: memref<8x8xf32, "dram">, %w: memref<8x4xf32, "dram">
 // CHECK-NEXT:        tile.matmul
 // CHECK-NEXT:        sync.signal [[TILEWAR]] on "matrix"
 // CHECK-NEXT:      }
-// CHECK-NEXT:      sync.wait [[TILEWAR]] on "dma0"
 // CHECK-NEXT:      sync.signal [[ACC:[0-9]+]] on "matrix"
 // CHECK-NEXT:      sync.wait [[ACC]] on "vector"
 // CHECK-NEXT:      sync.wait [[YWAR]] on "vector"
@@ -317,6 +354,7 @@ func.func @nested_loops(%x: memref<8x8xf32, "dram">, %w: memref<8x4xf32, "dram">
 // CHECK-NEXT:      sync.wait [[Y]] on "dma1"
 // CHECK-NEXT:      tile.copy %y
 // CHECK-NEXT:      sync.signal [[YWAR]] on "dma1"
+// CHECK-NEXT:      sync.wait [[TILEWAR]] on "dma0"
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sync.wait [[ACCWAR]] on "matrix"
 // CHECK-NEXT:    sync.wait [[YWAR]] on "vector"

@@ -12,17 +12,24 @@ of one level (an op, or a whole loop). Each edge becomes a protocol on one semap
     sync.wait s on "B"      // right before Y'      X' ... on "A"
     Y'  ... on "B"                                  sync.signal s on "A"         // after X'
                                                   }
+                                                  ...  // B's ops that need no X'
                                                   sync.wait s on "B" count d     // drain
 
 A credit wait lets Y' of iteration i + d start once X' of iteration i is done (the first d
 iterations use the primed credits, e.g. a load into a buffer waits for the consumer of the
 load d iterations earlier); the drain returns the semaphore to 0 and orders all of X' before
-whatever follows the loop on B. A producer before a loop and a consumer inside it is a forward
-edge whose wait sits once before the loop (Y' is the loop); the reverse, once after it.
+whatever follows it on B. It is deferred (`drain_points`): it sits before the first later item
+of the loop's level that needs it (one that uses the semaphore again, or consumes a dependence
+of the pair from the loop or before it), else at the end of that level's body, so B goes on
+with what does not depend on the loop's last iterations, e.g. the next kernel's first loads.
+A producer before a loop and a consumer inside it is a forward edge whose wait sits once
+before the loop (Y' is the loop), or inside it when the consumers lie past its first item
+(`sink_points`); the reverse, once after it.
 
 Redundancy: an edge is dropped when another one on the same engine pair and level implies it
 (signal no earlier, wait no later), or when a loop strictly between its ends holds an edge on
-the same engine pair (that edge's first signal and wait, or its drain, order the same ops).
+the same engine pair (that edge's first signal and wait, or its drain, order the same ops: a
+deferred drain still comes before the end's item, which consumes a dependence of the pair).
 
 Semaphore numbers. A semaphore has one waiting engine, which counts units: its k-th wait
 passes once k units were signalled. The edges of one engine pair share a number wherever that
@@ -43,9 +50,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.dialects import sync, tile
@@ -233,7 +241,9 @@ class Inserter:
         self.after(producer, sync.SignalOp(semaphore, edge.source, level.trips))
         Rewriter.insert_op(sync.WaitOp(semaphore, edge.target), InsertPoint.before(level.items[item]))
 
-    def insert(self, edge: Edge, semaphore: int) -> None:
+    def insert(self, edge: Edge, semaphore: int, drained: bool = False) -> None:
+        """A forward or credit edge; a credit edge drains right after its loop unless its
+        drain is already in place (`drained`, `insert_drain`)."""
         producer, consumer = edge.level.items[edge.after], edge.level.items[edge.before]
         self.after(producer, sync.SignalOp(semaphore, edge.source))
         Rewriter.insert_op(sync.WaitOp(semaphore, edge.target), InsertPoint.before(consumer))
@@ -241,7 +251,78 @@ class Inserter:
             loop = edge.level.loop
             assert loop is not None
             Rewriter.insert_op(sync.SignalOp(semaphore, edge.target, edge.distance), InsertPoint.before(loop))
-            self.after(loop, sync.WaitOp(semaphore, edge.target, edge.distance))
+            if not drained:
+                self.after(loop, sync.WaitOp(semaphore, edge.target, edge.distance))
+
+    @staticmethod
+    def insert_drain(edge: Edge, semaphore: int, point: Operation | Block) -> None:
+        """The drain of credit edge `edge` before op `point`, or at the end of block `point`
+        (before its terminator). Drains go in first, so the primes and waits later put before
+        the same op come after them."""
+        drain = sync.WaitOp(semaphore, edge.target, edge.distance)
+        if isinstance(point, Operation):
+            Rewriter.insert_op(drain, InsertPoint.before(point))
+            return
+        last = point.last_op
+        if last is not None and last.has_trait(IsTerminator):
+            Rewriter.insert_op(drain, InsertPoint.before(last))
+        else:
+            Rewriter.insert_op(drain, InsertPoint.at_end(point))
+
+
+# --------------------------------------------------------------------------- deferred drains
+
+
+def _uses(edge: Edge) -> list[Operation]:
+    """The ops before which `edge` puts a wait or a prime on its target engine."""
+    uses = [edge.level.items[edge.before]]
+    if edge.distance and edge.level.loop is not None:
+        uses.append(edge.level.loop)
+    return uses
+
+
+def drain_points(edges: list[Edge], found: list[Edge], ids: dict[Edge, int]) -> dict[Edge, Operation | Block]:
+    """Where each credit edge of `edges` drains: not right after its loop but before the first
+    later item of the enclosing level that needs it, else at the end of that level's body
+    (once per instance of the loop, and before the function ends: every semaphore is back
+    to 0). Needing it: the item uses the same semaphore (a wait or prime of an edge sharing
+    it, or a drain: the source's signals come in program order, so the drain still takes
+    exactly the loop's last units), or it consumes a dependence (`found`: before `prune`) of
+    the same engine pair from the loop or an item before it, which the drain may be what
+    orders (`prune` drops edges that span a loop holding one of their pair). Until then the
+    target engine goes on with what follows the loop, e.g. the loads of the next kernel."""
+    by_number: dict[int, list[Edge]] = {}
+    for edge in edges:
+        if edge in ids:
+            by_number.setdefault(ids[edge], []).append(edge)
+    crossing: dict[tuple[int, str, str], list[Edge]] = {}
+    for edge in found:
+        crossing.setdefault((id(edge.level), edge.source, edge.target), []).append(edge)
+    points: dict[Edge, Operation | Block] = {}
+    for edge in edges:
+        if not edge.distance or edge not in ids:
+            continue
+        outer, position = edge.level.parent, edge.level.position
+        assert outer is not None
+        index = {id(item): k for k, item in enumerate(outer.items)}
+        uses = [
+            k
+            for other in by_number[ids[edge]]
+            for use in _uses(other)
+            if (k := _item_of(use, index)) is not None and k > position
+        ]
+        consumers = [
+            other.before
+            for other in crossing.get((id(outer), edge.source, edge.target), [])
+            if other.after <= position < other.before
+        ]
+        if uses or consumers:
+            points[edge] = outer.items[min(uses + consumers)]
+        else:
+            block = outer.items[-1].parent_block()
+            assert block is not None
+            points[edge] = block
+    return points
 
 
 # --------------------------------------------------------------------------- waits inside loops
@@ -342,11 +423,13 @@ def insert_semaphores(function: func.FuncOp, limit: int, label: str) -> None:
             break
         sunk = {e: point for e, point in sunk.items() if e in sunk_ids}
     inserter = Inserter()
+    for edge, point in drain_points([e for e in edges if e not in sunk], found, ids).items():
+        inserter.insert_drain(edge, ids[edge], point)
     for edge in edges:
         if edge in sunk:
             inserter.insert_sunk(edge, sunk[edge], sunk_ids[edge])
         else:
-            inserter.insert(edge, ids[edge])
+            inserter.insert(edge, ids[edge], drained=True)
 
 
 UNSPREAD_ATTR = "sync.dma_queues"

@@ -145,6 +145,30 @@ PEELED_THEN_LOOP = _function(
 peeled segment; the loop rewrites its output): the step's read of %t1 is waited for inside
 the loop, before the load into %t1, not before the loop (`insert_semaphores`)."""
 
+LOOP_THEN_NEXT_KERNEL = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "first" {{
+    %t = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %u = tile.alloc {{offset = 128 : i64}} : {ROW}
+    scf.for %i = %c0 to %c8 step %c2 {{
+      tile.copy %x[%i, %c0] to %t[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%i, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}
+  tile.kernel "second" {{
+    %v = tile.alloc {{offset = 256 : i64}} : {ROW}
+    %t = tile.alloc {{offset = 0 : i64}} : {ROW}
+    tile.copy %x[%c2, %c0] to %v[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+    tile.copy %x[%c4, %c0] to %t[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
+    tile.binary %v[%c0, %c0], %t[%c0, %c0] to %v[%c0, %c0] sizes [2, 16] {{op = "add"}} : {ROW}, {ROW}, {ROW}
+    tile.copy %v[%c0, %c0] to %y[%c0, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+  }}""",
+)
+"""A loop whose loads wait for the vector op that read the previous one (a credit), then a
+kernel that first loads into bytes the loop never touches, then into the loop's tile: the
+credit drains before the second load only (`drain_points`)."""
+
 SHARED_BYTES = _function(
     f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
     f"""  tile.kernel "first" {{
@@ -173,6 +197,7 @@ MODULES = {
     "multi_buffered": MULTI_BUFFERED,
     "peeled_then_loop": PEELED_THEN_LOOP,
     "shared_bytes": SHARED_BYTES,
+    "loop_then_next_kernel": LOOP_THEN_NEXT_KERNEL,
 }
 ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
 SYNC_PIPELINES = (
@@ -267,6 +292,36 @@ def test_a_step_before_a_loop_is_waited_for_inside_it(tmp_path: Path):
     assert not [op for op in _sync_ops(module) if op.amount() == 2]
     for order in ORDERS:
         np.testing.assert_array_equal(run_sync(module, inputs, order=order).outputs["y"], expected["y"])
+
+
+def test_a_loop_credit_drains_before_the_first_op_that_needs_it():
+    """The loop's credit (vector -> dma0) does not drain right after the loop: dma0 first loads
+    into %v, which no op of the loop touches, then drains before the load that overwrites the
+    loop's tile; race-free and balanced in every engine order."""
+    module, inputs, expected = _case("loop_then_next_kernel")
+    _apply(module, "convert-tile-to-sync{target=tiny},insert-semaphores")
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    (credit,) = [
+        op.semaphore()
+        for op in loop.body.block.ops
+        if isinstance(op, sync.WaitOp) and op.engine_name() == "dma0"
+    ]
+    second = next(op for op in module.walk() if isinstance(op, tile.KernelOp) and op.sym.data == "second")
+    ops = list(second.body.block.ops)
+    loads = [k for k, op in enumerate(ops) if isinstance(op, tile.CopyOp) and sync.engine_of(op) == "dma0"]
+    waits = [
+        k
+        for k, op in enumerate(ops)
+        if isinstance(op, sync.WaitOp) and op.semaphore() == credit and op.engine_name() == "dma0"
+    ]
+    assert waits  # the drain, and the forward edge from the loop sharing its semaphore
+    assert all(loads[0] < k < loads[1] for k in waits)
+    after_loop = loop.next_op
+    assert not (isinstance(after_loop, sync.WaitOp) and after_loop.semaphore() == credit)
+    for order in ORDERS:
+        run = run_sync(module, inputs, order=order)
+        np.testing.assert_array_equal(run.outputs["y"], expected["y"])
+        assert set(run.semaphores.values()) <= {0}
 
 
 # --------------------------------------------------------------------------- mutation
