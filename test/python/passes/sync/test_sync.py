@@ -306,7 +306,11 @@ def test_a_loop_credit_drains_before_the_first_op_that_needs_it():
         for op in loop.body.block.ops
         if isinstance(op, sync.WaitOp) and op.engine_name() == "dma0"
     ]
-    second = next(op for op in module.walk() if isinstance(op, tile.KernelOp) and op.sym.data == "second")
+    second = next(
+        op
+        for op in module.walk()
+        if isinstance(op, tile.KernelOp) and op.sym is not None and op.sym.data == "second"
+    )
     ops = list(second.body.block.ops)
     loads = [k for k, op in enumerate(ops) if isinstance(op, tile.CopyOp) and sync.engine_of(op) == "dma0"]
     waits = [
