@@ -1,7 +1,8 @@
 """`aitc compile`: ONNX or .mlir at any level -> hw program (or a stop at an earlier level).
 
     graph ──graph-optimize──▶ graph ──convert-graph-to-tile──▶ tile ──multi-buffer, plan-memory──▶
-    tile ──convert-tile-to-sync, insert-semaphores, optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
+    tile ──convert-tile-to-sync, schedule-engines, insert-semaphores, optimize-sync──▶ sync
+    ──convert-sync-to-hw──▶ hw
 
 The stages are those of `aitc.passes.pipelines.lowering_stages` (the one place that orders
 passes), run by its `run_pipeline` (which verifies between passes and times every pass); this

@@ -9,8 +9,8 @@ passes/graph/graph_optimize.py); every other list is here.
     graph ──graph-optimize──▶ graph [──shard-propagate, shard-partition, shard-simplify──▶ per-core
     graph, with more than one core] ──graph-legalize-axes, graph-polyphase-conv, place-on-host,
     convert-graph-to-tile──▶
-    tile ──multi-buffer, plan-memory──▶ tile ──convert-tile-to-sync, insert-semaphores,
-    optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
+    tile ──multi-buffer, plan-memory──▶ tile ──convert-tile-to-sync, schedule-engines,
+    insert-semaphores, optimize-sync──▶ sync ──convert-sync-to-hw──▶ hw
 
 The target is not part of any pipeline: it is the module's `aitc.target` attribute
 (`aitc.module_target`), recorded by `aitc compile --target` or given once to the first
@@ -37,6 +37,7 @@ from aitc.passes.shard.shard_propagate import ShardPropagatePass
 from aitc.passes.shard.shard_simplify import ShardSimplifyPass
 from aitc.passes.sync.insert_semaphores import InsertSemaphoresPass
 from aitc.passes.sync.optimize_sync import OptimizeSyncPass
+from aitc.passes.sync.schedule_engines import ScheduleEnginesPass
 from aitc.passes.sync_to_hw import ConvertSyncToHwPass
 from aitc.passes.tile.multi_buffer import MultiBufferPass
 from aitc.passes.tile.plan_memory import PlanMemoryPass
@@ -85,7 +86,11 @@ def lowering_stages(
             ],
         ),
         ("tile", "tile", [MultiBufferPass(depth=depth), PlanMemoryPass()]),
-        ("tile", "sync", [ConvertTileToSyncPass(), InsertSemaphoresPass(), OptimizeSyncPass()]),
+        (
+            "tile",
+            "sync",
+            [ConvertTileToSyncPass(), ScheduleEnginesPass(), InsertSemaphoresPass(), OptimizeSyncPass()],
+        ),
         ("sync", "hw", [ConvertSyncToHwPass()]),
     ]
 

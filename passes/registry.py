@@ -95,6 +95,12 @@ def _insert_semaphores() -> type[ModulePass]:
     return InsertSemaphoresPass
 
 
+def _schedule_engines() -> type[ModulePass]:
+    from aitc.passes.sync.schedule_engines import ScheduleEnginesPass
+
+    return ScheduleEnginesPass
+
+
 def _optimize_sync() -> type[ModulePass]:
     from aitc.passes.sync.optimize_sync import OptimizeSyncPass
 
@@ -149,6 +155,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "multi-buffer": _multi_buffer,
     "plan-memory": _plan_memory,
     "convert-tile-to-sync": _convert_tile_to_sync,
+    "schedule-engines": _schedule_engines,
     "insert-semaphores": _insert_semaphores,
     "optimize-sync": _optimize_sync,
     "convert-sync-to-hw": _convert_sync_to_hw,

@@ -83,7 +83,16 @@ def _trips(op: Operation, kernel: tile.KernelOp) -> int:
     return math.prod(trip_count(loop) or 1 for loop in loops)
 
 
-def _busy_cycles(op: tile.WindowOp, target: Target) -> int:
+def busy_cycles(op: tile.WindowOp, target: Target) -> int:
+    """Cycles one run of compute op `op` keeps its engine busy, as the cost model charges it."""
+    if not _is_dma(op):
+        found = _engine_cycles(op, target)
+        assert found is not None
+        return found[1]
+    return _dma_cycles(op, target)
+
+
+def _dma_cycles(op: tile.WindowOp, target: Target) -> int:
     """Cycles one run of DMA op `op` keeps its queue busy, as the cost model charges it."""
     source, destination = op.accesses()[0][0], op.accesses()[-1][0]
     spaces = (tile.space_of(source), tile.space_of(destination))
@@ -116,7 +125,7 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
             load_bound[innermost] = _bound_by_loads(innermost, kernel, target)
         apart = innermost is not None and load_bound.get(innermost, False)
         behind = reads_dram and (order[op] > first_store or in_storing_loop) and not apart
-        cycles = _trips(op, kernel) * _busy_cycles(op, target)
+        cycles = _trips(op, kernel) * _dma_cycles(op, target)
         transfers.append(Transfer(cycles, _writes_dram(op), behind))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
@@ -144,7 +153,7 @@ def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target) -> b
         times = _trips(op, kernel)
         if _is_dma(op):
             if _reads_dram(op) and not _writes_dram(op):
-                loads += times * _busy_cycles(op, target)
+                loads += times * _dma_cycles(op, target)
         elif (found := _engine_cycles(op, target)) is not None:
             engines[found[0]] += times * found[1]
     return loads > max(engines.values())
