@@ -75,7 +75,9 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     matmul_steps,
     peeled_tiles,
     slot_role,
+    step_slot,
     step_tile,
+    steps_alternate,
 )
 from aitc.passes.graph_to_tile.tuning import choose, noted
 from aitc.types import broadcast_shapes
@@ -151,7 +153,8 @@ class _MatmulEmitter:
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
         self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
         self.panels = 0  # kept panels emitted so far
-        kb.cost.overlap = group_slots(plan.bn, plan.tn) > 1
+        self.alternate = steps_alternate(g.k, plan.tk, plan.bn, plan.tn, plan.mode)
+        kb.cost.overlap = group_slots(plan.bn, plan.tn) > 1 or self.alternate
 
     def run(self, activation: str | None) -> None:
         self.activation = activation
@@ -257,6 +260,8 @@ class _MatmulEmitter:
         kb, bufs, rows = self.kb, self.bufs, self.kb.budget.rows
         msz, (gsz, slot) = at[1], group
         a0, b0, size = ks
+        if self.alternate:
+            slot = step_slot(kind, self.g.k, self.plan.tk, self.plan.mode)
         acc = Win(bufs["acc"], (0, j0)) if self.block_acc else Win.at(bufs[slot_role("acc", slot)])
         fresh = kind in ("first", "only") or self.plan.mode == "sram"
 

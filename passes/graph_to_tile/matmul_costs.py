@@ -35,6 +35,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     matmul_steps,
     peeled_tiles,
     sram_need,
+    steps_alternate,
 )
 from aitc.target import Target
 
@@ -198,7 +199,7 @@ def estimate_matmul(
         keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
     buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
     rotates = block_rotates(buffers, budget, keep)
-    cost = Cost(depth=budget.depth, overlap=group_slots(bn, tn) > 1)
+    cost = Cost(depth=budget.depth, overlap=group_slots(bn, tn) > 1 or steps_alternate(p.k, tk, bn, tn, mode))
     charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates)
     return MatmulPlan(
         tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),

@@ -135,6 +135,20 @@ def group_slots(bn: int, tn: int) -> int:
     return 2 if groups % 2 == 0 else 3
 
 
+def steps_alternate(k: int, tk: int, bn: int, tn: int, mode: str) -> bool:
+    """Whether the K steps of a block take turns on two ACC tiles: a block summed in SRAM with
+    one column group (`group_slots` gives it one tile), so the matrix engine starts a step while
+    the vector engine adds the last one into the block (`step_slot`)."""
+    return mode == "sram" and tk < k and -(-bn // tn) == 1
+
+
+def step_slot(kind: str, k: int, tk: int, mode: str) -> int:
+    """The ACC tile a step of `kind` uses when steps alternate: the first 0, the steps between
+    1 (multi-buffer rotates them when they loop), the last 0 after them, else 1."""
+    middle = any(step == "next" for step, _, _ in matmul_steps(k, tk, mode))
+    return {"first": 0, "next": 1}.get(kind, 0 if middle else 1)
+
+
 def peeled_tiles(k: int, tk: int, mode: str) -> tuple[str, ...]:
     """The peeled K steps that load into tiles of their own (graph_to_tile_linear): straight-line
     steps that shared tiles would run one after the other (multi-buffer only rotates loops);
@@ -173,6 +187,7 @@ def matmul_buffers(
             buffers[f"b_{kind}"] = ((ktile, bn), "sram")
     if mode == "sram" and not single:
         buffers["c"] = ((tm, bn), "sram")
+        slots = 2 if steps_alternate(p.k, tk, bn, tn, mode) else slots
         buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
     else:
         if single:

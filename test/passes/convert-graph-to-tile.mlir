@@ -391,3 +391,19 @@ func.func @matmul_residual(%x: tensor<8x8xf32> {graph.name = "x"}, %w: tensor<8x
 // CHECK-NEXT:      tile.binary %[[T]][{{.*}}], %[[R]][{{.*}}] to %[[T]][{{.*}}] sizes [7, 4] {op = "add"}
 // CHECK-NEXT:      tile.copy %[[T]][{{.*}}] to %y[{{.*}}] sizes [7, 4]
 // CHECK-NOT:     tile.kernel
+
+// -----
+
+// A block summed in SRAM with one column group: its K steps take turns on two ACC tiles, so
+// the matrix engine starts the last step while the vector engine reads the first one's sum.
+func.func @matmul_steps_alternate(%x: tensor<16x64xf32> {graph.name = "x"}, %w: tensor<64x4xf32> {graph.name = "w"}) -> (tensor<16x4xf32> {graph.name = "y"}) {
+  %y = graph.matmul %x, %w : tensor<16x64xf32>, tensor<64x4xf32> -> tensor<16x4xf32>
+  func.return %y : tensor<16x4xf32>
+}
+// CHECK-LABEL: func.func @matmul_steps_alternate
+// CHECK:         tile.kernel "graph.matmul" {op = "graph.matmul", tiles = array<i64: 16, 32, 4>, block = array<i64: 16, 4>
+// CHECK:           tile.matmul %{{[0-9]+}}[{{.*}}], %{{[0-9]+}}[{{.*}}] to %[[FIRST:[0-9]+]][{{.*}}] sizes [16, 4, 4] :
+// CHECK:           tile.acc_read %[[FIRST]][{{.*}}] to %[[C:[0-9]+]]
+// CHECK:           tile.matmul %{{[0-9]+}}[{{.*}}], %{{[0-9]+}}[{{.*}}] to %[[LAST:[0-9]+]][{{.*}}] sizes [16, 4, 4] :
+// CHECK-NOT:       %[[FIRST]]
+// CHECK:           tile.binary %[[LAST]][{{.*}}], %[[C]][{{.*}}] to %[[C]]
