@@ -86,11 +86,14 @@ def _trips(op: Operation, kernel: tile.KernelOp) -> int:
 
 def busy_cycles(op: tile.WindowOp, target: Target) -> int:
     """Cycles one run of compute op `op` keeps its engine busy, as the cost model charges it."""
-    if not _is_dma(op):
-        found = _engine_cycles(op, target)
-        assert found is not None
-        return found[1]
-    return _dma_cycles(op, target)
+    kind, box = tile.engine_class(op), op.box()
+    if kind == "dma":
+        return _dma_cycles(op, target)
+    if kind == "matrix":
+        return matmul_cycles(target, box[0], box[1])
+    name = op.attributes.get("op")
+    cost = name.data if isinstance(name, StringAttr) else "default"
+    return vector_cycles(target, cost, math.prod(box[:-1]), box[-1])
 
 
 def _dma_cycles(op: tile.WindowOp, target: Target) -> int:
@@ -143,32 +146,17 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         sync.bind(op, queue)
 
 
-def _engine_cycles(op: tile.WindowOp, target: Target) -> tuple[str, int] | None:
-    """(engine, cycles) of one run of a matrix or vector op, as the cost model charges it."""
-    kind, box = tile.engine_class(op), op.box()
-    if kind == "matrix":
-        return kind, matmul_cycles(target, box[0], box[1])
-    if kind == "vector":
-        name = op.attributes.get("op")
-        cost = name.data if isinstance(name, StringAttr) else "default"
-        return kind, vector_cycles(target, cost, math.prod(box[:-1]), box[-1])
-    return None
-
-
 def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target) -> bool:
     """Whether the DRAM reads inside `loop` keep one queue busier than the loop's matrix or
     vector ops keep their engine: the loop waits for its loads, so spreading them pays."""
-    loads, engines = 0, {"matrix": 0, "vector": 0}
+    busy = {"dma": 0, "matrix": 0, "vector": 0}  # dma: the DRAM reads only
     for op in loop.walk():
         if not isinstance(op, tile.COMPUTE_OPS):
             continue
-        times = _trips(op, kernel)
-        if _is_dma(op):
-            if _reads_dram(op) and not _writes_dram(op):
-                loads += times * _dma_cycles(op, target)
-        elif (found := _engine_cycles(op, target)) is not None:
-            engines[found[0]] += times * found[1]
-    return loads > max(engines.values())
+        kind = tile.engine_class(op)
+        if kind != "dma" or (_reads_dram(op) and not _writes_dram(op)):
+            busy[kind] += _trips(op, kernel) * busy_cycles(op, target)
+    return busy["dma"] > max(busy["matrix"], busy["vector"])
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:

@@ -70,6 +70,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     MAX_UNROLL,
     MatmulPlan,
     MatmulProblem,
+    engines_overlap,
     group_slots,
     matmul_buffers,
     matmul_steps,
@@ -154,7 +155,7 @@ class _MatmulEmitter:
         self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
         self.panels = 0  # kept panels emitted so far
         self.alternate = steps_alternate(g.k, plan.tk, plan.bn, plan.tn, plan.mode)
-        kb.cost.overlap = group_slots(plan.bn, plan.tn) > 1 or self.alternate
+        kb.cost.overlap = engines_overlap(g.k, plan.tk, plan.bn, plan.tn, plan.mode)
 
     def run(self, activation: str | None) -> None:
         self.activation = activation

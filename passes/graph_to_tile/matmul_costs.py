@@ -28,14 +28,13 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     MatmulProblem,
     block_rotates,
     column_groups,
+    engines_overlap,
     footprint,
-    group_slots,
     matmul_buffers,
     matmul_sram_bytes,
     matmul_steps,
     peeled_tiles,
     sram_need,
-    steps_alternate,
 )
 from aitc.target import Target
 
@@ -199,7 +198,7 @@ def estimate_matmul(
         keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
     buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
     rotates = block_rotates(buffers, budget, keep)
-    cost = Cost(depth=budget.depth, overlap=group_slots(bn, tn) > 1 or steps_alternate(p.k, tk, bn, tn, mode))
+    cost = Cost(depth=budget.depth, overlap=engines_overlap(p.k, tk, bn, tn, mode))
     charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates)
     return MatmulPlan(
         tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),

@@ -144,6 +144,12 @@ def steps_alternate(k: int, tk: int, bn: int, tn: int, mode: str) -> bool:
     return mode == "sram" and tk < k and -(-bn // tn) == 1
 
 
+def engines_overlap(k: int, tk: int, bn: int, tn: int, mode: str) -> bool:
+    """Whether the matrix and vector engines take turns on several ACC tiles of a block (column
+    groups, or alternating K steps), so they overlap even at buffer depth 1 (`Cost.overlap`)."""
+    return group_slots(bn, tn) > 1 or steps_alternate(k, tk, bn, tn, mode)
+
+
 def step_slot(kind: str, k: int, tk: int, mode: str) -> int:
     """The ACC tile a step of `kind` uses when steps alternate: the first 0, the steps between
     1 (multi-buffer rotates them when they loop), the last 0 after them, else 1."""

@@ -298,13 +298,16 @@ def drain_points(edges: list[Edge], found: list[Edge], ids: dict[Edge, int]) -> 
     crossing: dict[tuple[int, str, str], list[Edge]] = {}
     for edge in found:
         crossing.setdefault((id(edge.level), edge.source, edge.target), []).append(edge)
+    indices: dict[int, dict[int, int]] = {}  # per level, its items by id
     points: dict[Edge, Operation | Block] = {}
     for edge in edges:
         if not edge.distance or edge not in ids:
             continue
         outer, position = edge.level.parent, edge.level.position
         assert outer is not None
-        index = {id(item): k for k, item in enumerate(outer.items)}
+        if id(outer) not in indices:
+            indices[id(outer)] = {id(item): k for k, item in enumerate(outer.items)}
+        index = indices[id(outer)]
         uses = [
             k
             for other in by_number[ids[edge]]
