@@ -55,16 +55,17 @@ class Axis:
 def plan_copy(
     ctx: LoweringContext, op: Operation, axes_list: Sequence[Sequence[Axis]], element: int, share: int = 1
 ) -> tuple[int, ...]:
-    """One staging box for several copies of the same rank (the largest tile any needs), within
-    1/`share` of the SRAM budget."""
-    boxes = []
-    for axes in axes_list:
-        extents, tileable = tuple(a.extent for a in axes), tuple(a.tileable for a in axes)
-        box = plan_box(extents, tileable, element, ctx.budget.sram // share)
-        if box is None:
-            raise CannotFit(op, "one element", element, ctx.budget)
-        boxes.append(box)
-    return tuple(max(sizes) for sizes in zip(*boxes, strict=True))
+    """One staging box for several copies of the same rank, within 1/`share` of the SRAM
+    budget: planned over the largest extent any copy has along each dim (a dim tiles where
+    some copy can tile it; a copy that cannot steps through it one element at a time). The
+    copies' own boxes, merged dim by dim, could together exceed the budget (a concat of a
+    thin slab and a thick one: the slab's whole channels, the slab's rows)."""
+    extents = tuple(max(a[d].extent for a in axes_list) for d in range(len(axes_list[0])))
+    tileable = tuple(any(a[d].tileable for a in axes_list) for d in range(len(axes_list[0])))
+    box = plan_box(extents, tileable, element, ctx.budget.sram // share)
+    if box is None:
+        raise CannotFit(op, "one element", element, ctx.budget)
+    return box
 
 
 def copy_box(kb: KernelBuilder, src: SSAValue, dst: SSAValue, axes: Sequence[Axis], stage: SSAValue) -> None:

@@ -114,6 +114,16 @@ func.func @movement(%x: tensor<2x8x2x16xf32>, %y: tensor<2x3x16xf32>) -> (tensor
 
 // -----
 
+// A concat of a thin slab and a thick block (a halo row joined to a core's part): one staging
+// box serves both copies, and must fit the budget (the copies' own boxes merged dim by dim,
+// the slab's every channel with the block's rows, used to exceed it).
+func.func @concat_slab_and_block(%row: tensor<1x64x1x112xf32>, %part: tensor<1x64x28x112xf32>) -> tensor<1x64x29x112xf32> {
+  %cat = graph.concat %row, %part {axis = 2 : i64} : (tensor<1x64x1x112xf32>, tensor<1x64x28x112xf32>) -> tensor<1x64x29x112xf32>
+  func.return %cat : tensor<1x64x29x112xf32>
+}
+
+// -----
+
 // Embedding lookups with i64 ids from an input (negative ones wrapped) and from a constant.
 func.func @gather(%ids: tensor<2x5xi64>, %t: tensor<6x12xf32>) -> (tensor<2x5x12xf32>, tensor<3x12xf32>) {
   %e = graph.gather %t, %ids {axis = 0 : i64} : tensor<6x12xf32>, tensor<2x5xi64> -> tensor<2x5x12xf32>
