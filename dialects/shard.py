@@ -664,24 +664,33 @@ def _split_shape(shape: Sequence[int], axis: int, parts: int) -> tuple[int, ...]
     return tuple(result)
 
 
+HALO_FILLS = {"0": 0.0, "-inf": float("-inf")}
+"""What `shard.all_slice` may put past a dim's ends (its `fill`): the padding value of the
+window op reading the widened part (zeros for a convolution, -inf for a max pool)."""
+
+
 @irdl_op_definition
 class AllSliceOp(CollectiveOp):
     """Core k of a group keeps part k of its (replicated) value along `slice_axis`; nothing is
     sent. With `halo = [lo, hi]`, part k is widened to elements [k w - lo, (k+1) w + hi) of
-    the dim (w its size / group size), zeros where that runs past the dim's ends: the rows a
-    convolution split along that dim reads, its zero padding at the two outer cores.
+    the dim (w its size / group size), `fill` where that runs past the dim's ends: the rows a
+    window op split along that dim reads, its padding at the two outer cores. `fill` is one of
+    HALO_FILLS: "0" (the default, left out; a convolution's padding) or "-inf" (a max pool's).
 
     ```mlir
     shard.grid @cores(shape = 4)
     %y = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x4xf32>
     %h = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 halo = [1, 1]
       : tensor<1x3x16x16xf32> -> tensor<1x3x6x16xf32>
+    %p = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 halo = [1, 0] fill = "-inf"
+      : tensor<1x3x16x16xf32> -> tensor<1x3x5x16xf32>
     ```
     """
 
     name = "shard.all_slice"
     slice_axis = prop_def(INTS)
     halo = opt_prop_def(INTS)
+    fill = opt_prop_def(StringAttr)
     INT_PROPS: ClassVar[tuple[str, ...]] = ("slice_axis",)
     traits = traits_def(Pure())
 
@@ -694,10 +703,18 @@ class AllSliceOp(CollectiveOp):
         *,
         slice_axis: int,
         halo: Sequence[int] | None = None,
+        fill: str = "0",
     ):
         super().__init__(input, grid, grid_axes, result_type, slice_axis=slice_axis)
         if halo is not None and tuple(halo) != (0, 0):
             self.properties["halo"] = ints_attr(halo)
+        if fill != "0":
+            self.properties["fill"] = StringAttr(fill)
+
+    @property
+    def halo_fill(self) -> float:
+        """What stands past the dim's ends in a widened part: 0.0 or -inf."""
+        return HALO_FILLS[self.fill.data] if self.fill is not None else 0.0
 
     @property
     def halo_sizes(self) -> tuple[int, int]:
@@ -710,6 +727,8 @@ class AllSliceOp(CollectiveOp):
     def expected_shape(self, parts: int) -> tuple[int, ...] | str:
         if self.halo is not None and (len(ints_of(self.halo)) != 2 or min(ints_of(self.halo)) < 0):
             return f"halo must be [lo, hi], both >= 0, not {list(ints_of(self.halo))}"
+        if self.fill is not None and (self.fill.data not in HALO_FILLS or self.halo is None):
+            return f'fill "{self.fill.data}" needs a halo and is one of {", ".join(map(repr, HALO_FILLS))}'
         shape = _split_shape(self.in_shape, self.int_prop("slice_axis"), parts)
         if isinstance(shape, str):
             return shape
@@ -722,6 +741,8 @@ class AllSliceOp(CollectiveOp):
         if self.halo is not None:
             printer.print_string(" halo = ")
             _print_ints(printer, ints_of(self.halo))
+        if self.fill is not None:
+            printer.print_string(f' fill = "{self.fill.data}"')
 
     @classmethod
     def parse_extra(cls, parser: Parser) -> dict[str, object]:
@@ -729,6 +750,9 @@ class AllSliceOp(CollectiveOp):
         halo = _keyword_ints(parser, "halo")
         if halo is not None:
             extra["halo"] = halo
+        if parser.parse_optional_keyword("fill") is not None:
+            parser.parse_punctuation("=")
+            extra["fill"] = parser.parse_str_literal()
         return extra
 
 

@@ -98,6 +98,8 @@ func.func @main(%x: tensor<8x16xf32> {graph.name = "x"}, %w: tensor<16x4xf32> {g
   %c = shard.reduce_scatter %r on @cores grid_axes = [0] scatter_axis = 0
     : tensor<8x16xf32> -> tensor<2x16xf32>
   %l = shard.all_slice %c on @mesh grid_axes = [1] slice_axis = 1 : tensor<2x16xf32> -> tensor<2x8xf32>
+  %h = shard.all_slice %c on @cores grid_axes = [0] slice_axis = 1 halo = [1, 0] fill = "-inf"
+    : tensor<2x16xf32> -> tensor<2x5xf32>
   %t = shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0
     : tensor<2x8xf32> -> tensor<8x2xf32>
   %y = shard.broadcast %x on @mesh grid_axes = [0, 1] root = [1, 0] : tensor<8x16xf32> -> tensor<8x16xf32>

@@ -97,10 +97,10 @@ def groups(dims: Sequence[int], axes: Sequence[int]) -> list[list[int]]:
 
 
 def halo_part(
-    array: np.ndarray, axis: int, position: int, parts: int, lo: int = 0, hi: int = 0
+    array: np.ndarray, axis: int, position: int, parts: int, lo: int = 0, hi: int = 0, fill: float = 0.0
 ) -> np.ndarray:
     """Part `position` of `parts` of `array` along `axis`, widened by `lo` elements before and
-    `hi` after (zeros past the array's ends): `shard.all_slice`'s result on that core."""
+    `hi` after (`fill` past the array's ends): `shard.all_slice`'s result on that core."""
     width = array.shape[axis] // parts
     start, stop = position * width - lo, (position + 1) * width + hi
     inside = np.take(array, np.arange(max(start, 0), min(stop, array.shape[axis])), axis=axis)
@@ -108,7 +108,9 @@ def halo_part(
         return inside
     pads = [(0, 0)] * array.ndim
     pads[axis] = (max(-start, 0), max(stop - array.shape[axis], 0))
-    return np.pad(inside, pads)
+    if not np.issubdtype(array.dtype, np.floating) and fill == float("-inf"):
+        fill = np.iinfo(array.dtype).min  # an integer max pool's padding: the lowest value
+    return np.pad(inside, pads, constant_values=np.asarray(fill, dtype=array.dtype))
 
 
 def _reduce(kind: str, values: Sequence[np.ndarray]) -> np.ndarray:
@@ -126,7 +128,7 @@ def _group_results(op: shard.CollectiveOp, values: list[np.ndarray]) -> list[np.
         return np.split(_reduce(op.kind, values), parts, axis=op.int_prop("scatter_axis"))
     if isinstance(op, shard.AllSliceOp):
         axis, (lo, hi) = op.int_prop("slice_axis"), op.halo_sizes
-        return [halo_part(value, axis, k, parts, lo, hi) for k, value in enumerate(values)]
+        return [halo_part(value, axis, k, parts, lo, hi, op.halo_fill) for k, value in enumerate(values)]
     if isinstance(op, shard.AllToAllOp):
         split, concat = op.int_prop("split_axis"), op.int_prop("concat_axis")
         pieces = [np.split(value, parts, axis=split) for value in values]

@@ -10,8 +10,9 @@
                                        would be host work, which a core's phase cannot hold)
     all_slice of any other value    -> graph.slice at core c's offset (a local copy)
     all_slice with a halo           -> graph.slice of core c's widened part, clipped to the
-                                       value; past its ends, zero padding of the conv reading
-                                       it (or a graph.pad)
+                                       value; past its ends, padding of the window op reading
+                                       it when its padding is the halo's fill (a conv's zeros,
+                                       a max pool's -inf), else a graph.pad with the fill
     process_linear_index            -> graph.constant c
 
 The other collectives stay: they are what the cores do together (`phases.py` cuts there).
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
-from xdsl.ir import BlockArgument, Operation
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, TensorType, f64, i64
+from xdsl.ir import Attribute, BlockArgument, Operation
 
 from aitc.diagnostics import AitcError
 from aitc.dialects import graph, shard
@@ -71,7 +72,7 @@ def _slice_of(op: shard.AllSliceOp, core: int) -> Operation:
     source = op.input.owner
     if isinstance(source, graph.ConstantOp) and source.value is not None:
         position, parts = _position(op, core)
-        part = halo_part(attr_to_array(source.value), axis, position, parts, *op.halo_sizes)
+        part = halo_part(attr_to_array(source.value), axis, position, parts, *op.halo_sizes, op.halo_fill)
         return graph.ConstantOp(array_to_attr(np.ascontiguousarray(part), op.result.name_hint or "w"))
     start, stop = _window(op, core)
     shape = list(out.get_shape())
@@ -87,9 +88,23 @@ def _slice_of(op: shard.AllSliceOp, core: int) -> Operation:
     )
 
 
+def _padding_reader(op: shard.AllSliceOp) -> graph.ConvOp | graph.MaxPoolOp | None:
+    """The only user of `op`'s result when it is a window op reading it as its input whose own
+    padding is what the halo's fill stands for (zeros for a conv, -inf for a max pool)."""
+    users = [use.operation for use in op.result.uses]
+    if len(users) != 1 or op.int_prop("slice_axis") < 2:
+        return None
+    reader = users[0]
+    if isinstance(reader, graph.ConvOp) and reader.input == op.result and op.halo_fill == 0.0:
+        return reader
+    if isinstance(reader, graph.MaxPoolOp) and op.halo_fill == float("-inf"):
+        return reader
+    return None
+
+
 def _specialize_slice(op: shard.AllSliceOp, core: int) -> None:
-    """Replaces `op` by core `core`'s part. Where its halo runs past the dim's ends, the zeros
-    become padding of the conv that reads it (its only user), else a graph.pad."""
+    """Replaces `op` by core `core`'s part. Where its halo runs past the dim's ends, the fill
+    becomes padding of the window op that reads it (`_padding_reader`), else a graph.pad."""
     part = _slice_of(op, core)
     axis, size = op.int_prop("slice_axis"), op.in_shape[op.int_prop("slice_axis")]
     start, stop = _window(op, core)
@@ -97,14 +112,13 @@ def _specialize_slice(op: shard.AllSliceOp, core: int) -> None:
     if isinstance(part, graph.ConstantOp) or not before + after:
         _replace(op, part)
         return
-    users = [use.operation for use in op.result.uses]
-    conv = users[0] if len(users) == 1 and isinstance(users[0], graph.ConvOp) else None
-    if conv is not None and conv.input == op.result and axis >= 2:
-        _, pads, _ = conv.window()
+    reader = _padding_reader(op)
+    if reader is not None:
+        _, pads, _ = reader.window()
         pads = list(pads)
         pads[axis - 2] += before
-        pads[axis - 2 + conv.spatial_rank()] += after
-        conv.attributes["pads"] = graph.ints_attr(pads)
+        pads[axis - 2 + reader.spatial_rank()] += after
+        reader.attributes["pads"] = graph.ints_attr(pads)
         _replace(op, part)
         return
     block = op.parent_block()
@@ -115,8 +129,11 @@ def _specialize_slice(op: shard.AllSliceOp, core: int) -> None:
     pads = [before if d == axis else 0 for d in range(rank)] + [
         after if d == axis else 0 for d in range(rank)
     ]
+    attributes: dict[str, Attribute] = {"pads": graph.ints_attr(pads)}
+    if op.halo_fill:
+        attributes["value"] = FloatAttr(op.halo_fill, f64)
     padded = graph.PadOp.create(
-        operands=[part.results[0]], result_types=[op.result.type], attributes={"pads": graph.ints_attr(pads)}
+        operands=[part.results[0]], result_types=[op.result.type], attributes=attributes
     )
     _replace(op, padded)
 

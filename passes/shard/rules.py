@@ -35,7 +35,9 @@ stand for the padding); an input split along H already gets its neighbours' boun
 (`shard-partition`'s halo exchange); the core's convolution has no padding along H
 (`local_attributes`). Offered when the input has exactly stride x output rows (each core's
 part of the input lines up with its part of the output), as "same"-padded convs do. Pooling
-splits H without a halo where its windows do not overlap or pad (kernel <= stride).
+splits H the same way, its halo's `fill` being its padding: -inf for a max pool (`fill =
+"-inf"`), zeros for an average pool that counts them; an average pool that does not count its
+padding splits H only where it has none.
 
 `splittable(op, rule, loop, parts)` says whether every dim of that loop divides evenly:
 uneven shards are refused here (the loop is not a candidate), so a split is only ever
@@ -75,6 +77,8 @@ class Halo:
     dim: int
     lo: int
     hi: int
+    fill: str = "0"
+    """What the op's padding is, standing past the dim's ends (`shard.HALO_FILLS`)."""
 
 
 @dataclass(frozen=True)
@@ -186,8 +190,9 @@ def _conv(op: graph.ConvOp) -> Rule:
 
 
 def local_attributes(op: Operation, rule: Rule, loop: int | None, parts: int) -> dict[str, Attribute]:
-    """`op`'s attributes on one of `parts` cores when it splits `loop`: a conv split along its
-    rows has no padding along them (the halo brings its neighbours' rows and the zeros); a
+    """`op`'s attributes on one of `parts` cores when it splits `loop`: a conv or pool split
+    along its rows has no padding along them (the halo brings its neighbours' rows and the
+    padding's fill); a
     grouped conv split along its channels, and an attention split by heads, has its share of
     the groups or heads."""
     attributes = dict(op.attributes)
@@ -195,7 +200,7 @@ def local_attributes(op: Operation, rule: Rule, loop: int | None, parts: int) ->
         attributes["group"] = IntegerAttr(op.groups() // parts, i64)
     if isinstance(op, graph.AttentionOp) and loop == 2:
         attributes["heads"] = IntegerAttr(op.head_count() // parts, i64)
-    if rule.halo is not None and loop == rule.halo.loop and isinstance(op, graph.ConvOp):
+    if rule.halo is not None and loop == rule.halo.loop and isinstance(op, graph.WindowOp):
         _, pads, _ = op.window()
         spatial = op.spatial_rank()
         zeroed = [
@@ -206,26 +211,32 @@ def local_attributes(op: Operation, rule: Rule, loop: int | None, parts: int) ->
     return attributes
 
 
-def _pool_rows(op: graph.PoolOp) -> bool:
-    """Whether pooling's output rows split without a halo: no padding along them, windows
-    that do not overlap (kernel extent <= stride), input rows = stride x output rows."""
+def _pool_rows(op: graph.PoolOp) -> Halo | None:
+    """How pooling's output rows split (None: they do not): input rows = stride x output
+    rows, and a halo (possibly of nothing) of the window's overhang as for a conv, standing
+    for the padding past the ends: a max pool's -inf; an average pool's zeros only when they
+    count in the divisor (`count_include_pad`), else only without padding along the rows."""
     x, out = shape_of(op.input), shape_of(op.output)
     strides, pads, dilations = op.window()
     extent = dilations[0] * (op.kernel()[0] - 1) + 1
-    spatial = op.spatial_rank()
-    return pads[0] == 0 and pads[spatial] == 0 and extent <= strides[0] and x[2] == out[2] * strides[0]
+    padded = pads[0] + pads[op.spatial_rank()] > 0
+    if x[2] != out[2] * strides[0] or pads[0] >= extent:
+        return None
+    if isinstance(op, graph.AvgPoolOp) and padded and op.count_include_pad is None:
+        return None
+    fill = "-inf" if isinstance(op, graph.MaxPoolOp) and padded else "0"
+    return Halo(2, 0, 2, pads[0], max(0, extent - strides[0] - pads[0]), fill)
 
 
 def _channels(op: Operation) -> Rule:
-    """Pooling and batch_norm: N and C split (and H where it needs no halo); per-channel
-    operands follow C."""
+    """Pooling and batch_norm: N and C split (and H: batch_norm always, pooling with the
+    halo its windows need, `_pool_rows`); per-channel operands follow C."""
     out = shape_of(op.results[0])
-    rows = len(out) >= 3 and (
-        isinstance(op, graph.BatchNormOp) or (isinstance(op, graph.PoolOp) and _pool_rows(op))
-    )
+    halo = _pool_rows(op) if isinstance(op, graph.PoolOp) and len(out) >= 3 else None
+    rows = len(out) >= 3 and (isinstance(op, graph.BatchNormOp) or halo is not None)
     dims = (0, 1, 2 if rows else None, *(None,) * (len(out) - 3))
     operands = tuple(dims if len(shape_of(v)) == len(out) else (1,) for v in op.operands)
-    return Rule((PARALLEL,) * (3 if rows else 2), operands, (dims,))
+    return Rule((PARALLEL,) * (3 if rows else 2), operands, (dims,), halo)
 
 
 def _reduce(op: graph.ReduceOp) -> Rule:

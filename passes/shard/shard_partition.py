@@ -52,6 +52,17 @@ def _wanted_split(value: SSAValue) -> Split:
     return wants.pop() if len(wants) == 1 else None
 
 
+def _halo_fill(value: SSAValue) -> str:
+    """What stands past the ends of `value` read with a halo: the padding of the window ops
+    reading it (`rules.Halo.fill`; zeros when they disagree, which shard-propagate avoids by
+    giving each use its own annotation)."""
+    fills = set()
+    for use in value.uses:
+        rule = rule_of(use.operation)
+        fills.add(rule.halo.fill if rule is not None and rule.halo is not None else "0")
+    return fills.pop() if len(fills) == 1 else "0"
+
+
 def local_type(value: SSAValue, split: Split, parts: int) -> TensorType:
     """The per-core type of `value` split along `split` over `parts` cores."""
     assert isinstance(value.type, TensorType)
@@ -189,9 +200,11 @@ class Partitioner:
         )
         return self.emit(sliced, like).results[0]
 
-    def exchange_halo(self, part: SSAValue, axis: int, lo: int, hi: int, like: Operation) -> SSAValue:
+    def exchange_halo(
+        self, part: SSAValue, axis: int, lo: int, hi: int, like: Operation, fill: str = "0"
+    ) -> SSAValue:
         """`part` (this core's part along `axis`) widened by its neighbours' `lo` last and `hi`
-        first elements (zeros past the ends): every core's boundary (its last lo, then its
+        first elements (`fill` past the ends): every core's boundary (its last lo, then its
         first hi elements) is all-gathered, each core keeps the boundaries of itself and its
         two neighbours (an all_slice with a halo of one boundary) and takes the rows it needs.
         Moves p (lo + hi) rows, not the whole value."""
@@ -210,7 +223,7 @@ class Partitioner:
         gather = shard.AllGatherOp(boundary, self.grid, [0], rows_of(self.parts * width), gather_axis=axis)
         gathered = self.emit(gather, like).results[0]
         neighbours = shard.AllSliceOp(
-            gathered, self.grid, [0], rows_of(3 * width), slice_axis=axis, halo=(width, width)
+            gathered, self.grid, [0], rows_of(3 * width), slice_axis=axis, halo=(width, width), fill=fill
         )
         around = self.emit(neighbours, like).results[0]
         widened = ([self.rows(around, axis, 0, lo, like)] if lo else []) + [part]
@@ -227,8 +240,9 @@ class Partitioner:
         want = split_of(sharding)
         if sharding.halo is not None and want is not None:
             lo, hi = sharding.halo
+            fill = _halo_fill(op.result)
             if exchanges_halo(self.split[op.src], want, sharding.halo, shape_of(op.src)[want] // self.parts):
-                widened = self.exchange_halo(self.local[op.src], want, lo, hi, op)
+                widened = self.exchange_halo(self.local[op.src], want, lo, hi, op, fill)
             else:  # whole, then every core's widened part
                 shape = list(local_type(op.src, want, self.parts).get_shape())
                 shape[want] += lo + hi
@@ -241,6 +255,7 @@ class Partitioner:
                         TensorType(op.src.type.element_type, shape),
                         slice_axis=want,
                         halo=(lo, hi),
+                        fill=fill,
                     ),
                     op,
                 ).results[0]

@@ -121,3 +121,42 @@ func.func @conv_rows_of_rows(%x: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
 // CHECK-NEXT:    %[[BELOW:.*]] = graph.slice %[[N]] {starts = array<i64: 0, 0, 5, 0>, {{.*}} -> tensor<1x8x1x8xf32>
 // CHECK-NEXT:    %[[W:.*]] = graph.concat %[[ABOVE]], %[[PART]], %[[BELOW]] {axis = 2 : i64} : (tensor<1x8x1x8xf32>, tensor<1x8x4x8xf32>, tensor<1x8x1x8xf32>) -> tensor<1x8x6x8xf32>
 // CHECK-NEXT:    %h = graph.conv %[[W]], %w {pads = array<i64: 0, 1, 0, 1>}
+
+// -----
+
+// A max pool split along its output rows reads its input with a halo like a conv (the
+// window's overhang: 1 row before each part), but what stands past the ends is its padding,
+// -inf: the exchange's all_slice fills with -inf, and the per-core pool pads no rows.
+shard.grid @cores(shape = 2)
+func.func @max_pool_rows_of_rows(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %rows = shard.sharding @cores split_axes = [[], [], [0], []] : !shard.sharding
+  %halo = shard.sharding @cores split_axes = [[], [], [0], []] halo_sizes = [1, 0] : !shard.sharding
+  %xr = shard.shard %x to %rows : tensor<1x4x8x8xf32>
+  %xs = shard.shard %xr to %halo annotate_for_users : tensor<1x4x8x8xf32>
+  %p = graph.max_pool %xs {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  %ps = shard.shard %p to %rows : tensor<1x4x4x4xf32>
+  func.return %ps : tensor<1x4x4x4xf32>
+}
+// CHECK-LABEL: func.func @max_pool_rows_of_rows
+// CHECK:         %[[PART:.*]] = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 : tensor<1x4x8x8xf32> -> tensor<1x4x4x8xf32>
+// CHECK-NEXT:    %[[LAST:.*]] = graph.slice %[[PART]] {starts = array<i64: 0, 0, 3, 0>, {{.*}} -> tensor<1x4x1x8xf32>
+// CHECK-NEXT:    %[[G:.*]] = shard.all_gather %[[LAST]] on @cores grid_axes = [0] gather_axis = 2 : tensor<1x4x1x8xf32> -> tensor<1x4x2x8xf32>
+// CHECK-NEXT:    %[[N:.*]] = shard.all_slice %[[G]] on @cores grid_axes = [0] slice_axis = 2 halo = [1, 1] fill = "-inf" : tensor<1x4x2x8xf32> -> tensor<1x4x3x8xf32>
+// CHECK-NEXT:    %[[ABOVE:.*]] = graph.slice %[[N]] {starts = array<i64: 0, 0, 0, 0>, {{.*}} -> tensor<1x4x1x8xf32>
+// CHECK-NEXT:    %[[W:.*]] = graph.concat %[[ABOVE]], %[[PART]] {axis = 2 : i64} : (tensor<1x4x1x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x5x8xf32>
+// CHECK-NEXT:    %p = graph.max_pool %[[W]] {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 1, 0, 1>} : tensor<1x4x5x8xf32> -> tensor<1x4x2x4xf32>
+
+// -----
+
+// An average pool that counts its padding in its divisors splits its rows with a halo of
+// zeros (the default fill), and the per-core pool pads no rows.
+shard.grid @cores(shape = 2)
+func.func @avg_pool_rows(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %halo = shard.sharding @cores split_axes = [[], [], [0], []] halo_sizes = [1, 1] : !shard.sharding
+  %xs = shard.shard %x to %halo annotate_for_users : tensor<1x4x8x8xf32>
+  %p = graph.avg_pool %xs {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, count_include_pad} : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
+  func.return %p : tensor<1x4x8x8xf32>
+}
+// CHECK-LABEL: func.func @avg_pool_rows
+// CHECK:         %[[X:.*]] = shard.all_slice %x on @cores grid_axes = [0] slice_axis = 2 halo = [1, 1] : tensor<1x4x8x8xf32> -> tensor<1x4x6x8xf32>
+// CHECK-NEXT:    %p = graph.avg_pool %[[X]] {kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 1, 0, 1>, count_include_pad} : tensor<1x4x6x8xf32> -> tensor<1x4x4x8xf32>

@@ -82,3 +82,23 @@ func.func @convs(%x: tensor<1x4x8x8xf32>) -> tensor<1x8x4x4xf32> {
 // SP-NEXT:     %y = graph.conv %[[R]], %w2 {{.*}}decision = "sp: split output rows"
 // SP-NOT:      collectives
 // SP:          func.return
+
+// -----
+
+// Pooling in a spatial split: a padded, overlapping max pool splits its output rows too,
+// reading one row of halo before its part (its padding, -inf, past the ends: see
+// shard-partition); an average pool that does not count its padding cannot (each core's
+// divisors would change) and splits its channels instead.
+func.func @pools(%x: tensor<1x4x64x64xf32>) -> tensor<1x8x16x16xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x4x3x3xf32>
+  %h = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : tensor<1x4x64x64xf32>, tensor<8x4x3x3xf32> -> tensor<1x8x64x64xf32>
+  %m = graph.max_pool %h {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x64x64xf32> -> tensor<1x8x32x32xf32>
+  %a = graph.avg_pool %m {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x32x32xf32> -> tensor<1x8x16x16xf32>
+  func.return %a : tensor<1x8x16x16xf32>
+}
+// SP-LABEL:    func.func @pools
+// SP-DAG:      %[[HALO:.*]] = shard.sharding @cores split_axes = {{\[\[\], \[\], \[0\], \[\]\]}} halo_sizes = [1, 0] : !shard.sharding
+// SP:          %h = graph.conv {{.*}}decision = "sp: split output rows (halo 1+1)"
+// SP:          %[[H:.*]] = shard.shard %{{.*}} to %[[HALO]] annotate_for_users : tensor<1x8x64x64xf32>
+// SP-NEXT:     %m = graph.max_pool %[[H]] {{.*}}decision = "split output rows (halo 1+0): least cycles"
+// SP:          %a = graph.avg_pool {{.*}}decision = "split result dim 1: least cycles"

@@ -111,6 +111,26 @@ func.func @f(%x: tensor<8xf32>) -> tensor<4xf32> {
 
 // -----
 
+// The fill past the ends is 0 or -inf.
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<8xf32>) -> tensor<5xf32> {
+  %y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 halo = [1, 0] fill = "nan" : tensor<8xf32> -> tensor<5xf32>
+  func.return %y : tensor<5xf32>
+}
+// CHECK: shard.all_slice: fill "nan" needs a halo and is one of '0', '-inf'
+
+// -----
+
+// A fill without a halo has nothing to fill.
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<8xf32>) -> tensor<4xf32> {
+  %y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 fill = "-inf" : tensor<8xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: shard.all_slice: fill "-inf" needs a halo and is one of '0', '-inf'
+
+// -----
+
 // halo_sizes: (lo, hi) per split dim.
 shard.grid @g(shape = 2)
 func.func @f() {

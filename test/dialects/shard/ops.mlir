@@ -42,6 +42,9 @@ func.func @collectives(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // A part widened by a halo: 16 / 4 + 1 + 1 columns.
   // CHECK-NEXT: shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 1] : tensor<8x16xf32> -> tensor<8x6xf32>
   %w = shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 1] : tensor<8x16xf32> -> tensor<8x6xf32>
+  // A halo whose rows past the ends are -inf (a max pool's padding): 16 / 4 + 1 columns.
+  // CHECK-NEXT: shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 0] fill = "-inf" : tensor<8x16xf32> -> tensor<8x5xf32>
+  %mp = shard.all_slice %r on @cores grid_axes = [0] slice_axis = 1 halo = [1, 0] fill = "-inf" : tensor<8x16xf32> -> tensor<8x5xf32>
   // CHECK-NEXT: shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x16xf32> -> tensor<16x4xf32>
   %t = shard.all_to_all %l on @cores grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x16xf32> -> tensor<16x4xf32>
   // CHECK-NEXT: shard.broadcast %x on @mesh grid_axes = [0, 1] root = [1, 0] : tensor<8x16xf32> -> tensor<8x16xf32>

@@ -117,6 +117,17 @@ def test_all_slice_with_a_halo_widens_each_part_with_zeros_past_the_ends(cores: 
         np.testing.assert_array_equal(result, padded[start : start + 4 + lo + hi])
 
 
+def test_all_slice_halo_fill_stands_past_the_ends():
+    """fill = "-inf" (a max pool's padding): the outer cores' rows past the ends are -inf,
+    the inner rows their neighbours'."""
+    values = _per_core(2, (8, 1))
+    body = '%y = shard.all_slice %x on @g grid_axes = [0] slice_axis = 0 halo = [1, 1] fill = "-inf" : '
+    body += f"{_tensor((8, 1))} -> {_tensor((6, 1))}"
+    first, second = _run(_module("2", body, _tensor((8, 1)), _tensor((6, 1))), values)
+    np.testing.assert_array_equal(first[:, 0], [-np.inf, *values[0][:5, 0]])
+    np.testing.assert_array_equal(second[:, 0], [*values[1][3:, 0], -np.inf])
+
+
 @pytest.mark.parametrize("cores", [2, 3, 4])
 def test_all_to_all(cores: int):
     values = _per_core(cores, (2, cores * 2))

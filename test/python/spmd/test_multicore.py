@@ -187,13 +187,32 @@ def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(mo
 
 def test_a_value_gathered_twice_goes_through_dram_both_times():
     """A ResNet stage's input split over 4 cores feeds two convs (the block's first conv and its
-    downsample), each after its own all_gather of it: 1x64x56x56 is larger than edge's SRAM,
-    so both gathers go through the shared DRAM, the second reading the first's buffer (it used
-    to be sent through SRAM and failed: "not even one row ... fits"). Matches onnxruntime."""
+    downsample), each after its own all_gather of it: layer4's input, 1x1024x14x14 gathered
+    from channel parts, is larger than edge's SRAM, so both gathers go through the shared
+    DRAM, the second reading the first's buffer (it used to be sent through SRAM and failed:
+    "not even one row ... fits"). Matches onnxruntime."""
     model, inputs = model_zoo.resnet50(image=224, blocks=(1, 1, 1, 1), classes=10)
     result = aitc.compile(model, "edge", cores=4, input_shapes=shapes(inputs))
     got = result.run(inputs)
     assert_outputs_close(got, onnxruntime_outputs(model, inputs), tolerance=1e-4)
+
+
+def test_stem_max_pool_split_by_rows_pads_with_minus_infinity():
+    """ResNet's stem without its relu (a 7x7/2 conv, then a 3x3/2 max pool padded by 1), so
+    negative values reach the pool: sp splits both by rows, the pool reading one row of
+    halo from its neighbour, -inf past the ends (the outer cores' padding; a zero there
+    would beat a row of negatives). The simulated binary matches onnxruntime."""
+    b = model_zoo.GraphBuilder("stem", opset=17, seed=3)
+    x = b.input("x", [1, 3, 64, 64])
+    w = b.weight("conv.weight", [16, 3, 7, 7], fan_in=3 * 49)
+    h = b.node("Conv", [x, w], "/conv/Conv", kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3])
+    h = b.node("MaxPool", [h], "/maxpool/MaxPool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    b.output(h, "y", [1, 16, 16, 16])
+    model, inputs = b.model(), {"x": b.rng.standard_normal((1, 3, 64, 64)).astype(np.float32)}
+    result = aitc.compile(model, "edge", cores=4, shard="sp", input_shapes=shapes(inputs))
+    pool_row = next(line for line in result.report().splitlines() if line.startswith("/maxpool/MaxPool"))
+    assert "split output rows (halo 1+0)" in pool_row
+    assert_outputs_close(result.run(inputs), onnxruntime_outputs(model, inputs), tolerance=TOLERANCE)
 
 
 # --------------------------------------------------------------------------- vs onnxruntime

@@ -1,6 +1,7 @@
 """`aitc.spmd.specialize`: one core's copy of a per-core function. An all_slice with a halo
-becomes a graph.slice of the core's widened part, clipped to the value; the zeros past the
-value's ends become the padding of the conv that reads it, or a graph.pad for any other user.
+becomes a graph.slice of the core's widened part, clipped to the value; the fill past the
+value's ends becomes the padding of the window op that reads it when that padding is the
+fill (a conv's zeros, a max pool's -inf), or a graph.pad of the fill for any other user.
 Every core's specialized function computes what the SPMD function computes on that core."""
 
 from __future__ import annotations
@@ -42,7 +43,34 @@ func.func @main(%x: tensor<1x2x8x8xf32> {graph.name = "x"}) -> (tensor<1x3x4x8xf
 """
 
 
-@pytest.mark.parametrize(("text", "cores"), [(ADD, 4), (CONV, 2)], ids=["pad", "conv-padding"])
+MAX_POOL = """
+shard.grid @g(shape = 2)
+func.func @main(%x: tensor<1x2x8x8xf32> {graph.name = "x"}) -> (tensor<1x2x2x4xf32> {graph.name = "y"}) {
+  %h = shard.all_slice %x on @g grid_axes = [0] slice_axis = 2 halo = [1, 0] fill = "-inf"
+    : tensor<1x2x8x8xf32> -> tensor<1x2x5x8xf32>
+  %y = graph.max_pool %h
+    {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 1, 0, 1>}
+    : tensor<1x2x5x8xf32> -> tensor<1x2x2x4xf32>
+  func.return %y : tensor<1x2x2x4xf32>
+}
+"""
+
+LOWEST = """
+shard.grid @g(shape = 4)
+func.func @main(%x: tensor<2x16xf32> {graph.name = "x"}) -> (tensor<2x6xf32> {graph.name = "y"}) {
+  %h = shard.all_slice %x on @g grid_axes = [0] slice_axis = 1 halo = [1, 1] fill = "-inf"
+    : tensor<2x16xf32> -> tensor<2x6xf32>
+  %y = graph.max %h, %h : tensor<2x6xf32>, tensor<2x6xf32> -> tensor<2x6xf32>
+  func.return %y : tensor<2x6xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "cores"),
+    [(ADD, 4), (CONV, 2), (MAX_POOL, 2), (LOWEST, 4)],
+    ids=["pad", "conv-padding", "max-pool-padding", "pad-lowest"],
+)
 def test_each_cores_copy_computes_its_spmd_result(text: str, cores: int):
     (argument,) = entry_function(parse_mlir(text)).function_type.inputs.data
     assert isinstance(argument, TensorType)
@@ -54,12 +82,17 @@ def test_each_cores_copy_computes_its_spmd_result(text: str, cores: int):
         ops = list(entry_function(module).body.block.ops)
         assert not any(isinstance(op, shard.AllSliceOp) for op in ops)
         outer = core in (0, cores - 1)
-        if text is ADD:  # zeros past an end: a graph.pad on the outer cores, a plain slice inside
-            assert any(isinstance(op, graph.PadOp) for op in ops) == outer
-        else:  # the conv pads the clipped rows instead
-            conv = next(op for op in ops if isinstance(op, graph.ConvOp))
-            _, pads, _ = conv.window()
-            assert (pads[0], pads[2]) == ((1, 0) if core == 0 else (0, 1))
+        if text in (ADD, LOWEST):  # the fill past an end: a graph.pad on the outer cores
+            pads = [op for op in ops if isinstance(op, graph.PadOp)]
+            assert bool(pads) == outer
+            fill = float("-inf") if text is LOWEST else 0.0
+            assert all((pad.value.value.data if pad.value else 0.0) == fill for pad in pads)
+        else:  # the window op pads the clipped rows instead (its padding is the fill)
+            window = next(op for op in ops if isinstance(op, graph.ConvOp | graph.MaxPoolOp))
+            _, pads, _ = window.window()
+            top = 1 if core == 0 else 0
+            bottom = 0 if text is MAX_POOL else 1 - top
+            assert (pads[0], pads[2]) == (top, bottom)
         for op in list(module.walk()):
             if isinstance(op, shard.GridOp):
                 op.detach()
