@@ -13,6 +13,7 @@ SRAM wins; the kernel records the cost of the IR actually emitted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
@@ -360,6 +361,22 @@ def _chunk_products(
         _contract(cost, budget, ms, cs, positions, times, unrolled=True)
 
 
+def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile: tuple, times: int) -> None:
+    """_MatrixConv._m_tile over the channel chunks of one output tile of ms channels: each
+    chunk's gather and products; at depth 2 also the wait for the first chunk's load, which
+    is peeled (it starts the sum), so no loop rotates it against the previous tile's last
+    chunk. `tile` = (layout, (h, w), ms)."""
+    layout, (h, w), ms = tile
+    positions = layout.positions(h.size, w.size)
+    for cs, cc in split(p.g.channels, plan.tc):
+        _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
+        _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
+    if budget.depth > 1:
+        alone = Cost(depth=1)
+        _gather(alone, p, budget, (layout, (h, w), min(plan.tc, p.g.channels)), 1, plan)
+        cost.add_wait(math.ceil(max(alone.queues.values(), default=0)), times)
+
+
 def estimate_matrix(
     p: WindowProblem, budget: Budget, plan: WindowPlan, bound: int | None = None, matrix: int | None = None
 ) -> Cost | None:
@@ -367,7 +384,7 @@ def estimate_matrix(
     exceeds `bound` (the candidate cannot win). `matrix`: its `_matrix_busy`, when known."""
     g, cost = p.g, Cost(depth=budget.depth)
     layout = _layout(p, plan)
-    chunks, m_tiles = split(g.channels, plan.tc), split(g.outs, plan.tm)
+    m_tiles = split(g.outs, plan.tm)
     whole = plan.tc >= g.channels
     tiles = (plan.rows, plan.cols)
     if matrix is None:
@@ -385,10 +402,10 @@ def estimate_matrix(
         for ms, mc in m_tiles:
             if _beaten(cost, matrix - cost.matrix, bound):
                 return None
-            for cs, cc in [(g.channels, 1)] if whole else chunks:
-                if not whole:
-                    _gather(cost, p, budget, (layout, (h, w), cs), times * mc * cc, plan)
-                _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * mc * cc)
+            if whole:
+                _chunk_products(cost, p, budget, plan, (ms, g.channels, positions), times * mc)
+            else:
+                _chunks(cost, p, budget, plan, (layout, (h, w), ms), times * mc)
             _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc)
             _store(cost, p, budget, layout, [ms, h.size, w.size], times * mc)
     return cost
@@ -460,15 +477,20 @@ def _looped_share(g: Geometry, plan: WindowPlan) -> float:
 
 
 def window_budget(p: WindowProblem, plan: WindowPlan, budget: Budget) -> Budget:
-    """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan (its
-    stage, patch and weight tiles are each written whole by a chunk, so multi-buffer rotates
-    them in the loop over chunks, or over blocks when a chunk holds every channel), else
-    `WINDOW_DEPTH`: also for a per-tap plan of exactly 2 chunks, which are straight-line code
-    (the first is peeled, the loop over the rest has one trip) that no loop rotates, and for
-    one chunk unless 3/4 of the blocks are in loops (border blocks and remainders are
-    straight-line: only a loop's blocks overlap)."""
+    """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan or a
+    direct one (1x1, stride 1: the stage is the patch), whose stage, patch and weight tiles
+    are each written whole by a chunk, so multi-buffer rotates them in the loop over chunks,
+    or over blocks when a chunk holds every channel; else `WINDOW_DEPTH`. The loop over chunks
+    must have 2 trips or more: the first chunk is peeled (it starts the sum) and a remainder
+    chunk follows the loop, so 512 channels in chunks of 171 leave a loop of one trip (inlined)
+    and straight-line chunks that no loop rotates. One chunk is pipelined when 3/4 of the
+    blocks are in loops (border blocks and remainders are straight-line: only a loop's blocks
+    overlap). At depth 2 each output tile still waits for its peeled first chunk's load
+    (`_first_chunk_bubble`)."""
     chunks = -(-p.g.channels // plan.tc)
-    pipelined = plan.per_tap and (chunks > 2 or (chunks == 1 and _looped_share(p.g, plan) >= 0.75))
+    trips = (p.g.channels - plan.tc) // plan.tc if chunks > 1 else 0
+    looped = chunks == 1 and _looped_share(p.g, plan) >= 0.75
+    pipelined = (plan.per_tap or p.g.direct) and (trips >= 2 or looped)
     return budget if pipelined else replace(budget, depth=WINDOW_DEPTH)
 
 

@@ -58,26 +58,27 @@ func.func @conv_stride2(%x: tensor<1x2x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> ten
 
 // -----
 
-// A 1x1 stride-1 conv needs no im2col: the stage is the patch (no 5-d tap copies); the batch is
-// one scf.for and the weights are loaded once, before it.
+// A 1x1 stride-1 conv needs no im2col: the stage is the patch (no 5-d tap copies); the weights
+// are loaded once, before the loops over the batch and the blocks of one output row (its stage
+// is loaded whole by one copy, so multi-buffer rotates it: the rows are estimated pipelined).
 func.func @conv1x1(%x: tensor<2x8x4x4xf32>, %w: tensor<6x8x1x1xf32>) -> tensor<2x6x4x4xf32> {
   %y = graph.conv %x, %w : tensor<2x8x4x4xf32>, tensor<6x8x1x1xf32> -> tensor<2x6x4x4xf32>
   func.return %y : tensor<2x6x4x4xf32>
 }
 // CHECK-LABEL: func.func @conv1x1
-// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 4, 4, 8, 6>
-// CHECK:           [[STAGE:%.+]] = tile.alloc : memref<8x4x4xf32, "sram">
+// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 1, 4, 8, 6>
+// CHECK:           [[STAGE:%.+]] = tile.alloc : memref<8x1x4xf32, "sram">
 // CHECK-NOT:       x1xf32, "sram">
-// CHECK:           [[PATCH:%.+]] = tile.reshape [[STAGE]] : memref<8x4x4xf32, "sram"> -> memref<8x16xf32, "sram">
+// CHECK:           [[PATCH:%.+]] = tile.reshape [[STAGE]] : memref<8x1x4xf32, "sram"> -> memref<8x4xf32, "sram">
 // CHECK:           tile.copy {{.*}} sizes [6, 8] : memref<6x8xf32, "dram">
 // CHECK-NEXT:      scf.for
-// CHECK:             tile.copy {{.*}} to [[STAGE]]{{.*}} sizes [8, 4, 4]
-// CHECK-NEXT:        scf.for
+// CHECK:             scf.for
+// CHECK-NEXT:          tile.copy {{.*}} to [[STAGE]]{{.*}} sizes [8, 1, 4]
 // CHECK-NEXT:          tile.matmul {{.*}}, [[PATCH]]{{.*}} sizes [6, 4, 4] :
 // CHECK-NEXT:          tile.matmul {{.*}}, [[PATCH]]{{.*}} sizes [6, 4, 4] {accumulate}
-// CHECK:             tile.acc_read
-// CHECK-NEXT:        tile.copy {{.*}} sizes [6, 4, 4]
-// CHECK-NEXT:      }
+// CHECK-NEXT:          tile.acc_read
+// CHECK-NEXT:          tile.copy {{.*}} sizes [6, 1, 4]
+// CHECK-NEXT:        }
 
 // -----
 
