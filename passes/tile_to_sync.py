@@ -13,7 +13,11 @@ stores) stays off dma1, unless it sits in a loop of its own that stores nothing 
 its loads (they keep one queue busier than its matrix or vector ops keep their engine: a
 direct conv's chunk loads inside its output-tile loop): it then meets a store only when that
 loop starts, and the loop gains more from the second queue than it loses there; or unless the
-kernel's stores are light (`LIGHT_STORES`), when waiting behind them costs little. Outside a
+kernel's stores are light (`LIGHT_STORES`), when waiting behind them costs little. The DMA
+ops of a loop that moves data alone (no loop nested in it does, `_moves_alone`) are balanced
+among themselves first, since its trips repeat them together: a direct conv's chunk loop,
+unrolled by 2, used to put three of its four loads on dma0 (its peeled loads had left dma1
+the less busy queue over the kernel). Outside a
 kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on a two-queue target). matmul runs
 on the matrix engine, every other compute op on the vector engine (`tile.ENGINE_OF`).
 
@@ -128,6 +132,7 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     stores = sum(c for op, c in cycles.items() if _writes_dram(op))
     light_stores = LIGHT_STORES * stores < sum(cycles.values()) - stores
     transfers = []
+    groups: dict[scf.ForOp, int] = {}  # loops whose DMA ops are balanced among themselves
     for op in dmas:
         reads_dram = _reads_dram(op)
         parents = _parents(op, kernel)
@@ -141,9 +146,19 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         behind = (
             reads_dram and (order[op] > first_store or in_storing_loop) and not apart and not light_stores
         )
-        transfers.append(Transfer(cycles[op], _writes_dram(op), behind))
+        group = groups.setdefault(innermost, len(groups)) if _moves_alone(innermost) else None
+        transfers.append(Transfer(cycles[op], _writes_dram(op), behind, group))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
+
+
+def _moves_alone(loop: scf.ForOp | None) -> TypeGuard[scf.ForOp]:
+    """Whether `loop`'s DMA ops are all its own (no loop nested in it moves data): its trips
+    repeat them together, so `spread_queues` balances them among themselves."""
+    if loop is None:
+        return False
+    nested = (op for op in loop.body.walk() if isinstance(op, scf.ForOp))
+    return not any(_is_dma(inner) for op in nested for inner in op.body.walk())
 
 
 def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target) -> bool:

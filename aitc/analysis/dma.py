@@ -3,8 +3,9 @@
 
 - Queue policy (`spread_queues`), applied by `convert-tile-to-sync` to the DMA ops of each
   kernel: stores (to DRAM) on dma1; every other DMA op (loads, on-chip copies, gathers), the
-  busiest first, on the queue with the fewest cycles so far, so loads use every queue the
-  target has (one queue moves 32 B/cycle, DRAM gives more). Queues run in order, so a DRAM read
+  busiest first, on the queue with the fewest cycles so far (within its loop body first, when
+  it is in one whose trips repeat it with the body's other DMA ops), so loads use every queue
+  the target has (one queue moves 32 B/cycle, DRAM gives more). Queues run in order, so a DRAM read
   that would queue behind a store of its kernel (placed after the kernel's first store, or in
   a loop that stores) stays off the store queue: it would wait for that store, which waits for
   the compute before it, and lose its prefetch. Outside a kernel (`dma_queue`): loads on dma0,
@@ -35,24 +36,45 @@ class Transfer:
     cycles: int
     store: bool = False
     behind_store: bool = False
+    group: int | None = None
+    """The loop body it runs in (one number per innermost loop; None: straight-line code): the
+    transfers of one body run together every trip, so they are balanced among themselves
+    first."""
 
 
 def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
     """The queue of each of a kernel's DMA ops (in program order; module docstring): stores on
-    dma1, the others largest first (ties in program order) on the least busy queue they may
-    use, a read behind a store not on dma1. One queue: everything on dma0."""
+    dma1; the others loop body by loop body (`Transfer.group`, the busiest first, then the
+    straight-line ones), largest first (ties in program order), each on the queue its loop
+    body has loaded least so far (its stores included), then the least busy over the kernel,
+    among those it may use (a read behind a store not on dma1). One queue: everything on dma0."""
     if queues < 2:
         return [LOAD_QUEUE] * len(transfers)
     busy = [0] * queues
     chosen = [STORE_QUEUE if t.store else "" for t in transfers]
     busy[1] = sum(t.cycles for t in transfers if t.store)
-    for index in sorted(range(len(transfers)), key=lambda i: (-transfers[i].cycles, i)):
+    in_loop = {t.group: [0] * queues for t in transfers if t.group is not None}
+    for t in transfers:
+        if t.store and t.group is not None:
+            in_loop[t.group][1] += t.cycles
+    total = {g: sum(t.cycles for t in transfers if t.group == g) for g in in_loop}
+
+    def rank(i: int) -> tuple[int, int, int, int, int]:
+        group = transfers[i].group
+        if group is None:
+            return (1, 0, 0, -transfers[i].cycles, i)
+        return (0, -total[group], group, -transfers[i].cycles, i)
+
+    for index in sorted(range(len(transfers)), key=rank):
         transfer = transfers[index]
         if transfer.store:
             continue
+        loop = in_loop.get(transfer.group) if transfer.group is not None else None
         allowed = [q for q in range(queues) if not (transfer.behind_store and q == 1)]
-        queue = min(allowed, key=lambda q: (busy[q], q))
+        queue = min(allowed, key=lambda q: (loop[q] if loop else 0, busy[q], q))
         busy[queue] += transfer.cycles
+        if loop:
+            loop[queue] += transfer.cycles
         chosen[index] = f"dma{queue}"
     return chosen
 

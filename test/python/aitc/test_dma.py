@@ -103,3 +103,20 @@ def test_spread_keeps_stores_on_dma1_and_reads_behind_them_off_it(items, queues)
     if free and queues == 2 and not any(t.behind_store for t in transfers):
         # greedy, largest first: no queue ends more than one transfer above the other
         assert abs(busy["dma0"] - busy["dma1"]) <= max(max(free), sum(t.cycles for t in transfers if t.store))
+
+
+def test_a_loop_bodys_transfers_are_balanced_among_themselves():
+    """A conv's chunk loop unrolled by 2 loads a stage and a weight tile per chunk (group 1,
+    every trip), while the peeled first chunk's loads (group 0) may only use dma0 (they queue
+    behind the block's store): the loop's four loads split evenly, so every trip keeps both
+    queues equally busy. Balancing the kernel's totals instead put all four on dma1 (the
+    peeled loads made dma0 the busier queue over the kernel, not in the loop)."""
+    peeled = [Transfer(9000, behind_store=True, group=None), Transfer(11000, behind_store=True, group=None)]
+    sizes = (960 * 6, 1088 * 6, 960 * 6, 1088 * 6)
+    loop = [Transfer(c, group=1) for c in sizes]
+    chosen = spread_queues([*peeled, Transfer(500, store=True, group=None), *loop], 2)
+    assert chosen[:3] == ["dma0", "dma0", "dma1"]
+    per_queue = {
+        q: sum(c for c, where in zip(sizes, chosen[3:], strict=True) if where == q) for q in ("dma0", "dma1")
+    }
+    assert per_queue["dma0"] == per_queue["dma1"]
