@@ -26,6 +26,14 @@ shared bytes included: conservative). List scheduling: each op costs what the co
 (`tile_to_sync`'s busy cycles), starts once its engine is free and the ops it depends on have
 ended; the next op taken is the ready one that can start first, ties to program order. With
 no gain to be had (every op of a run on one engine, or a chain), the order stays as emitted.
+
+Loop bodies. A run that is a whole loop body also depends on itself across the back edge: the
+load into a rotated buffer copy waits for the previous trip's reads of that copy. Scheduled as
+if each trip started from idle engines, a load into the copy read last (ready at the start)
+could take a DMA queue ahead of the load into the copy read first, and then hold it up behind
+it on the in-order queue. So a loop body is scheduled twice: once as above, then with each
+DMA op released at the end of its back-edge predecessors in that first order less its length
+(when the previous trip would let it start: negative for a copy read early in the trip).
 """
 
 from __future__ import annotations
@@ -127,28 +135,69 @@ def _exact(access: Access, ranges: StaticIndexRanges) -> bool:
     return all((r := ranges(index)) is not None and r[0] == r[1] for index in access.indices)
 
 
-def schedule(items: list[_Item]) -> list[int]:
-    """The order of `items` (indices) by list scheduling (module docstring)."""
+def schedule(items: list[_Item], release: dict[int, int] | None = None) -> tuple[list[int], dict[int, int]]:
+    """The order of `items` (indices) by list scheduling (module docstring), and when each
+    ends; an item of `release` starts no earlier than its release (which may be negative:
+    before the run's start, as a loop body's next trip may start an op)."""
+    release = release or {}
     ends: dict[int, int] = {}
     free: dict[str, int] = {}
     order: list[int] = []
     waiting = list(range(len(items)))
+    floor = min([0, *release.values()])
     while waiting:
         ready = [i for i in waiting if all(d in ends for d in items[i].after)]
-        starts = {i: max([free.get(items[i].engine, 0), *(ends[d] for d in items[i].after)]) for i in ready}
+        starts = {
+            i: max([free.get(items[i].engine, floor), release.get(i, 0), *(ends[d] for d in items[i].after)])
+            for i in ready
+        }
         pick = min(ready, key=lambda i: (starts[i], i))
         ends[pick] = starts[pick] + items[pick].cycles
         free[items[pick].engine] = ends[pick]
         order.append(pick)
         waiting.remove(pick)
-    return order
+    return order, ends
+
+
+def _carried(items: list[_Item], ops: list[tile.WindowOp]) -> dict[int, list[int]]:
+    """In a loop body: per DMA op, the later ops of the body it depends on across the loop's
+    back edge (touching a common byte, one writing: the previous trip's op must end first),
+    e.g. the load into a rotated copy on the previous trip's last reads of that copy."""
+    ranges = StaticIndexRanges()
+    hulls = [
+        [
+            (access.view.storage, access.write, Hull.of(access_bytes(access, ranges)))
+            for access in accesses(op)
+        ]
+        for op in ops
+    ]
+    carried: dict[int, list[int]] = {}
+    for j, item in enumerate(items):
+        if not item.engine.startswith("dma"):
+            continue
+        for i in range(j + 1, len(items)):
+            if any(s == t and (w or v) and h.meets(g) for s, w, h in hulls[j] for t, v, g in hulls[i]):
+                carried.setdefault(j, []).append(i)
+    return carried
+
+
+def loop_schedule(items: list[_Item], ops: list[tile.WindowOp]) -> list[int]:
+    """The order of a run that is a whole loop body (module docstring, "Loop bodies")."""
+    order, ends = schedule(items)
+    carried = _carried(items, ops)
+    if not carried:
+        return order
+    length = max(ends.values())
+    release = {j: max(ends[i] for i in preds) - length for j, preds in carried.items()}
+    return schedule(items, release)[0]
 
 
 def schedule_run(run: list[Operation], target: Target) -> bool:
     """Reorders one run in place; whether anything moved."""
     compute = [op for op in run if isinstance(op, tile.COMPUTE_OPS)]
     pure = [op for op in run if not isinstance(op, tile.COMPUTE_OPS)]
-    order = schedule(_items(compute, target))
+    items = _items(compute, target)
+    order = loop_schedule(items, compute) if _whole_body(run) else schedule(items)[0]
     if order == list(range(len(compute))) and run[: len(pure)] == pure:
         return False
     anchor = run[-1].next_op
@@ -159,6 +208,15 @@ def schedule_run(run: list[Operation], target: Target) -> bool:
     point = InsertPoint.before(anchor) if anchor is not None else InsertPoint.at_end(block)
     Rewriter.insert_op([*pure, *(compute[i] for i in order)], point)
     return True
+
+
+def _whole_body(run: list[Operation]) -> bool:
+    """Whether `run` is all of a loop body that repeats (its ops but the yield)."""
+    block = run[0].parent_block()
+    loop = block.parent_op() if block is not None else None
+    if not isinstance(loop, scf.ForOp) or trip_count(loop) in (0, 1):
+        return False
+    return len(run) == len(block.ops) - 1
 
 
 def inline_single_trips(function: func.FuncOp) -> int:

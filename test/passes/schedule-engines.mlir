@@ -76,6 +76,42 @@ func.func @single_trip(%x: memref<16x8xf32, "dram">, %out: memref<16x8xf32, "dra
 
 // -----
 
+// A loop body with two rotated copies %a and %b (as multi-buffer leaves them): each copy's
+// padding column, then its load over the whole copy (after the padding: both write column 0), then
+// its product. Scheduled as one run, %b's padding could take dma0 first (it is ready at the
+// start, %a's load is not); across the back edge it would then wait for the previous trip's
+// product of %b, the last op, and hold up %a's load behind it on the in-order queue. Released
+// when the previous trip lets it start, %b's padding goes after %a's load.
+func.func @rotated_copies(%x: memref<64x8xf32, "dram">, %z: memref<8x1xf32, "sram">, %w: memref<8x8xf32, "sram">, %acc: memref<8x8xf32, "acc">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %a = tile.alloc : memref<8x8xf32, "sram">
+  %b = tile.alloc : memref<8x8xf32, "sram">
+  scf.for %i = %c0 to %c64 step %c16 {
+    %j = arith.addi %i, %c8 : index
+    tile.copy %z[%c0, %c0] to %a[%c0, %c0] sizes [8, 1] {sync.engine = "dma1"} : memref<8x1xf32, "sram">, memref<8x8xf32, "sram">
+    tile.copy %x[%i, %c0] to %a[%c0, %c0] sizes [8, 8] {sync.engine = "dma0"} : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+    tile.matmul %w[%c0, %c0], %a[%c0, %c0] to %acc[%c0, %c0] sizes [8, 8, 8] {accumulate, sync.engine = "matrix"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "acc">
+    tile.copy %z[%c0, %c0] to %b[%c0, %c0] sizes [8, 1] {sync.engine = "dma0"} : memref<8x1xf32, "sram">, memref<8x8xf32, "sram">
+    tile.copy %x[%j, %c0] to %b[%c0, %c0] sizes [8, 8] {sync.engine = "dma1"} : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+    tile.matmul %w[%c0, %c0], %b[%c0, %c0] to %acc[%c0, %c0] sizes [8, 8, 8] {accumulate, sync.engine = "matrix"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "acc">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @rotated_copies
+// CHECK:         scf.for %i
+// CHECK:           tile.copy %z[%c0, %c0] to %a
+// CHECK-NEXT:      tile.copy %x[%i, %c0] to %a
+// CHECK-NEXT:      tile.matmul %w[%c0, %c0], %a
+// CHECK-NEXT:      tile.copy %z[%c0, %c0] to %b
+// CHECK-NEXT:      tile.copy %x[%j, %c0] to %b
+// CHECK-NEXT:      tile.matmul %w[%c0, %c0], %b
+
+// -----
+
 // Schedule-engines needs engines: an unbound compute op is an error naming the pass to run.
 func.func @unbound(%x: memref<4x8xf32, "dram">) {
   %c0 = arith.constant 0 : index
