@@ -213,8 +213,7 @@ def schedule_run(run: list[Operation], target: Target) -> bool:
 def _whole_body(run: list[Operation]) -> bool:
     """Whether `run` is all of a loop body that repeats (its ops but the yield)."""
     block = run[0].parent_block()
-    loop = block.parent_op() if block is not None else None
-    if not isinstance(loop, scf.ForOp) or trip_count(loop) in (0, 1):
+    if block is None or not isinstance(loop := block.parent_op(), scf.ForOp) or trip_count(loop) in (0, 1):
         return False
     return len(run) == len(block.ops) - 1
 
