@@ -195,6 +195,58 @@ func.func @wait_inside_loop(%x: memref<16x8xf32, "dram">) {
 
 // -----
 
+// The same inside an outer loop (m tiles, as conv and matmul kernels peel each tile's first
+// chunk): the forward edge from the peeled step (it read %t1) still waits at the loop's load
+// into %t1. The inner loop's first load, into %t0, must still follow the previous tile's last
+// step, which read %t0: that loop-carried edge was implied only by the forward edge's wait
+// before the loop, so it comes back as a credit of its own (primed before the outer loop,
+// waited before the inner one, signalled after the last step).
+func.func @sunk_in_outer_loop(%x: memref<64x8xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c14 = arith.constant 14 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %t0 = tile.alloc : memref<2x8xf32, "sram">
+  %t1 = tile.alloc : memref<2x8xf32, "sram">
+  scf.for %m = %c0 to %c64 step %c16 {
+    tile.copy %x[%m, %c0] to %t1[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<64x8xf32, "dram">, memref<2x8xf32, "sram">
+    tile.unary %t1[%c0, %c0] to %t1[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+    %hi = arith.addi %m, %c14 : index
+    scf.for %i = %c2 to %c14 step %c4 {
+      %r = arith.addi %m, %i : index
+      tile.copy %x[%r, %c0] to %t0[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<64x8xf32, "dram">, memref<2x8xf32, "sram">
+      tile.unary %t0[%c0, %c0] to %t0[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+      %j = arith.addi %r, %c2 : index
+      tile.copy %x[%j, %c0] to %t1[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<64x8xf32, "dram">, memref<2x8xf32, "sram">
+      tile.unary %t1[%c0, %c0] to %t1[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+    }
+    tile.copy %x[%hi, %c0] to %t0[%c0, %c0] sizes [2, 8] {sync.engine = "dma0"} : memref<64x8xf32, "dram">, memref<2x8xf32, "sram">
+    tile.unary %t0[%c0, %c0] to %t0[%c0, %c0] sizes [2, 8] {op = "neg", sync.engine = "vector"} : memref<2x8xf32, "sram">, memref<2x8xf32, "sram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @sunk_in_outer_loop
+// CHECK:         sync.signal [[CARRIED:[0-9]+]] on "dma0"
+// CHECK-NEXT:    scf.for %m
+// CHECK:           tile.unary %t1
+// CHECK-NEXT:      sync.signal [[SUNK:[0-9]+]] on "vector" count 3
+// CHECK-NOT:       sync.wait [[SUNK]]
+// CHECK:           sync.wait [[CARRIED]] on "dma0"
+// CHECK-NOT:       sync.wait [[SUNK]]
+// CHECK:           scf.for %i
+// CHECK-NOT:         sync.wait [[SUNK]]
+// CHECK:             tile.copy %x[%r, %c0] to %t0
+// CHECK:             sync.wait [[SUNK]] on "dma0"
+// CHECK:             tile.copy %x[%j, %c0] to %t1
+// CHECK:           tile.unary %t0
+// CHECK-NEXT:      sync.signal [[CARRIED]] on "vector"
+// CHECK-NEXT:    }
+// CHECK-NEXT:    sync.wait [[CARRIED]] on "dma0"
+
+// -----
+
 // Double buffering (what multi-buffer produces): the loop body is unrolled by two over the
 // rotating buffers %t0 and %t1. The load into %t0 waits for the vector op that read %t0 one
 // iteration earlier, the load into %t1 for the one that read %t1: both credits share one

@@ -24,7 +24,12 @@ of the pair from the loop or before it), else at the end of that level's body, s
 with what does not depend on the loop's last iterations, e.g. the next kernel's first loads.
 A producer before a loop and a consumer inside it is a forward edge whose wait sits once
 before the loop (Y' is the loop), or inside it when the consumers lie past its first item
-(`sink_points`); the reverse, once after it.
+(`sink_points`); the reverse, once after it. A loop-carried edge of an enclosing loop that
+ends at the same loop earlier in its body (e.g. the previous m-tile's last chunk read copy 0,
+this tile's peeled chunk read copy 1, and the chunk loop loads copy 0 first) does not hold the
+wait back: `prune` had let that wait imply it, so it comes back as a credit of its own
+(`_restored`); when the target lacks the semaphores for it, the forward edge waits no later
+than the first consumer of any of them, as before.
 
 Redundancy: an edge is dropped when another one on the same engine pair and level implies it
 (signal no earlier, wait no later), or when a loop strictly between its ends holds an edge on
@@ -374,6 +379,53 @@ def _sunk(edges: list[Edge], points: dict) -> dict[Edge, tuple[Level, int]]:
     return sunk
 
 
+def _implies(k: Edge, e: Edge) -> bool:
+    """Whether kept edge `k` implies `e` (same level and engine pair; `_dominated_same_level`)."""
+    if k.level is not e.level or (k.source, k.target) != (e.source, e.target):
+        return False
+    if k.after >= e.after and k.key() <= e.key():
+        return True
+    return k.level.loop is not None and (1 + k.distance, k.before) <= e.key()
+
+
+def _restored(
+    found: list[Edge], edges: list[Edge], sunk: dict[Edge, tuple[Level, int]], program: Program
+) -> list[Edge]:
+    """The loop-carried edges `prune` dropped that end at a loop before the wait of a sunk
+    forward edge of their pair moved there, and that no other kept edge implies: only the sunk
+    edge's wait before the loop (in the next iteration) ordered them. E.g. a chunk loop's load
+    into rotated copy 0, after the previous m-tile's last chunk read copy 0: the forward edge from
+    this tile's peeled chunk (copy 1) now waits at the load into copy 1."""
+    if not sunk:
+        return []
+    kept = set(edges)
+    others = [e for e in edges if e not in sunk]
+    wait_at = {(id(e.level), e.source, e.target, e.before): point for e, point in sunk.items()}
+    indices: dict[int, dict[int, int]] = {}
+    restored = []
+    for edge in found:
+        key = (id(edge.level), edge.source, edge.target, edge.before)
+        if not edge.distance or edge in kept or key not in wait_at:
+            continue
+        child, at = wait_at[key]
+        if id(child) not in indices:
+            indices[id(child)] = {id(item): k for k, item in enumerate(child.items)}
+        item = _item_of(edge.consumer, indices[id(child)])
+        if (item is None or item < at) and not any(_implies(k, edge) for k in others):
+            restored.append(edge)
+    return _dominated_same_level(restored)
+
+
+def _with_restored(edges: list[Edge], restored: list[Edge], program: Program) -> list[Edge]:
+    """`edges` and the `restored` ones, in program order of their waits (as `prune` gives)."""
+    if not restored:
+        return edges
+    order = program.program_order()
+    return sorted(
+        [*edges, *restored], key=lambda e: (order[e.level.items[e.before]], order[e.level.items[e.after]])
+    )
+
+
 def _can_share(a: Edge, b: Edge) -> bool:
     """Whether two sunk edges of one engine pair can use one semaphore: its waiter counts units,
     so each edge's waits must take its own signal's units: in program order the signals and
@@ -417,8 +469,24 @@ def insert_semaphores(function: func.FuncOp, limit: int, label: str) -> None:
     one wait before the loop as other forward edges."""
     program = Program(function)
     found = Dependences(program).edges()
+    try:
+        _insert(program, found, limit, label, restore=True)
+    except PassFailedException:  # the restored edges need semaphores the target lacks (raised
+        # while numbering, before anything is inserted)
+        _insert(program, found, limit, label, restore=False)
+
+
+def _insert(program: Program, found: list[Edge], limit: int, label: str, restore: bool) -> None:
+    """`insert_semaphores` on the edges `found`: with `restore`, forward edges sink past the
+    consumers of the loop-carried edges that only they implied, which come back as edges of
+    their own (`_restored`); without, they sink no further than any consumer."""
     edges = prune(found, program)
-    sunk = _sunk(edges, sink_points(found, program))
+    if restore:
+        points = sink_points([e for e in found if e.distance == 0], program)
+        sunk = _sunk(edges, points)
+        edges = _with_restored(edges, _restored(found, edges, sunk, program), program)
+    else:
+        sunk = _sunk(edges, sink_points(found, program))
     while True:  # the sunk edges that numbers are left for (the others wait where they end)
         ids = SemaphoreIds(limit, label).assign([e for e in edges if e not in sunk])
         sunk_ids = _sunk_numbers(sunk, len(set(ids.values())), limit)

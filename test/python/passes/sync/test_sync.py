@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import PassFailedException
 
 from aitc.diagnostics import AitcError
@@ -145,6 +145,43 @@ PEELED_THEN_LOOP = _function(
 peeled segment; the loop rewrites its output): the step's read of %t1 is waited for inside
 the loop, before the load into %t1, not before the loop (`insert_semaphores`)."""
 
+PEELED_IN_OUTER_LOOP = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "tiles" {{
+    %t0 = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %t1 = tile.alloc {{offset = 128 : i64}} : {ROW}
+    %u = tile.alloc {{offset = 256 : i64}} : {ROW}
+    scf.for %m = %c0 to %c8 step %c4 {{
+      %last = arith.addi %m, %c2 : index
+      tile.copy %x[%m, %c0] to %t1[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+        : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t1[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%m, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+      scf.for %i = %c0 to %c4 step %c2 {{
+        %r = arith.addi %m, %i : index
+        tile.copy %x[%r, %c0] to %t0[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+        : memref<8x16xf32, "dram">, {ROW}
+        tile.binary %t0[%c0, %c0], %u[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "add"}}
+            : {ROW}, {ROW}, {ROW}
+        tile.copy %x[%last, %c0] to %t1[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+        : memref<8x16xf32, "dram">, {ROW}
+        tile.binary %t1[%c0, %c0], %u[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "max"}}
+            : {ROW}, {ROW}, {ROW}
+      }}
+      tile.copy %x[%last, %c0] to %t0[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+        : memref<8x16xf32, "dram">, {ROW}
+      tile.binary %t0[%c0, %c0], %u[%c0, %c0] to %u[%c0, %c0] sizes [2, 16] {{op = "mul"}}
+          : {ROW}, {ROW}, {ROW}
+      tile.copy %u[%c0, %c0] to %y[%last, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""The same inside an outer loop (each tile's first step peeled, a last step after the inner
+loop, as conv and matmul kernels have them; every load on dma0): the peeled step's read of %t1
+is still waited for at the inner loop's load into %t1, and the inner loop's first load, into
+%t0, waits for the previous tile's last step, which read %t0 (a credit of the outer loop that
+`prune` had let the peeled edge's wait before the loop imply: `insert_semaphores._restored`)."""
+
 LOOP_THEN_NEXT_KERNEL = _function(
     f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
     f"""  tile.kernel "first" {{
@@ -161,7 +198,8 @@ LOOP_THEN_NEXT_KERNEL = _function(
     %t = tile.alloc {{offset = 0 : i64}} : {ROW}
     tile.copy %x[%c2, %c0] to %v[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
     tile.copy %x[%c4, %c0] to %t[%c0, %c0] sizes [2, 16] : memref<8x16xf32, "dram">, {ROW}
-    tile.binary %v[%c0, %c0], %t[%c0, %c0] to %v[%c0, %c0] sizes [2, 16] {{op = "add"}} : {ROW}, {ROW}, {ROW}
+    tile.binary %v[%c0, %c0], %t[%c0, %c0] to %v[%c0, %c0] sizes [2, 16] {{op = "add"}}
+            : {ROW}, {ROW}, {ROW}
     tile.copy %v[%c0, %c0] to %y[%c0, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
   }}""",
 )
@@ -196,6 +234,7 @@ MODULES = {
     "weight_before_loop": WEIGHT_BEFORE_LOOP,
     "multi_buffered": MULTI_BUFFERED,
     "peeled_then_loop": PEELED_THEN_LOOP,
+    "peeled_in_outer_loop": PEELED_IN_OUTER_LOOP,
     "shared_bytes": SHARED_BYTES,
     "loop_then_next_kernel": LOOP_THEN_NEXT_KERNEL,
 }
@@ -322,6 +361,36 @@ def test_a_loop_credit_drains_before_the_first_op_that_needs_it():
     assert all(loads[0] < k < loads[1] for k in waits)
     after_loop = loop.next_op
     assert not (isinstance(after_loop, sync.WaitOp) and after_loop.semaphore() == credit)
+    for order in ORDERS:
+        run = run_sync(module, inputs, order=order)
+        np.testing.assert_array_equal(run.outputs["y"], expected["y"])
+        assert set(run.semaphores.values()) <= {0}
+
+
+def test_a_peeled_steps_wait_sinks_into_the_inner_loop_and_the_last_step_guards_its_first_load():
+    """Inside an outer loop, the edge from the peeled step (its load wrote %t1) waits inside the
+    inner loop, at the load into %t1 (signalled once per inner trip), not before the loop; the
+    inner loop's first load, into %t0, still waits before the loop for the previous tile's last
+    step, which read %t0 (a restored credit of the outer loop). Race-free and balanced in every
+    engine order (the mutation test deletes each sync op of it)."""
+    module, inputs, expected = _case("peeled_in_outer_loop")
+    _apply(module, "convert-tile-to-sync{target=tiny},insert-semaphores")
+    outer, inner = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    outer_ops = list(outer.body.block.ops)
+    before_inner = outer_ops[: outer_ops.index(inner)]
+    sunk = {op.semaphore() for op in before_inner if isinstance(op, sync.SignalOp) and op.amount() == 2}
+    assert sunk
+    inner_waits = {op.semaphore() for op in inner.walk() if isinstance(op, sync.WaitOp)}
+    outer_waits = {op.semaphore() for op in outer_ops if isinstance(op, sync.WaitOp)}
+    assert sunk <= inner_waits
+    assert not sunk & outer_waits
+    last_step = next(
+        op for op in outer_ops if isinstance(op, tile.BinaryOp) and op.attributes["op"] == StringAttr("mul")
+    )
+    credit = last_step.next_op
+    assert isinstance(credit, sync.SignalOp)
+    waits = [op for op in before_inner if isinstance(op, sync.WaitOp)]
+    assert any(op.semaphore() == credit.semaphore() and op.engine_name() == "dma0" for op in waits)
     for order in ORDERS:
         run = run_sync(module, inputs, order=order)
         np.testing.assert_array_equal(run.outputs["y"], expected["y"])
