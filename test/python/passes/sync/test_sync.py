@@ -24,6 +24,7 @@ from aitc.interp.sync import run_sync
 from aitc.ir import parse_mlir, print_mlir
 from aitc.passes.legality import check_all_bound
 from aitc.passes.pipelines import parse_pipeline, run_pipeline
+from aitc.passes.sync.insert_semaphores import insert_semaphores
 from aitc.passes.sync.insert_semaphores.dependences import first_distance
 from aitc.target import load_target
 
@@ -395,6 +396,28 @@ def test_a_peeled_steps_wait_sinks_into_the_inner_loop_and_the_last_step_guards_
         run = run_sync(module, inputs, order=order)
         np.testing.assert_array_equal(run.outputs["y"], expected["y"])
         assert set(run.semaphores.values()) <= {0}
+
+
+@pytest.mark.parametrize("limit", [4, 5, 6])
+def test_a_peeled_step_in_an_outer_loop_is_synchronised_with_few_semaphores(limit: int):
+    """With fewer semaphores than sinking the peeled step's wait and restoring the credit take
+    (7), insert-semaphores leaves some sunk edges' waits before the loop (6, 5) or, at 4, falls
+    back to the placement that needs no restored credit: still race-free, balanced and equal
+    to the tile level; 3 are too few for any placement."""
+    for semaphores in (limit, 3):
+        module, inputs, expected = _case("peeled_in_outer_loop")
+        _apply(module, "convert-tile-to-sync{target=tiny}")
+        function = entry_function(module)
+        if semaphores == 3:
+            with pytest.raises(PassFailedException, match="needs more than the 3 semaphores"):
+                insert_semaphores(function, semaphores, "test")
+            continue
+        insert_semaphores(function, semaphores, "test")
+        assert max(op.semaphore() for op in _sync_ops(module)) < semaphores
+        for order in ORDERS:
+            run = run_sync(module, inputs, order=order)
+            np.testing.assert_array_equal(run.outputs["y"], expected["y"])
+            assert set(run.semaphores.values()) <= {0}
 
 
 # --------------------------------------------------------------------------- mutation
