@@ -24,7 +24,7 @@ lit: $(STAMP)
 	$(BIN)/lit -sv test
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
