@@ -84,6 +84,7 @@ class _Item:
     engine: str
     cycles: int
     after: list[int]  # indices of the earlier ops it depends on
+    touches: list[tuple[Hashable, bool, Hull]]  # (storage, writes, bytes) of each access
 
 
 def _items(ops: list[tile.WindowOp], target: Target) -> list[_Item]:
@@ -115,7 +116,8 @@ def _items(ops: list[tile.WindowOp], target: Target) -> list[_Item]:
             live.setdefault((storage, access.write), []).append((j, hull))
         engine = sync.engine_of(op)
         assert engine is not None
-        items.append(_Item(op, j, engine, busy_cycles(op, target), sorted(after)))
+        touches = [(access.view.storage, access.write, hull) for access, hull in mine]
+        items.append(_Item(op, j, engine, busy_cycles(op, target), sorted(after), touches))
     return items
 
 
@@ -159,32 +161,26 @@ def schedule(items: list[_Item], release: dict[int, int] | None = None) -> tuple
     return order, ends
 
 
-def _carried(items: list[_Item], ops: list[tile.WindowOp]) -> dict[int, list[int]]:
+def _carried(items: list[_Item]) -> dict[int, list[int]]:
     """In a loop body: per DMA op, the later ops of the body it depends on across the loop's
     back edge (touching a common byte, one writing: the previous trip's op must end first),
     e.g. the load into a rotated copy on the previous trip's last reads of that copy."""
-    ranges = StaticIndexRanges()
-    hulls = [
-        [
-            (access.view.storage, access.write, Hull.of(access_bytes(access, ranges)))
-            for access in accesses(op)
-        ]
-        for op in ops
-    ]
     carried: dict[int, list[int]] = {}
     for j, item in enumerate(items):
         if not item.engine.startswith("dma"):
             continue
         for i in range(j + 1, len(items)):
-            if any(s == t and (w or v) and h.meets(g) for s, w, h in hulls[j] for t, v, g in hulls[i]):
+            if any(
+                s == t and (w or v) and h.meets(g) for s, w, h in item.touches for t, v, g in items[i].touches
+            ):
                 carried.setdefault(j, []).append(i)
     return carried
 
 
-def loop_schedule(items: list[_Item], ops: list[tile.WindowOp]) -> list[int]:
+def loop_schedule(items: list[_Item]) -> list[int]:
     """The order of a run that is a whole loop body (module docstring, "Loop bodies")."""
     order, ends = schedule(items)
-    carried = _carried(items, ops)
+    carried = _carried(items)
     if not carried:
         return order
     length = max(ends.values())
@@ -197,7 +193,7 @@ def schedule_run(run: list[Operation], target: Target) -> bool:
     compute = [op for op in run if isinstance(op, tile.COMPUTE_OPS)]
     pure = [op for op in run if not isinstance(op, tile.COMPUTE_OPS)]
     items = _items(compute, target)
-    order = loop_schedule(items, compute) if _whole_body(run) else schedule(items)[0]
+    order = loop_schedule(items) if _whole_body(run) else schedule(items)[0]
     if order == list(range(len(compute))) and run[: len(pure)] == pure:
         return False
     anchor = run[-1].next_op

@@ -121,8 +121,13 @@ def prune(edges: list[Edge], program: Program) -> list[Edge]:
     kept = _dominated_same_level(edges)
     inside = _pairs_inside(kept)
     kept = [e for e in kept if e.distance or not _spans_inner_edge(e, program, inside)]
+    return in_wait_order(kept, program)
+
+
+def in_wait_order(edges: list[Edge], program: Program) -> list[Edge]:
+    """`edges` in program order of their waits, then of their signals."""
     order = program.program_order()
-    return sorted(kept, key=lambda e: (order[e.level.items[e.before]], order[e.level.items[e.after]]))
+    return sorted(edges, key=lambda e: (order[e.level.items[e.before]], order[e.level.items[e.after]]))
 
 
 # --------------------------------------------------------------------------- semaphore ids
@@ -388,9 +393,7 @@ def _implies(k: Edge, e: Edge) -> bool:
     return k.level.loop is not None and (1 + k.distance, k.before) <= e.key()
 
 
-def _restored(
-    found: list[Edge], edges: list[Edge], sunk: dict[Edge, tuple[Level, int]], program: Program
-) -> list[Edge]:
+def _restored(found: list[Edge], edges: list[Edge], sunk: dict[Edge, tuple[Level, int]]) -> list[Edge]:
     """The loop-carried edges `prune` dropped that end at a loop before the wait of a sunk
     forward edge of their pair moved there, and that no other kept edge implies: only the sunk
     edge's wait before the loop (in the next iteration) ordered them. E.g. a chunk loop's load
@@ -414,16 +417,6 @@ def _restored(
         if (item is None or item < at) and not any(_implies(k, edge) for k in others):
             restored.append(edge)
     return _dominated_same_level(restored)
-
-
-def _with_restored(edges: list[Edge], restored: list[Edge], program: Program) -> list[Edge]:
-    """`edges` and the `restored` ones, in program order of their waits (as `prune` gives)."""
-    if not restored:
-        return edges
-    order = program.program_order()
-    return sorted(
-        [*edges, *restored], key=lambda e: (order[e.level.items[e.before]], order[e.level.items[e.after]])
-    )
 
 
 def _can_share(a: Edge, b: Edge) -> bool:
@@ -484,7 +477,9 @@ def _insert(program: Program, found: list[Edge], limit: int, label: str, restore
     if restore:
         points = sink_points([e for e in found if e.distance == 0], program)
         sunk = _sunk(edges, points)
-        edges = _with_restored(edges, _restored(found, edges, sunk, program), program)
+        restored = _restored(found, edges, sunk)
+        if restored:
+            edges = in_wait_order([*edges, *restored], program)
     else:
         sunk = _sunk(edges, sink_points(found, program))
     while True:  # the sunk edges that numbers are left for (the others wait where they end)
