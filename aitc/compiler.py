@@ -89,6 +89,10 @@ class CompileOptions:
     shard: str = "auto"
     """The sharding strategy with cores > 1: auto, tp, sp, dp, tp-sp, layerwise, measure (every
     strategy compiled and simulated, the fastest kept) or none."""
+    conv_layout: str = "auto"
+    """The activations' layout around convs: auto (the cost model chooses per region of
+    connected convs), nhwc (channels last wherever the lowering can) or nchw
+    (graph-channels-last)."""
     verify_each: bool = field(default_factory=lambda: os.environ.get("AITC_VERIFY_EACH") == "1")
     """Verify the IR after every pass (a failure names the pass); by default only the result is
     verified, which saves a quarter of a large compile (`AITC_VERIFY_EACH=1` makes it the
@@ -160,7 +164,12 @@ def stage_passes(start: str, options: CompileOptions) -> list[tuple[str, list[Mo
     return [
         (produces, passes)
         for consumes, produces, passes in lowering_stages(
-            options.depth, options.optimize, options.host_fallback, options.cores or 1, options.shard
+            options.depth,
+            options.optimize,
+            options.host_fallback,
+            options.cores or 1,
+            options.shard,
+            options.conv_layout,
         )
         if LEVELS.index(consumes) >= first and LEVELS.index(produces) <= last
     ]

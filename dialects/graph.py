@@ -955,7 +955,8 @@ class MatMulOp(IRDLOperation):
 
 
 class WindowOp(IRDLOperation):
-    """Base of ops that slide a window over the spatial dims of an N x C x D1 x ... tensor.
+    """Base of ops that slide a window over the spatial dims of an N x C x D1 x ... tensor
+    (N x D1 x ... x C when the op is `channels_last`).
 
     `pads` lists the begin pads of every spatial dim, then the end pads (ONNX order).
     """
@@ -966,6 +967,19 @@ class WindowOp(IRDLOperation):
 
     def spatial_rank(self) -> int:
         return len(_shape(self.operands[0])) - 2
+
+    def is_channels_last(self) -> bool:
+        """Whether the activations are N x D1 x ... x C (only graph.conv has the attribute)."""
+        return "channels_last" in self.attributes
+
+    def spatial_sizes(self) -> tuple[int, ...]:
+        """The input's spatial extents D1, ...."""
+        x = _shape(self.operands[0])
+        return x[1:-1] if self.is_channels_last() else x[2:]
+
+    def channel_dim(self) -> int:
+        """The dim of the activations' channels: 1, or the last one when channels_last."""
+        return len(_shape(self.operands[0])) - 1 if self.is_channels_last() else 1
 
     def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(strides, pads, dilations), defaults filled in."""
@@ -986,7 +1000,7 @@ class WindowOp(IRDLOperation):
             "strides and dilations must be > 0",
         )
         _check(all(p >= 0 for p in pads), "pads must be >= 0")
-        sizes = _shape(self.operands[0])[2:]
+        sizes = self.spatial_sizes()
         out = []
         for i in range(n):
             total_pad = pads[i] + pads[i + n]
@@ -1007,7 +1021,9 @@ class WindowOp(IRDLOperation):
 class ConvOp(WindowOp):
     """N-d grouped convolution (cross-correlation), ONNX Conv semantics; depthwise when
     group == C_in. Weight layout: C_out x C_in/group x K1 x ...; optional bias of C_out;
-    an optional fused `activation` is applied to the result.
+    an optional fused `activation` is applied to the result. With `channels_last` the input
+    and the result are N x D1 x ... x C (NHWC in 2-D; the weight keeps its layout): what
+    graph-channels-last gives the convs that run faster that way on the NPU.
 
     ```mlir
     %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
@@ -1022,6 +1038,7 @@ class ConvOp(WindowOp):
     output = result_def(TensorType)
     group = opt_attr_def(IntegerAttr)
     activation = opt_attr_def(StringAttr)
+    channels_last = opt_attr_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
@@ -1033,18 +1050,20 @@ class ConvOp(WindowOp):
 
     def inferred_type(self) -> TensorType:
         x, w = _shape(self.input), _shape(self.weight)
-        return TensorType(_elem(self.input), [x[0], w[0], *self.out_spatial(w[2:])])
+        spatial = self.out_spatial(w[2:])
+        shape = [x[0], *spatial, w[0]] if self.is_channels_last() else [x[0], w[0], *spatial]
+        return TensorType(_elem(self.input), shape)
 
     def verify_(self) -> None:
         x, w = _shape(self.input), _shape(self.weight)
         if len(x) < 3 or len(w) != len(x):  # an `if`, not _check: pyright then knows x[1] exists
             raise VerifyException("conv needs N x C x spatial input and a weight of the same rank")
-        g = self.groups()
+        g, c_in = self.groups(), x[self.channel_dim()]
         _check(
-            g > 0 and x[1] % g == 0 and w[0] % g == 0,
-            f"group {g} must divide C_in {x[1]} and C_out {w[0]}",
+            g > 0 and c_in % g == 0 and w[0] % g == 0,
+            f"group {g} must divide C_in {c_in} and C_out {w[0]}",
         )
-        _check(w[1] * g == x[1], f"weight expects {w[1] * g} input channels, input has {x[1]}")
+        _check(w[1] * g == c_in, f"weight expects {w[1] * g} input channels, input has {c_in}")
         if self.bias is not None:
             bias = TensorType(_elem(self.input), [w[0]])
             _check(self.bias.type == bias, f"bias must be {bias}, one value per output channel")

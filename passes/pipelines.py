@@ -26,6 +26,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.transforms import get_all_passes as xdsl_passes
 
 from aitc.passes import get_all_passes
+from aitc.passes.graph.graph_channels_last import GraphChannelsLastPass
 from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 from aitc.passes.graph.graph_optimize import graph_optimize_pipeline
 from aitc.passes.graph.graph_polyphase_conv import GraphPolyphaseConvPass
@@ -65,11 +66,17 @@ def shard_pipeline(cores: int, strategy: str = "auto") -> list[ModulePass]:
 
 
 def lowering_stages(
-    depth: int = 2, optimize: bool = True, host_fallback: bool = True, cores: int = 1, shard: str = "auto"
+    depth: int = 2,
+    optimize: bool = True,
+    host_fallback: bool = True,
+    cores: int = 1,
+    shard: str = "auto",
+    conv_layout: str = "auto",
 ) -> list[Stage]:
     """The end-to-end pipeline graph -> hw, in stages. `aitc compile` runs the stages between
     the input's level and `--emit`; `aitc-opt -p` can run any prefix of `lowering_pipeline`.
-    With `cores` > 1 the graph is sharded (`shard_pipeline`) after graph-optimize."""
+    With `cores` > 1 the graph is sharded (`shard_pipeline`) after graph-optimize;
+    `conv_layout` is graph-channels-last's `layout`."""
     stages: list[Stage] = [("graph", "graph", graph_optimize_pipeline())] if optimize else []
     if cores > 1:
         stages.append(("graph", "graph", shard_pipeline(cores, shard)))
@@ -81,6 +88,7 @@ def lowering_stages(
             [
                 GraphLegalizeAxesPass(),  # non-trailing reductions/softmax: transposes, then the NPU's form
                 GraphPolyphaseConvPass(),  # strided convs: sums of stride-1 convs over the input's phases
+                GraphChannelsLastPass(layout=conv_layout),  # regions of convs faster channels last: NHWC
                 PlaceOnHostPass(fallback=host_fallback),
                 ConvertGraphToTilePass(depth=depth),
             ],

@@ -35,6 +35,12 @@ def _graph_polyphase_conv() -> type[ModulePass]:
     return GraphPolyphaseConvPass
 
 
+def _graph_channels_last() -> type[ModulePass]:
+    from aitc.passes.graph.graph_channels_last import GraphChannelsLastPass
+
+    return GraphChannelsLastPass
+
+
 def _graph_fuse_bias_activation() -> type[ModulePass]:
     from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
 
@@ -144,6 +150,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-fuse-attention": _graph_fuse_attention,
     "graph-polyphase-conv": _graph_polyphase_conv,
+    "graph-channels-last": _graph_channels_last,
     "graph-recognize-patterns": _graph_recognize_patterns,
     "graph-optimize": _graph_optimize,
     "graph-legalize-axes": _graph_legalize_axes,

@@ -112,7 +112,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     options = CompileOptions(
         target=args.target, depth=args.depth, emit=emit, optimize=not args.no_optimize,
         host_fallback=not args.no_host_fallback, input_shapes=dict(args.input_shape or []),
-        cores=args.cores, shard=args.shard, verify_each=args.verify_each,
+        cores=args.cores, shard=args.shard, verify_each=args.verify_each, conv_layout=args.conv_layout,
     )  # fmt: skip
     if args.print_pipeline:
         print(compile_pipeline_spec(args.model, options))
@@ -428,6 +428,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="sharding strategy with --cores > 1: tensor, sequence (spatial rows for a CNN), data or "
         "Megatron tensor+sequence parallel, a choice per layer (layerwise), the cheapest estimate "
         "(auto), or the fastest on the simulator (measure: every strategy compiled and simulated)",
+    )
+    p.add_argument(
+        "--conv-layout",
+        choices=("auto", "nchw", "nhwc"),
+        default="auto",
+        help="activation layout of the convs: channels last (nhwc) where the cost model expects a "
+        "region of connected convs to run faster that way (auto), everywhere it can, or nowhere",
     )
     p.add_argument(
         "--tune",

@@ -199,6 +199,12 @@ def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float, extra=None) -
 
 
 def _conv(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None):
+    if op.is_channels_last():  # the same conv on N x C x spatial views
+        return np.moveaxis(_conv_channels_first(op, np.moveaxis(x, -1, 1), w, bias), 1, -1)
+    return _conv_channels_first(op, x, w, bias)
+
+
+def _conv_channels_first(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None):
     strides, pads, dilations = op.window()
     groups = op.groups()
     n_spatial = x.ndim - 2

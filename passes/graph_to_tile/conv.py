@@ -56,11 +56,14 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.conv_channels_last import estimate as channels_last_estimate
+from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv, supported
 from aitc.passes.graph_to_tile.costs import Budget, add_kernel_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
+    Fused,
     LoweringContext,
     residual_operand,
     tensor_shape,
@@ -68,7 +71,14 @@ from aitc.passes.graph_to_tile.lowering import (
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
 from aitc.passes.graph_to_tile.tuning import choose, noted
-from aitc.passes.graph_to_tile.window import Block, Geometry, for_blocks, window_dims
+from aitc.passes.graph_to_tile.window import (
+    Block,
+    Geometry,
+    conv_geometry,
+    for_blocks,
+    tap_major_order,
+    window_problem,
+)
 from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
     WindowProblem,
@@ -80,19 +90,6 @@ from aitc.passes.graph_to_tile.window_costs import (
     window_plan_of,
 )
 from aitc.target import Target
-
-
-def conv_geometry(op: graph.ConvOp) -> Geometry:
-    x, w = tensor_shape(op.input), tensor_shape(op.weight)
-    h, wd = window_dims(op, w[2:])
-    groups = op.groups()
-    return Geometry(x[0], x[1] // groups, groups, w[0] // groups, h, wd)
-
-
-def tap_major_order(rank: int) -> tuple[int, ...]:
-    """The permutation of a conv weight [C_out, C/g, k...] into its tap-major layout
-    [C_out, k..., C/g] (OHWI in 2-D; `WindowPlan.per_tap`)."""
-    return (0, *range(2, rank), 1)
 
 
 @dataclass(frozen=True)
@@ -133,15 +130,6 @@ class ConvViews:
             ctx.value_view(fused.residual, out) if fused else None,
             ctx.view(weight, [c_out, g.taps, g.channels]) if tap_major is not None else None,
         )
-
-
-@dataclass(frozen=True)
-class Fused:
-    """A residual add (and the activation after it) fused into a conv's kernel."""
-
-    residual: SSAValue
-    activation: str | None
-    output: SSAValue
 
 
 def residual_of(conv: Operation, chain: list[Operation]) -> Fused | None:
@@ -464,10 +452,32 @@ def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> Can
     return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
 
 
+def conv_problem(op: Operation) -> str | None:
+    """Why a conv is not lowered (`window_problem`, and for a channels-last one
+    `conv_channels_last.supported`), else None."""
+    why = window_problem(op)
+    if why is None and isinstance(op, graph.ConvOp) and op.is_channels_last():
+        why = supported(op)
+    return why
+
+
+def estimated_cycles(op: graph.ConvOp, budget: Budget) -> int | None:
+    """The estimate of the cheapest channels-first plan of `op` (None: none fits)."""
+    g = conv_geometry(op)
+    plans = [plan for p in _problems(op, g, budget.target) if (plan := plan_window(p, budget)) is not None]
+    return min(plan.cycles for plan in plans) if plans else None
+
+
 def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tuple[int, int] | None:
     """(cycles of the conv with the residual add fused, cycles of the conv alone plus the add's
     own kernel, which reads two tensors of the output's size on its load queue), or None when
     a plan does not fit."""
+    if op.is_channels_last():
+        pair = [channels_last_estimate(op, budget, f) for f in (fused, None)]
+        if pair[0] is None or pair[1] is None:
+            return None
+        nbytes = 4 * math.prod(tensor_shape(op.output))
+        return pair[0].cycles, pair[1].cycles + add_kernel_cycles(budget.target, nbytes)
     g = conv_geometry(op)
     plans = [plan_window(_problems(op, g, budget.target, f)[0], budget) for f in (fused, None)]
     with_residual, alone = plans
@@ -483,6 +493,9 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     assert isinstance(op, graph.ConvOp)
     fused = residual_of(op, chain) if chain else None
     assert not chain or fused is not None
+    if op.is_channels_last():
+        lower_channels_last_conv(ctx, ops, fused)
+        return
     g = conv_geometry(op)
     problems = _problems(op, g, ctx.budget.target, fused)
     plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]

@@ -35,6 +35,15 @@ class Unsupported(Exception):
     """An op (or a variant of it) that convert-graph-to-tile cannot lower yet."""
 
 
+@dataclass(frozen=True)
+class Fused:
+    """A residual add (and the activation after it) fused into a conv's kernel."""
+
+    residual: SSAValue
+    activation: str | None
+    output: SSAValue
+
+
 class CannotFit(Exception):
     """A tensor whose smallest legal tile does not fit the target's SRAM/ACC budget."""
 

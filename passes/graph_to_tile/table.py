@@ -51,7 +51,7 @@ LOWERINGS: dict[type[Operation], Lowering] = _table(
     ((graph.GatherOp,), Lowering(gather.lower_gather, gather.gather_unsupported)),
     # matrix engine
     ((graph.MatMulOp,), Lowering(linear.lower_matmul, linear.matmul_unsupported)),
-    ((graph.ConvOp,), Lowering(conv.lower_conv, window.window_problem)),
+    ((graph.ConvOp,), Lowering(conv.lower_conv, conv.conv_problem)),
     ((graph.AttentionOp,), Lowering(attention.lower_attention, attention.attention_unsupported)),
     # vector engine: windows, rows, elementwise chains
     ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, window.window_problem)),

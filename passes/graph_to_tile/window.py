@@ -116,6 +116,20 @@ class Geometry:
         return self.taps == 1 and self.unit_stride
 
 
+def conv_geometry(op: graph.ConvOp) -> Geometry:
+    """A conv as its window geometry (channels first or last)."""
+    x, w = tensor_shape(op.input), tensor_shape(op.weight)
+    h, wd = window_dims(op, w[2:])
+    groups = op.groups()
+    return Geometry(x[0], x[op.channel_dim()] // groups, groups, w[0] // groups, h, wd)
+
+
+def tap_major_order(rank: int) -> tuple[int, ...]:
+    """The permutation of a conv weight [C_out, C/g, k...] into its tap-major layout
+    [C_out, k..., C/g] (OHWI in 2-D; `WindowPlan.per_tap`)."""
+    return (0, *range(2, rank), 1)
+
+
 def window_problem(op: Operation) -> str | None:
     """Why a conv or pooling op is not lowered (f32, 1-D or 2-D, non-empty), else None."""
     if str(tensor_element(op.operands[0])) != "f32":
@@ -131,7 +145,8 @@ def window_problem(op: Operation) -> str | None:
 def window_dims(op: graph.WindowOp, kernel: Sequence[int]) -> tuple[WindowDim, WindowDim]:
     """The (h, w) dims of a 1-D or 2-D conv/pool (1-D: h is a trivial dim of size 1)."""
     strides, pads, dilations = op.window()
-    sizes, outs = tensor_shape(op.operands[0])[2:], tensor_shape(op.results[0])[2:]
+    out = tensor_shape(op.results[0])
+    sizes, outs = op.spatial_sizes(), (out[1:-1] if op.is_channels_last() else out[2:])
     n = len(kernel)
     dims = [
         WindowDim(sizes[i], outs[i], kernel[i], strides[i], dilations[i], pads[i], pads[i + n])

@@ -330,3 +330,25 @@ func.func @conv1x1_stride2(%x: tensor<1x8x8x8xf32>, %w: tensor<6x8x1x1xf32>) -> 
 // EDGE:              tile.copy {{.*}} sizes [8, 3, 7] : memref<8x8x8xf32, "dram">, memref<9x4x8xf32, "sram">
 // EDGE-NEXT:         tile.copy {{.*}} sizes [128, 1] : memref<144x2xf32, "sram">, memref<128x1xf32, "sram">
 // EDGE-NEXT:         tile.matmul {{.*}} sizes [6, 8, 12]
+
+// -----
+
+// Channels last: the positions stream. The stage [S, Wp, C] holds the block's input rows at the
+// padded width (the padding copied from a tile of zeros), read flat [S*Wp, C]; one matmul per
+// tap with m = positions of the block (the dropped columns included), k = channels, n = output
+// channels, the tap-major weight as the transposed rhs; the epilogue reads each output row.
+func.func @conv_channels_last(%x: tensor<1x6x6x8xf32>) -> tensor<1x6x6x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<4x8x3x3xf32>
+  %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, activation = "relu", channels_last} : tensor<1x6x6x8xf32>, tensor<4x8x3x3xf32> -> tensor<1x6x6x4xf32>
+  func.return %y : tensor<1x6x6x4xf32>
+}
+// CHECK-LABEL: func.func @conv_channels_last
+// CHECK:         tile.kernel "graph.conv" {{.*}}reason = "channels-last per-tap GEMM: W laid out [C_out, kh, kw, C] at compile time, the positions stream
+// CHECK:           %[[STAGE:[0-9]+]] = tile.alloc : memref<{{[0-9]+}}x8x8xf32, "sram">
+// CHECK:           %[[FLAT:[0-9]+]] = tile.reshape %[[STAGE]]
+// CHECK:           tile.copy {{.*}} to %[[STAGE]][{{.*}}] sizes [{{[0-9]+}}, 6, 8] : memref<6x6x8xf32, "dram">
+// CHECK:           tile.matmul %[[FLAT]][{{.*}}], {{.*}} sizes [{{[0-9]+}}, 4, 4] {transpose_rhs}
+// CHECK:           tile.acc_read {{.*}} sizes [6, 4] {activation = "relu"}
+// EDGE-LABEL:  func.func @conv_channels_last
+// EDGE:          tile.kernel "graph.conv" {{.*}}tiles = array<i64: 6, 8, 4>{{.*}}reason = "channels-last per-tap GEMM: W laid out [C_out, kh, kw, C] at compile time, the positions stream (m = 46 of 6 output row(s) of padded width 8)
+// EDGE-COUNT-9:    tile.matmul {{.*}} sizes [46, 8, 4] {{{.*}}transpose_rhs}

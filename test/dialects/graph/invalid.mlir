@@ -299,6 +299,26 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> te
 
 // -----
 
+// Channels last, the input's channels are its last dim (3), not dim 1 (8).
+func.func @conv_channels_last_channels(%x: tensor<1x8x8x3xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<1x6x6x8xf32> {
+  %0 = graph.conv %x, %w {channels_last} : tensor<1x8x8x3xf32>, tensor<8x8x3x3xf32> -> tensor<1x6x6x8xf32>
+  func.return %0 : tensor<1x6x6x8xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: weight expects 8 input channels, input has 3
+
+// -----
+
+// Channels last, the result is N x OH x OW x C_out.
+func.func @conv_channels_last_result(%x: tensor<1x8x8x3xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  %0 = graph.conv %x, %w {channels_last} : tensor<1x8x8x3xf32>, tensor<8x3x3x3xf32> -> tensor<1x8x6x6xf32>
+  func.return %0 : tensor<1x8x6x6xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: result type should be tensor<1x6x6x8xf32>
+
+// -----
+
 // The weight has the rank of the input.
 func.func @conv_rank(%x: tensor<1x3x8x8xf32>, %w: tensor<8x3x3xf32>) -> tensor<1x8x6x6xf32> {
   %0 = graph.conv %x, %w : tensor<1x3x8x8xf32>, tensor<8x3x3xf32> -> tensor<1x8x6x6xf32>

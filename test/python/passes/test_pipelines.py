@@ -62,7 +62,7 @@ def test_printed_compile_pipeline_through_aitc_opt_is_aitc_compile(graph_file, t
     options = ["--target", "tiny", "--depth", "3", "--emit", emit]
     assert aitc(["compile", path, *options, "--print-pipeline"]) == 0
     spec = capsys.readouterr().out.strip()
-    assert "place-on-host{target=" in spec
+    assert "graph-channels-last{target=" in spec
     assert "depth=3" in spec
     compiled, optimized = tmp_path / "compiled.mlir", tmp_path / "opt.mlir"
     # the printed pipeline is one core's (without --cores, a compile to hw may shard over tiny's 2)

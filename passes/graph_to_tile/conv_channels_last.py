@@ -1,0 +1,482 @@
+"""Lowering of a channels-last graph.conv (`graph.conv {channels_last}`: N x H x W x C in and
+out) for convert-graph-to-tile: a per-tap GEMM whose rows are output positions.
+
+NCHW convs (conv.py) stream the output channels of a tile through the matrix engine (m = tm,
+at most C_out), so a 64-channel layer runs at m / (m + latency + k) <= 0.57 of the peak. With
+the channels last, a row of the activations is one position's channels, so the positions
+stream (m in the hundreds) and the weights are the stationary operand:
+
+    out[p, co] = sum over taps t, channels c of stage[p + base(t), c] * W'[co, t, c]
+
+The stage holds the receptive field of R output rows: S = R + (kh - 1) * dh input rows of the
+padded width Wp = pl + W + pr, tc channels each, flat as [S * Wp, tc] (the DMA writes each
+input row's W x tc block at column pl; the padding is copied from a tile of zeros). Output
+position p = r * Wp + c is row r, column c of the block (c < OW; the kw - 1 columns after each
+row are computed and dropped), and tap (i, j) reads the stage from base = i * dh * Wp + j * dw.
+One tile.matmul per tap, chunk of <= matrix-rows channels and tile of <= matrix-cols output
+channels: m = (R - 1) * Wp + OW positions, rhs the weight laid out tap-major [C_out, kh*kw*C]
+at compile time, transposed (`transpose_rhs`: its rows are output channels):
+
+    [W' -> SRAM when kept] [bias row -> SRAM]
+    for n in images:
+      for row blocks of R (interior blocks in one scf.for, border ones peeled):
+        [one chunk: stage <- x rows + zero padding]
+        for co0 step tn:
+          for c0 step tc:  [stage <- chunk + zero padding] [W' tile -> SRAM]
+            for tap: for n0 step cols: for k0 step rows:
+              tile.matmul acc[0:m, n0:] (+)= stage[base(tap):, k0:] @ W'[co0 + n0:, tap, c0 + k0:]^T
+          epilogue: per output row acc_read {activation} (or + bias row, then the activation)
+                    into a dense y [R * OW, tn]; [+ residual window, activation]; out <- y
+
+Stride 1, one group (graph-channels-last gives this layout only to such convs; strided convs
+are stride-1 phase convs after graph-polyphase-conv). The plan (R, tc, tn, weights kept or
+streamed) has the fewest cycles the cost model estimates, charging the ops this module emits
+(`_estimate` runs the same code on a builder that only counts).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import UnknownLoc, f32
+from xdsl.ir import Operation, SSAValue
+
+from aitc.dialects import graph, tile
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.costs import Budget, balanced, remembered
+from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, apply_activation, fill
+from aitc.passes.graph_to_tile.lowering import CannotFit, Fused, LoweringContext, tensor_element, tensor_shape
+from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
+from aitc.passes.graph_to_tile.movement import kernel_view
+from aitc.passes.graph_to_tile.tuning import choose, noted
+from aitc.passes.graph_to_tile.window import (
+    Block,
+    Geometry,
+    block_runs,
+    conv_geometry,
+    for_blocks,
+    tap_major_order,
+)
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class ChannelsLastPlan:
+    """R output rows per block, tc input channels per chunk, tn output channels per tile, the
+    whole weight kept in SRAM or a [tn, taps, tc] tile streamed per chunk; estimated cycles."""
+
+    rows: int
+    tc: int
+    tn: int
+    keep: bool
+    cycles: int = 0
+
+    def key(self) -> tuple[int, ...]:
+        return (self.cycles, -self.rows, -self.tn, -self.tc, int(not self.keep))
+
+    @property
+    def choice(self) -> tuple[int, int, int, bool]:
+        """What identifies the plan among the candidates (the tuner's record of it)."""
+        return (self.rows, self.tc, self.tn, self.keep)
+
+    @property
+    def family(self) -> tuple[int, int]:
+        """The plan's structure: rows per block and output channels per tile (`tuning.short_list`)."""
+        return (self.rows, self.tn)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What the plan depends on: the conv's geometry and its epilogue."""
+
+    g: Geometry
+    bias: bool
+    activation: str | None
+    residual: bool
+    after: str | None  # the activation after the residual add
+
+
+def supported(op: graph.ConvOp) -> str | None:
+    """Why `op` cannot take the channels-last lowering, else None."""
+    x, w = tensor_shape(op.input), tensor_shape(op.weight)
+    strides, _, _ = op.window()
+    if len(x) not in (3, 4) or str(tensor_element(op.input)) != "f32":
+        return "only f32 1-D and 2-D convs"
+    if op.groups() != 1:
+        return "grouped convs keep N x C x H x W"
+    if any(s != 1 for s in strides):
+        return "strided convs keep N x C x H x W (graph-polyphase-conv makes them stride 1)"
+    taps = math.prod(w[2:])
+    constant = isinstance(op.weight.owner, graph.ConstantOp) and op.weight.owner.value is not None
+    if taps > 1 and not constant:
+        return "the weight must be a constant (it is laid out tap-major at compile time)"
+    if 0 in x or 0 in tensor_shape(op.output):
+        return "zero-size tensors have no buffers"
+    return None
+
+
+def _width(g: Geometry) -> int:
+    """Wp: the padded width the outputs read (stride 1)."""
+    return g.w.out + (g.w.kernel - 1) * g.w.dilation
+
+
+def _positions(g: Geometry, rows: int) -> int:
+    """m: the positions of a block of `rows` output rows (the last row's tail dropped)."""
+    return (rows - 1) * _width(g) + g.w.out
+
+
+def _zero_rows(g: Geometry, rows: int) -> int:
+    """The most stage rows a border block of `rows` output rows reads from the padding."""
+    strips = [
+        high - low
+        for run in block_runs(g.h, rows)
+        if not run.inside
+        for low, high in g.h.strips(run.o0, run.size)
+    ]
+    return max(strips, default=0)
+
+
+# --------------------------------------------------------------------------- emission
+
+
+@dataclass(frozen=True)
+class Views:
+    """DRAM views: x [N*H, W, C], w [C_out, taps*C] and w_taps [C_out, taps, C] (tap-major),
+    out [N*OH*OW, C_out], bias [1, C_out], residual [N*OH*OW, C_out]."""
+
+    x: SSAValue
+    w: SSAValue
+    w_taps: SSAValue
+    out: SSAValue
+    bias: SSAValue | None
+    residual: SSAValue | None
+
+
+class _Emitter:
+    """Emits (or, on an `_Estimator`, charges) the loop nest of one planned conv."""
+
+    def __init__(self, kb: KernelBuilder, p: Problem, plan: ChannelsLastPlan, v: Views):
+        self.kb, self.p, self.plan, self.v = kb, p, plan, v
+        g = p.g
+        self.g, self.wp = g, _width(g)
+        self.stage_rows = plan.rows + (g.h.kernel - 1) * g.h.dilation
+        tc, tn, taps = plan.tc, plan.tn, g.taps
+        # written as [S, Wp, tc] boxes (what multi-buffer sees the loads cover), read flat
+        self.stage3 = kb.alloc([self.stage_rows, self.wp, tc], f32, "sram")
+        self.stage = kernel_view(kb, self.stage3, [self.stage_rows * self.wp, tc])
+        if plan.keep:
+            self.weights = kb.alloc([g.outs, taps * g.channels], f32, "sram")
+        else:
+            self.weights = kb.alloc([tn, taps * tc], f32, "sram")
+            self.weight_taps = kernel_view(kb, self.weights, [tn, taps, tc])
+        self.acc = kb.alloc([_positions(g, plan.rows), tn], f32, "acc")
+        dense = [plan.rows * g.w.out, tn]
+        self.y = kb.alloc(dense, f32, "sram")
+        self.bias = kb.alloc([1, g.outs], f32, "sram") if p.bias else None
+        self.residual = kb.alloc(dense, f32, "sram") if p.residual else None
+        temps = ACTIVATION_TEMPS.get(p.activation or "", 0) if p.bias else 0
+        self.temp = Win.at(kb.alloc(dense, f32, "sram")) if temps else None
+        pad_cols = max(g.w.pad, self.wp - g.w.pad - g.w.size)
+        self.zero_cols = self._zeros([self.stage_rows, pad_cols, tc]) if pad_cols else None
+        zero_rows = _zero_rows(g, plan.rows)
+        self.zero_rows = self._zeros([zero_rows, self.wp, tc]) if zero_rows else None
+
+    def _zeros(self, shape: list[int]) -> SSAValue:
+        buffer = self.kb.alloc([math.prod(shape[:-1]), shape[-1]], f32, "sram")
+        fill(self.kb, Win.at(buffer), 0.0, [math.prod(shape[:-1]), shape[-1]])
+        return kernel_view(self.kb, buffer, shape)
+
+    def run(self) -> None:
+        kb, g, v = self.kb, self.g, self.v
+        if self.plan.keep:
+            kb.copy(Win.at(v.w), Win.at(self.weights), [g.outs, g.taps * g.channels])
+        if self.bias is not None and v.bias is not None:
+            kb.copy(Win.at(v.bias), Win.at(self.bias), [1, g.outs])
+        kb.loop(0, g.batch, 1, lambda n: for_blocks(kb, g.h, self.plan.rows, lambda hb: self._block(n, hb)))
+
+    def _block(self, n: Index, hb: Block) -> None:
+        self.n, self.hb = n, hb
+        whole = self.plan.tc >= self.g.channels
+        if whole:
+            self._load(0, self.g.channels)
+        self.kb.tiles(self.g.outs, self.plan.tn, lambda co0, ns: self._out_tile(co0, ns, whole))
+
+    def _out_tile(self, co0: Index, ns: int, whole: bool) -> None:
+        tc, channels = self.plan.tc, self.g.channels
+        if whole:
+            self._weights(co0, ns, 0, channels)
+            self._contract(co0, ns, 0, channels, True)
+        else:
+            self._chunk(co0, ns, 0, tc, True)
+            self.kb.tiles(channels - tc, tc, lambda c0, cs: self._chunk(co0, ns, c0, cs, False), tc)
+        self._epilogue(co0, ns)
+
+    def _chunk(self, co0: Index, ns: int, c0: Index, cs: int, first: bool) -> None:
+        self._load(c0, cs)
+        self._weights(co0, ns, c0, cs)
+        self._contract(co0, ns, c0, cs, first)
+
+    def _weights(self, co0: Index, ns: int, c0: Index, cs: int) -> None:
+        """The streamed weight tile W'[co0:co0+ns, :, c0:c0+cs] (nothing when kept)."""
+        if not self.plan.keep:
+            src = Win(self.v.w_taps, (co0, 0, c0))
+            self.kb.copy(src, Win.at(self.weight_taps), [ns, self.g.taps, cs])
+
+    def _load(self, c0: Index, cs: int) -> None:
+        """Channels [c0, c0 + cs) of the block's input rows into the stage, every byte of it
+        written (the rows and columns in the padding from the tiles of zeros)."""
+        kb, g, hb = self.kb, self.g, self.hb
+        rows = hb.size + (g.h.kernel - 1) * g.h.dilation
+        first_row = kb.add(kb.mul(self.n, g.h.size), kb.add(hb.o0, -g.h.pad))
+        low, high = 0, rows
+        if not hb.inside:
+            assert isinstance(hb.o0, int)
+            start = hb.o0 - g.h.pad
+            low, high = max(0, -start), max(0, min(rows, g.h.size - start))
+            for a, b in ((0, low), (high, rows)):
+                if b > a and self.zero_rows is not None:
+                    kb.copy(Win.at(self.zero_rows), Win(self.stage3, (a, 0, 0)), [b - a, self.wp, cs])
+        if high > low:
+            src = Win(self.v.x, (kb.add(first_row, low), 0, c0))
+            kb.copy(src, Win(self.stage3, (low, g.w.pad, 0)), [high - low, g.w.size, cs])
+            right = self.wp - g.w.pad - g.w.size
+            for at, width in ((0, g.w.pad), (g.w.pad + g.w.size, right)):
+                if width and self.zero_cols is not None:
+                    kb.copy(Win.at(self.zero_cols), Win(self.stage3, (low, at, 0)), [high - low, width, cs])
+
+    def _contract(self, co0: Index, ns: int, c0: Index, cs: int, first: bool) -> None:
+        kb, g = self.kb, self.g
+        rows, cols = kb.budget.rows, kb.budget.cols
+        m = _positions(g, self.hb.size)
+        for i in range(g.h.kernel):
+            for j in range(g.w.kernel):
+                tap = i * g.w.kernel + j
+                base = i * g.h.dilation * self.wp + j * g.w.dilation
+                if self.plan.keep:
+                    w_row, w_col = co0, kb.add(tap * g.channels, c0)
+                else:
+                    w_row, w_col = 0, tap * self.plan.tc
+
+                def product(
+                    n0: Index,
+                    nn: int,
+                    k0: Index,
+                    ks: int,
+                    accumulate: bool,
+                    base=base,
+                    w_row=w_row,
+                    w_col=w_col,
+                ):
+                    lhs = Win(self.stage, (base, k0))
+                    rhs = Win(self.weights, (kb.add(w_row, n0), kb.add(w_col, k0)))
+                    kb.matmul(lhs, rhs, Win(self.acc, (0, n0)), [m, ks, nn], accumulate, transpose_rhs=True)
+
+                def column(n0: Index, nn: int, product=product, start=first and tap == 0) -> None:
+                    product(n0, nn, 0, min(rows, cs), not start)
+                    kb.tiles(
+                        cs - rows,
+                        rows,
+                        lambda k0, ks: product(n0, nn, k0, ks, True),
+                        rows,
+                        unroll=MAX_UNROLL - 1,
+                    )
+
+                kb.tiles(ns, cols, column, unroll=MAX_UNROLL)
+
+    def _epilogue(self, co0: Index, ns: int) -> None:
+        kb, g, p = self.kb, self.g, self.p
+        rows, ow = self.hb.size, g.w.out
+        sizes = [rows * ow, ns]
+        y = Win.at(self.y)
+
+        def first(acc: Win, dst: Win, box: list[int]) -> None:
+            if self.bias is None:
+                kb.acc_read(acc, dst, box, p.activation)
+            else:
+                kb.binary("add", acc, Win(self.bias, (0, co0)), dst, box, "row")
+
+        if ow == self.wp:  # no dropped columns: the block is dense already
+            first(Win.at(self.acc), y, sizes)
+        else:
+            kb.tiles(
+                rows,
+                1,
+                lambda r, _: first(
+                    Win(self.acc, (kb.mul(r, self.wp), 0)), Win(self.y, (kb.mul(r, ow), 0)), [ow, ns]
+                ),
+            )
+        if self.bias is not None:
+            apply_activation(kb, p.activation, y, self.temp, sizes)
+        at = (kb.linear([(self.n, g.h.out * ow), (self.hb.o0, ow)]), co0)
+        if self.residual is not None and self.v.residual is not None:
+            kb.copy(Win(self.v.residual, at), Win.at(self.residual), sizes, ahead=True)
+            kb.binary("add", y, Win.at(self.residual), y, sizes)
+            apply_activation(kb, p.after, y, None, sizes)
+        kb.copy(y, Win(self.v.out, at), sizes)
+
+
+class _Estimator(KernelBuilder):
+    """A KernelBuilder that charges the cost model for every op and emits none: loops run their
+    body once, with the first index, `times` their trip count."""
+
+    def emit(self, op: Operation) -> Operation:
+        return op
+
+    def _window_op(self, cls, wins, sizes, **attrs) -> None:
+        return None
+
+    def loop(self, start, stop, step, body) -> None:
+        trips = -(-(stop - start) // step)
+        if trips < 1:
+            return
+        times = self._times
+        self._times = times * trips
+        try:
+            body(start)
+        finally:
+            self._times = times
+
+
+def _dram(shape: list[int]) -> SSAValue:
+    return tile.AllocOp(tile.buffer_type(shape, f32, "dram")).buffer
+
+
+def _dram_views(g: Geometry, p: Problem) -> Views:
+    rows, outs = g.batch * g.h.out * g.w.out, g.outs
+    w = _dram([outs, g.taps * g.channels])
+    return Views(
+        _dram([g.batch * g.h.size, g.w.size, g.channels]),
+        w,
+        _dram([outs, g.taps, g.channels]),
+        _dram([rows, outs]),
+        _dram([1, outs]) if p.bias else None,
+        _dram([rows, outs]) if p.residual else None,
+    )
+
+
+def _estimate(p: Problem, plan: ChannelsLastPlan, budget: Budget, views: Views) -> ChannelsLastPlan | None:
+    """`plan` with its cycles, or None when its buffers do not fit the budget."""
+    kb = _Estimator(budget, "estimate", UnknownLoc(), "graph.conv")
+    emitter = _Emitter(kb, p, plan, views)
+    if kb.sram_bytes > budget.sram or kb.acc_bytes > budget.acc:
+        return None
+    emitter.run()
+    return ChannelsLastPlan(plan.rows, plan.tc, plan.tn, plan.keep, kb.cost.cycles(budget.target))
+
+
+def _tiles(extent: int, smallest: int) -> list[int]:
+    """Tile sizes to try along `extent`: `smallest` doubling, balanced, and the whole."""
+    sizes, size = {extent}, smallest
+    while size < extent:
+        sizes.add(balanced(extent, size))
+        size *= 2
+    return sorted(sizes)
+
+
+def _candidates(p: Problem, budget: Budget) -> list[ChannelsLastPlan]:
+    g = p.g
+    out_rows = sorted({balanced(g.h.out, r) for r in range(1, g.h.out + 1)})
+    plans = []
+    for tn in _tiles(g.outs, budget.cols):
+        fit = [r for r in out_rows if _positions(g, r) * tn * 4 <= budget.acc]
+        # two chunks are the peeled first one and one more, straight-line: the second load
+        # would wait for the first chunk's products (multi-buffer rotates loops only)
+        for tc in (t for t in _tiles(g.channels, budget.rows) if t == g.channels or -(-g.channels // t) > 2):
+            for keep in (True, False):
+                plans += [ChannelsLastPlan(r, tc, tn, keep) for r in fit]
+    return plans
+
+
+_MEMO: dict[tuple, list[ChannelsLastPlan]] = {}
+
+
+def ranked(p: Problem, budget: Budget) -> list[ChannelsLastPlan]:
+    """Every plan that fits, cheapest first (memoised per problem and budget)."""
+
+    def rank() -> list[ChannelsLastPlan]:
+        views = _dram_views(p.g, p)
+        plans = [plan for c in _candidates(p, budget) if (plan := _estimate(p, c, budget, views))]
+        return sorted(plans, key=ChannelsLastPlan.key)
+
+    key = (p, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
+    return remembered(_MEMO, key, rank)
+
+
+def problem_of(op: graph.ConvOp, fused: Fused | None) -> Problem:
+    activation = op.activation.data if op.activation else None
+    return Problem(
+        conv_geometry(op),
+        op.bias is not None,
+        activation,
+        fused is not None,
+        fused.activation if fused else None,
+    )
+
+
+def estimate(op: graph.ConvOp, budget: Budget, fused: Fused | None = None) -> ChannelsLastPlan | None:
+    """The cheapest plan of `op` as a channels-last conv (graph-channels-last compares it with
+    the NCHW one), or None when none fits."""
+    plans = ranked(problem_of(op, fused), budget)
+    return plans[0] if plans else None
+
+
+def _reason(p: Problem, plan: ChannelsLastPlan, count: int) -> str:
+    g = p.g
+    weights = "kept in SRAM" if plan.keep else "streamed per chunk"
+    layout = "W laid out [C_out, kh, kw, C] at compile time, " if g.taps > 1 else ""
+    return (
+        f"channels-last per-tap GEMM: {layout}the positions stream (m = {_positions(g, plan.rows)} of "
+        f"{plan.rows} output row(s) of padded width {_width(g)}), one product per tap with the weight "
+        f"as transposed rhs; {plan.tc} channel(s) per chunk, {plan.tn} output channel(s) per tile, "
+        f"weights {weights}; fewest est. cycles of {count} tilings"
+    )
+
+
+def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: Fused | None) -> None:
+    """One channels-last conv, with the residual add (+ relu) `fused` into it if given."""
+    op = ops[0]
+    assert isinstance(op, graph.ConvOp)
+    why = supported(op)
+    if why is not None:
+        raise CannotFit(op, f"channels-last conv: {why}", 0, ctx.budget)
+    p = problem_of(op, fused)
+    plans = ranked(p, ctx.budget)
+    if not plans:
+        need = _positions(p.g, 1) * min(p.g.outs, ctx.budget.cols) * 4
+        raise CannotFit(op, "one output row of the channels-last conv", need, ctx.budget, "ACC")
+    by_choice = {plan.choice: plan for plan in plans}
+    plan, note = choose(
+        "conv",
+        [p],
+        ctx.budget,
+        ops,
+        plans[0],
+        lambda count: plans[:count],
+        lambda choice: by_choice.get(choice),
+    )
+    g = p.g
+    rank = len(tensor_shape(op.weight))
+    w = (
+        ctx.buffer(op.weight)
+        if g.taps == 1
+        else ctx.permuted_constant(op.weight, tap_major_order(rank), "tap_major")
+    )
+    assert w is not None, "supported() checked the weight is a constant"
+    rows = g.batch * g.h.out * g.w.out
+    views = Views(
+        ctx.value_view(op.input, [g.batch * g.h.size, g.w.size, g.channels]),
+        ctx.view(w, [g.outs, g.taps * g.channels]),
+        ctx.view(w, [g.outs, g.taps, g.channels]),
+        ctx.value_view(fused.output if fused else op.output, [rows, g.outs]),
+        ctx.value_view(op.bias, [1, g.outs]) if op.bias is not None else None,
+        ctx.value_view(fused.residual, [rows, g.outs]) if fused else None,
+    )
+    kb = ctx.kernel(ops)
+    _Emitter(kb, p, plan, views).run()
+    reason = _reason(p, plan, len(plans))
+    if fused is not None:
+        relu = " and relu" if fused.activation else ""
+        reason += f"; the residual add{relu} fused: each output tile adds its residual before its store"
+    ctx.add(kb, [plan.rows, plan.tc, plan.tn], noted(reason, note))

@@ -1,0 +1,171 @@
+"""Channels-last convs: graph-channels-last (passes/graph/graph_channels_last.py) and their
+lowering (passes/graph_to_tile/conv_channels_last.py). The tile program computes what the
+graph computes for random shapes, pads, dilations and epilogues on tiny and edge; compiled
+models match onnxruntime in every layout; the pass converts whole regions, leaves what the
+lowering cannot take, and follows the cost model; the plan's estimate is the emitted kernel's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import StringAttr
+
+from aitc.compiler import CompileOptions, compile_module
+from aitc.dialects import graph
+from aitc.frontend.onnx_import import import_onnx
+from aitc.ir import make_context
+from aitc.passes.graph import graph_channels_last
+from aitc.passes.graph.graph_channels_last import GraphChannelsLastPass, regions
+from aitc.passes.graph_to_tile import conv_channels_last
+from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
+from aitc.reference import assert_close, onnxruntime_outputs
+from aitc.sim import Simulator
+from aitc.target import load_target
+from aitc.testing import model_zoo
+
+from .test_conv import TARGETS, check_lowering, const_conv_module, int_attr, kernels, text_attr
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def channels_last(module, target: str, layout: str = "nhwc"):
+    GraphChannelsLastPass(layout=layout, target=target).apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def convs(module) -> list[graph.ConvOp]:
+    return [op for op in module.walk() if isinstance(op, graph.ConvOp)]
+
+
+@SETTINGS
+@given(
+    batch=st.integers(1, 2),
+    channels=st.integers(1, 40),
+    outs=st.integers(1, 40),
+    size=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    kernel=st.sampled_from([1, 2, 3, 5]),
+    pad=st.integers(0, 2),
+    dilation=st.integers(1, 2),
+    bias=st.booleans(),
+    activation=st.sampled_from([None, "relu", "relu6", "gelu_tanh"]),
+    target=st.sampled_from(TARGETS),
+    seed=st.integers(0, 2**16),
+)
+def test_random_channels_last_convs_match_the_graph_level(
+    batch, channels, outs, size, kernel, pad, dilation, bias, activation, target, seed
+):
+    span = dilation * (kernel - 1) + 1
+    if span > min(size) + 2 * pad:
+        return
+    module = const_conv_module(
+        [batch, channels, *size],
+        [outs, channels, kernel, kernel],
+        pads=[pad] * 4,
+        dilations=[dilation] * 2,
+        bias=bias,
+        seed=seed,
+    )
+    if activation:
+        convs(module)[0].attributes["activation"] = StringAttr(activation)
+    channels_last(module, target)
+    assert all(op.is_channels_last() for op in convs(module))
+    lowered = check_lowering(module, target)
+    reasons = [text_attr(k, "reason") for k in kernels(lowered)]
+    assert any(r.startswith("channels-last per-tap GEMM") for r in reasons), reasons
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_plan_estimate_is_the_emitted_kernel_estimate(target: str):
+    module = channels_last(
+        const_conv_module([1, 48, 14, 14], [72, 48, 3, 3], pads=[1, 1, 1, 1], bias=True), target
+    )
+    (conv,) = convs(module)
+    plan = conv_channels_last.estimate(conv, Budget.of(load_target(target)))
+    assert plan is not None
+    (kernel,) = [k for k in kernels(check_lowering(module, target)) if "per-tap" in text_attr(k, "reason")]
+    assert int_attr(kernel, "est_cycles") == plan.cycles
+
+
+def test_strided_grouped_and_non_constant_convs_keep_their_layout():
+    strided = const_conv_module([1, 8, 9, 9], [8, 8, 3, 3], pads=[1] * 4, strides=[2, 2])
+    grouped = const_conv_module([1, 8, 7, 7], [8, 4, 3, 3], group=2, pads=[1] * 4)
+    for module in (strided, grouped):
+        channels_last(module, "edge")
+        assert not any(op.is_channels_last() for op in convs(module))
+    assert "stride" in (conv_channels_last.supported(convs(strided)[0]) or "")
+    assert "group" in (conv_channels_last.supported(convs(grouped)[0]) or "")
+
+
+def _bottlenecks(image: int = 28, width: int = 32):
+    """Two ResNet-50 bottlenecks (the second strided, phase convs after graph-polyphase-conv)
+    after graph-optimize, at graph level."""
+    builder = model_zoo.GraphBuilder("bottlenecks", opset=17, seed=5)
+    x = builder.input("x", [1, 4 * width, image, image])
+    h = model_zoo._bottleneck(builder, x, "layer1.0", 4 * width, width, 1)
+    h = model_zoo._bottleneck(builder, h, "layer2.0", 4 * width, width, 2)
+    builder.output(h, "y", [1, 4 * width, image // 2, image // 2])
+    inputs = {"x": builder.rng.standard_normal((1, 4 * width, image, image)).astype(np.float32)}
+    return builder.model(), inputs
+
+
+def test_a_region_of_convs_goes_channels_last_with_transposes_only_at_its_edges():
+    model, _ = _bottlenecks()
+    module = import_onnx(model)
+    run_pipeline(module, graph_optimize_pipeline())
+    from aitc.passes.graph.graph_polyphase_conv import GraphPolyphaseConvPass
+
+    GraphPolyphaseConvPass().apply(make_context(), module)
+    block = convs(module)[0].parent_block()
+    assert block is not None
+    (region,) = regions(list(block.ops))  # the residual adds join both blocks
+    assert len(region.inputs()) == 1
+    assert len(region.outputs()) == 1
+    channels_last(module, "edge")
+    assert all(op.is_channels_last() for op in convs(module))
+    transposes = [op for op in module.walk() if isinstance(op, graph.TransposeOp)]
+    assert [t.permutation() for t in transposes] == [(0, 2, 3, 1), (0, 3, 1, 2)]
+
+
+def test_auto_follows_the_cost_model():
+    """A lone conv between NCHW tensors goes channels last when its estimate there plus the two
+    transposes beats its estimate channels first: a 64-channel 3x3 conv at 28x28 does, a
+    512-channel 3x3 conv at 7x7 (whose output channels stream well) does not."""
+    budget = Budget.of(load_target("edge"))
+    outcomes = []
+    for module in (
+        const_conv_module([1, 64, 28, 28], [64, 64, 3, 3], pads=[1] * 4),
+        const_conv_module([1, 512, 7, 7], [512, 512, 3, 3], pads=[1] * 4),
+    ):
+        (conv,) = convs(module)
+        block = conv.parent_block()
+        assert block is not None
+        (region,) = regions(list(block.ops))
+        choice = graph_channels_last.choose(region, budget)
+        assert choice is not None
+        channels_last(module, "edge", "auto")
+        assert convs(module)[0].is_channels_last() == choice.pays
+        outcomes.append(choice.pays)
+    assert outcomes == [True, False]
+
+
+@pytest.mark.parametrize("layout", ["auto", "nchw", "nhwc"])
+def test_bottlenecks_compiled_in_every_layout_match_onnxruntime(layout: str):
+    model, inputs = _bottlenecks(image=14, width=16)
+    options = CompileOptions(target="edge", cores=1, input_shapes={"x": [1, 64, 14, 14]}, conv_layout=layout)
+    result = compile_module(model, options)
+    outputs = Simulator(result.module, load_target("edge"), verified=True).run(inputs).outputs
+    assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
+
+
+def test_residual_blocks_compiled_channels_last_on_two_cores_match_onnxruntime():
+    model, inputs = model_zoo.residual_block(batch=2, channels=8, image=12)
+    shapes = {"x": [2, 8, 12, 12]}
+    options = CompileOptions(target="tiny", cores=2, input_shapes=shapes, conv_layout="nhwc")
+    result = compile_module(model, options)
+    outputs = Simulator(result.module, load_target("tiny"), verified=True).run(inputs).outputs
+    assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
