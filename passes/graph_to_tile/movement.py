@@ -165,9 +165,24 @@ def lower_slice(ctx: LoweringContext, ops: list[Operation]) -> None:
     starts = graph.ints_of(op.starts, [0] * len(shape))
     steps = graph.ints_of(op.steps, [1] * len(shape))
     out = tensor_shape(op.output)
-    axes = [Axis(n, src=(start, step)) for n, start, step in zip(out, starts, steps, strict=True)]
-    src, dst = ctx.value_view(op.input, shape or (1,)), ctx.value_view(op.output, out or (1,))
-    _box_kernel(ctx, op, [(src, dst, axes or [Axis(1)])], "strided dims are looped, unit-step dims tiled")
+    # a dim of n read every s-th element (s > 1 dividing n) is viewed as [n / s, s]: the
+    # elements read are then a unit-step range of the first, at one index of the second, so
+    # the dim tiles (one DMA row per element, its stride s elements) instead of being looped
+    src_shape: list[int] = []
+    dst_shape: list[int] = []
+    axes: list[Axis] = []
+    for n, count, start, step in zip(shape, out, starts, steps, strict=True):
+        if step > 1 and n % step == 0 and count > 1:
+            src_shape += [n // step, step]
+            dst_shape += [count, 1]
+            axes += [Axis(count, src=(start // step, 1)), Axis(1, src=(start % step, 1))]
+        else:
+            src_shape.append(n)
+            dst_shape.append(count)
+            axes.append(Axis(count, src=(start, step)))
+    src, dst = ctx.value_view(op.input, src_shape or (1,)), ctx.value_view(op.output, dst_shape or (1,))
+    reason = "strided dims viewed [n / step, step] and tiled where the step divides them, else looped"
+    _box_kernel(ctx, op, [(src, dst, axes or [Axis(1)])], reason)
 
 
 def lower_tile(ctx: LoweringContext, ops: list[Operation]) -> None:

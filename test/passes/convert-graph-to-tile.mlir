@@ -407,3 +407,20 @@ func.func @matmul_steps_alternate(%x: tensor<16x64xf32> {graph.name = "x"}, %w: 
 // CHECK:           tile.matmul %{{[0-9]+}}[{{.*}}], %{{[0-9]+}}[{{.*}}] to %[[LAST:[0-9]+]][{{.*}}] sizes [16, 4, 4] :
 // CHECK-NOT:       %[[FIRST]]
 // CHECK:           tile.binary %[[LAST]][{{.*}}], %[[C]][{{.*}}] to %[[C]]
+
+// -----
+
+// A strided slice: a dim of 8 read every 2nd element is viewed [4, 2] (the step divides it), so
+// the 4 elements read are a unit-step range of the first dim at one index of the second and the
+// box is copied whole (one DMA per row of 16 channels, 2 x 16 apart), not element by element.
+func.func @slice_every_second(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %y = graph.slice %x {starts = array<i64: 0, 1, 0, 0>, steps = array<i64: 1, 2, 2, 1>} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+  func.return %y : tensor<1x4x4x16xf32>
+}
+// EDGE-LABEL:  func.func @slice_every_second
+// EDGE:          %[[SRC:[0-9]+]] = tile.reshape %{{.*}} : memref<1x8x8x16xf32, "dram"> -> memref<1x4x2x4x2x16xf32, "dram">
+// EDGE:          %[[DST:[0-9]+]] = tile.reshape %{{.*}} : memref<1x4x4x16xf32, "dram"> -> memref<1x4x1x4x1x16xf32, "dram">
+// EDGE:          tile.kernel {{.*}}reason = "strided dims viewed [n / step, step] and tiled where the step divides them, else looped"
+// EDGE-NOT:        scf.for
+// EDGE:            tile.copy %[[SRC]][%{{.*}}, %{{.*}}, %[[ONE:[a-z0-9_]+]], %{{.*}}, %{{.*}}, %{{.*}}] to %{{.*}} sizes [1, 4, 1, 4, 1, 16]
+// EDGE-NEXT:       tile.copy {{.*}} to %[[DST]]{{.*}} sizes [1, 4, 1, 4, 1, 16]

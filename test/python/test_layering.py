@@ -31,9 +31,10 @@ Layers, lowest first (`LAYERS` below is the table the test uses):
     8   passes.shard          aitc.passes.shard.*                      graph -> sharded graph; the
                                                                        planner asks the tiling cost
                                                                        model for per-core cycles
-    9   passes.placement      aitc.passes.graph.place_on_host.*        graph -> graph + exec: asks the
-                                                                       conversion's dispatch table
-                                                                       which ops the NPU runs
+    9   passes.placement      aitc.passes.graph.place_on_host.*,       graph -> graph + exec: asks the
+                              .graph.graph_channels_last               conversion's dispatch table
+                                                                       which ops the NPU runs, and
+                                                                       its cost model which layout
     10  passes.tile           aitc.passes.tile.*                       tile -> tile
     11  passes.tile_to_sync   aitc.passes.tile_to_sync                 tile -> sync
     12  passes.sync           aitc.passes.sync.*                       sync -> sync
@@ -86,7 +87,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("passes.graph", ("aitc.passes.graph.*",)),
     ("passes.graph_to_tile", ("aitc.passes.graph_to_tile.*",)),
     ("passes.shard", ("aitc.passes.shard.*",)),
-    ("passes.placement", ("aitc.passes.graph.place_on_host.*",)),
+    ("passes.placement", ("aitc.passes.graph.place_on_host.*", "aitc.passes.graph.graph_channels_last")),
     ("passes.tile", ("aitc.passes.tile.*",)),
     ("passes.tile_to_sync", ("aitc.passes.tile_to_sync",)),
     ("passes.sync", ("aitc.passes.sync.*",)),
