@@ -103,9 +103,12 @@ def lowering_stages(
     ]
 
 
-def lowering_pipeline(depth: int = 2, optimize: bool = True, host_fallback: bool = True) -> list[ModulePass]:
+def lowering_pipeline(
+    depth: int = 2, optimize: bool = True, host_fallback: bool = True, conv_layout: str = "auto"
+) -> list[ModulePass]:
     """The end-to-end pipeline as one flat list of passes."""
-    return [p for _, _, passes in lowering_stages(depth, optimize, host_fallback) for p in passes]
+    stages = lowering_stages(depth, optimize, host_fallback, conv_layout=conv_layout)
+    return [p for _, _, passes in stages for p in passes]
 
 
 def with_target(passes: Sequence[ModulePass], target: str) -> list[ModulePass]:

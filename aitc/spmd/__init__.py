@@ -47,12 +47,17 @@ def grid_size(module: ModuleOp) -> int:
 
 
 def lower_spmd(
-    module: ModuleOp, depth: int = 2, verify: str = "each", notes: list[str] | None = None
+    module: ModuleOp,
+    depth: int = 2,
+    verify: str = "each",
+    notes: list[str] | None = None,
+    conv_layout: str = "auto",
 ) -> ModuleOp:
     """The multi-core hw module of a partitioned graph module (see the module docstring). Each
     phase's lowering is verified as `verify` says (`run_pipeline`); the linked program is not
     verified here (`aitc compile` verifies its result). `notes` receives one line per phase
-    lowered at buffer depth 1 for want of semaphores (the compile report prints them)."""
+    lowered at buffer depth 1 for want of semaphores (the compile report prints them);
+    `conv_layout` is graph-channels-last's `layout` in every phase."""
     spec, target = record_target(module, None)
     cores = grid_size(module)
     if cores > target.cores:
@@ -61,7 +66,8 @@ def lower_spmd(
     per_core = []
     with progress.paused(), progress.bar(cores, "lower per core", unit="core") as lowered_cores:
         for core in range(cores):
-            per_core.append(_lower_core(module, (spec, target, cores), core, depth, verify, notes))
+            lowering = (depth, verify, conv_layout)
+            per_core.append(_lower_core(module, (spec, target, cores), core, lowering, notes))
             lowered_cores.update(1)
     return link(target, spec, per_core, name)
 
@@ -70,22 +76,23 @@ def _lower_core(
     module: ModuleOp,
     grid: tuple[str, Target, int],
     core: int,
-    depth: int,
-    verify: str,
+    lowering: tuple[int, str, str],
     notes: list[str] | None = None,
 ) -> tuple[Steps, list[ModuleOp | None]]:
     """Core `core`'s steps, and each phase lowered to a single-core hw module (None for a
-    collective or slice step); `grid`: the target's spec, the target, the cores. A collective
+    collective or slice step); `grid`: the target's spec, the target, the cores; `lowering`:
+    the buffer depth, the verify mode and the conv layout (`lower_spmd`). A collective
     that cannot be exchanged fails before the phases are lowered (`check_collectives`); a
     phase lowered at depth 1 instead of `depth` adds a line to `notes`."""
     spec, target, cores = grid
+    depth, verify, conv_layout = lowering
     copy = module.clone()
     function = entry_function(copy)
     expand_all_to_all(function)
     specialize(function, core)
     steps = cut(function, spec, core)
     check_collectives(target, steps, cores)
-    pipelines = [_phase_pipeline(d) for d in dict.fromkeys((depth, 1))]
+    pipelines = [_phase_pipeline(d, conv_layout) for d in dict.fromkeys((depth, 1))]
     lowered: list[ModuleOp | None] = []
     for index, step in enumerate(steps.steps):
         if isinstance(step, Phase):
@@ -102,12 +109,12 @@ def _lower_core(
     return steps, lowered
 
 
-def _phase_pipeline(depth: int) -> list:
+def _phase_pipeline(depth: int, conv_layout: str) -> list:
     """The single-core pipeline at buffer depth `depth`, its phases leaving the fences'
     semaphores alone (`link.FENCE_SEMAPHORES`)."""
     return [
         replace(p, reserved=FENCE_SEMAPHORES) if isinstance(p, InsertSemaphoresPass) else p
-        for p in lowering_pipeline(depth, optimize=False, host_fallback=False)
+        for p in lowering_pipeline(depth, optimize=False, host_fallback=False, conv_layout=conv_layout)
     ]
 
 
