@@ -68,11 +68,13 @@ def _onnx_command(rng: random.Random, path: str) -> list[str]:
             "--shard",
             rng.choice(["auto", "tp", "sp", "tp-sp", "layerwise"]),
         ]
+        layout = ["--conv-layout", rng.choice(["auto", "nchw", "nhwc"])]
         return rng.choice(
             [
                 ["aitc", "compile", path, *TINY, "-o", "out.aitb"],
+                ["aitc", "compile", path, *TINY, *layout, "-o", "out.aitb"],
                 [*sharded, "--emit", "graph", "-o", "out.mlir"],
-                [*sharded, "-o", "out.aitb"],
+                [*sharded, *layout, "-o", "out.aitb"],
             ]
         )
     return rng.choice(

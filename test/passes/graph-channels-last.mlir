@@ -1,6 +1,9 @@
 // RUN: aitc-opt %s --split-input-file -p "graph-channels-last{layout=nhwc target=edge}" | filecheck %s
 // RUN: aitc-opt %s --split-input-file -p "graph-channels-last{layout=nchw target=edge}" | filecheck %s --check-prefix=NCHW
 // RUN: aitc-opt %s --split-input-file -p "graph-channels-last{target=edge}" | filecheck %s --check-prefix=AUTO
+// RUN: not aitc-opt %s --split-input-file -p "graph-channels-last{layout=nhcw target=edge}" 2>&1 | filecheck %s --check-prefix=BAD
+
+// BAD: error: graph-channels-last: layout must be one of auto, nchw, nhwc, got 'nhcw'
 
 // A residual block: two convs, a relu between them, the residual add of the block's input and a
 // relu after it form one region. Its input is transposed once (for the first conv and the add),
