@@ -1096,13 +1096,17 @@ class PoolOp(WindowOp):
 
     def inferred_type(self) -> TensorType:
         x = _shape(self.input)
-        out = [x[0], x[1], *self.out_spatial(self.kernel(), ceil=self.ceil_mode is not None)]
+        spatial = self.out_spatial(self.kernel(), ceil=self.ceil_mode is not None)
+        channels = x[self.channel_dim()]
+        out = [x[0], *spatial, channels] if self.is_channels_last() else [x[0], channels, *spatial]
         return TensorType(_elem(self.input), out)
 
 
 @irdl_op_definition
 class MaxPoolOp(PoolOp):
-    """Max pooling; padding never wins (it is -inf).
+    """Max pooling; padding never wins (it is -inf). With `channels_last` the input and the
+    result are N x D1 x ... x C (graph-channels-last gives it to pools inside a region of
+    channels-last convs).
 
     ```mlir
     %y = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>}
@@ -1111,6 +1115,7 @@ class MaxPoolOp(PoolOp):
     """
 
     name = "graph.max_pool"
+    channels_last = opt_attr_def(UnitAttr)
 
 
 @irdl_op_definition

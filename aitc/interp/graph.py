@@ -226,7 +226,7 @@ def _conv_channels_first(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: n
 def _ceil_extra(op: graph.PoolOp, shape: Sequence[int]) -> list[int]:
     """End padding that ceil_mode's last, partial windows need beyond the explicit pads."""
     strides, pads, dilations = op.window()
-    out = list(_shape(_result_type(op)))[2:]
+    out = op.out_spatial(op.kernel(), ceil=op.ceil_mode is not None)
     n = len(out)
     extra = []
     for i in range(n):
@@ -236,6 +236,12 @@ def _ceil_extra(op: graph.PoolOp, shape: Sequence[int]) -> list[int]:
 
 
 def _max_pool(op: graph.MaxPoolOp, x: np.ndarray) -> np.ndarray:
+    if op.is_channels_last():  # the same pool on N x C x spatial views
+        return np.moveaxis(_max_pool_channels_first(op, np.moveaxis(x, -1, 1)), 1, -1)
+    return _max_pool_channels_first(op, x)
+
+
+def _max_pool_channels_first(op: graph.MaxPoolOp, x: np.ndarray) -> np.ndarray:
     strides, pads, dilations = op.window()
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     padded = _pad_spatial(x, pads, fill, _ceil_extra(op, x.shape))

@@ -6,13 +6,14 @@ On the NPU a channels-first conv streams the output channels of a tile through t
 engine and a channels-last one its output positions (passes/graph_to_tile/conv_channels_last.py):
 a 64-channel 3x3 conv runs at most at 0.57 of the peak one way and near 0.9 the other, while a
 7x7 layer of 2048 channels streams more rows channels first. A layout is a property of the
-tensors a conv exchanges with its neighbours, so it is chosen per *region*: the convs the
-channels-last lowering takes and the 4-D ops that work in any layout (elementwise ops without
+tensors a conv exchanges with its neighbours, so it is chosen per *region*: the convs and max
+pools the channels-last lowering takes (a pool there reads its taps in place on the vector
+engine instead of copying each one) and the 4-D ops that work in any layout (elementwise ops without
 broadcasting, slices: residual adds, relus, the phases and partial sums of a strided conv after
 graph-polyphase-conv), connected through their activations. A region goes channels last when
 the cost model's estimates say
 
-    sum of its convs channels last + transposes at its edges  <  sum of its convs channels first
+    its convs and pools channels last + transposes at its edges  <  the same channels first
 
 (`choose`; a transpose costs its bytes at the DMA rate). Then every op of the region is rebuilt
 on channels-last values; each activation entering it is transposed (0 2 3 1) before its first
@@ -32,8 +33,9 @@ Output:
   The same functions with the convs of the regions that pay `channels_last`, graph.transpose
   ops at the regions' edges (composed with transposes already there).
 Invariants:
-  Only f32 2-D convs of one group, stride 1 and a constant weight (or one tap) change
-  (`conv_channels_last.supported`); every function computes what it computed before.
+  Only f32 2-D convs of one group, stride 1 and a constant weight (or one tap) and f32 2-D
+  max pools change (`conv_channels_last.supported`, `pool_supported`); every function
+  computes what it computed before.
   `layout=nhwc` converts every region, `nchw` none (`aitc compile --conv-layout`).
 """
 
@@ -55,6 +57,7 @@ from aitc.module_target import module_target
 from aitc.passes.graph.graph_canonicalize import ComposeTransposes
 from aitc.passes.graph_to_tile import conv as nchw
 from aitc.passes.graph_to_tile import conv_channels_last as nhwc
+from aitc.passes.graph_to_tile import pool
 from aitc.passes.graph_to_tile.costs import Budget, dram_bandwidth
 
 LAYOUTS = ("auto", "nchw", "nhwc")
@@ -80,6 +83,8 @@ def _member(op: Operation) -> bool:
     takes, or a 4-D op that works on any layout (elementwise without broadcasting, a slice)."""
     if isinstance(op, graph.ConvOp):
         return not op.is_channels_last() and len(_shape(op.input)) == 4 and nhwc.supported(op) is None
+    if isinstance(op, graph.MaxPoolOp):
+        return not op.is_channels_last() and nhwc.pool_supported(op) is None
     if isinstance(op, graph.SliceOp):
         return len(_shape(op.output)) == 4
     if isinstance(op, graph.ElementwiseUnaryOp | graph.ElementwiseBinaryOp):
@@ -90,7 +95,7 @@ def _member(op: Operation) -> bool:
 
 def _data_operands(op: Operation) -> list[SSAValue]:
     """The operands that carry activations (a conv's weight and bias keep their layout)."""
-    return [op.input] if isinstance(op, graph.ConvOp) else list(op.operands)
+    return [op.input] if isinstance(op, graph.ConvOp | graph.MaxPoolOp) else list(op.operands)
 
 
 @dataclass
@@ -162,9 +167,13 @@ def choose(region: Region, budget: Budget) -> Choice | None:
     for op in region.ops:
         if isinstance(op, graph.ConvOp):
             plan, cycles = nhwc.estimate(op, budget), nchw.estimated_cycles(op, budget)
-            if plan is None or cycles is None:
-                return None
-            first, last = first + cycles, last + plan.cycles
+        elif isinstance(op, graph.MaxPoolOp):
+            plan, cycles = nhwc.pool_estimate(op, budget), pool.estimated_cycles(op, budget)
+        else:
+            continue
+        if plan is None or cycles is None:
+            return None
+        first, last = first + cycles, last + plan.cycles
     edges = sum(transpose_cycles(v, budget) for v in region.inputs() + region.outputs())
     return Choice(first, last, edges)
 
@@ -210,11 +219,11 @@ def _hint(value: SSAValue) -> str | None:
 
 def _channels_last_op(op: Operation, last: dict[SSAValue, SSAValue]) -> Operation:
     result = op.results[0]
-    if isinstance(op, graph.ConvOp):
+    if isinstance(op, graph.ConvOp | graph.MaxPoolOp):  # the weight and bias keep their layout
         attributes = dict(op.attributes)
         attributes["channels_last"] = UnitAttr()
-        operands = [last[op.input], op.weight, *([op.bias] if op.bias is not None else [])]
-        return graph.ConvOp.create(operands=operands, result_types=[_to_last(result)], attributes=attributes)
+        operands = [last[op.operands[0]], *op.operands[1:]]
+        return type(op).create(operands=operands, result_types=[_to_last(result)], attributes=attributes)
     if isinstance(op, graph.SliceOp):
         rank = len(_shape(op.input))
         starts, steps = ints_of(op.starts, [0] * rank), ints_of(op.steps, [1] * rank)

@@ -32,6 +32,11 @@ Stride 1, one group (graph-channels-last gives this layout only to such convs; s
 are stride-1 phase convs after graph-polyphase-conv). The plan (R, tc, tn, weights kept or
 streamed) has the fewest cycles the cost model estimates, charging the ops this module emits
 (`_estimate` runs the same code on a builder that only counts).
+
+A channels-last max pool (`graph.max_pool {channels_last}`, any stride, dilation and pads,
+ceil mode) lives here too, as it shares the stage: `_PoolEmitter` reads each tap in place
+through a view of the stage in which a tap's outputs along a row are a plain window, where the
+channels-first pool copies every tap into a patch by DMA.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from aitc.passes.graph_to_tile.window import (
     conv_geometry,
     for_blocks,
     tap_major_order,
+    window_dims,
 )
 
 # --------------------------------------------------------------------------- plans
@@ -480,3 +486,223 @@ def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: 
         relu = " and relu" if fused.activation else ""
         reason += f"; the residual add{relu} fused: each output tile adds its residual before its store"
     ctx.add(kb, [plan.rows, plan.tc, plan.tn], noted(reason, note))
+
+
+# --------------------------------------------------------------------------- max pool
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """R output rows per block and tc channels per chunk of a channels-last max pool."""
+
+    rows: int
+    tc: int
+    cycles: int = 0
+
+    def key(self) -> tuple[int, ...]:
+        return (self.cycles, -self.rows, -self.tc)
+
+    @property
+    def choice(self) -> tuple[int, int]:
+        return (self.rows, self.tc)
+
+    @property
+    def family(self) -> tuple[int]:
+        return (self.rows,)
+
+
+def pool_supported(op: graph.MaxPoolOp) -> str | None:
+    """Why `op` cannot take the channels-last lowering, else None."""
+    x = tensor_shape(op.input)
+    if len(x) != 4 or str(tensor_element(op.input)) != "f32":
+        return "only f32 2-D max pools"
+    if 0 in x or 0 in tensor_shape(op.output):
+        return "zero-size tensors have no buffers"
+    return None
+
+
+def _pool_width(g: Geometry) -> int:
+    """The stage width: the input at its begin pad and what the windows reach, rounded up to
+    the stride (the taps are read through a view [.., Wp / sw, sw * tc])."""
+    reach = (g.w.out - 1) * g.w.stride + (g.w.kernel - 1) * g.w.dilation + 1
+    width = max(g.w.pad + g.w.size, reach)
+    return -(-width // g.w.stride) * g.w.stride
+
+
+def _pool_rows(g: Geometry, rows: int) -> int:
+    """Stage rows under a block of `rows` output rows."""
+    return (rows - 1) * g.h.stride + (g.h.kernel - 1) * g.h.dilation + 1
+
+
+class _PoolEmitter:
+    """A channels-last max pool on the vector engine: the stage holds the block's input rows at
+    the padded width (the padding copied from tiles of -inf), viewed [S * Wp / sw, sw * tc] so
+    that a tap's outputs along a row are a plain 2-D window (one row per output column, sw * tc
+    elements apart); per output row the taps are folded with `max` into a dense y [R * OW, tc],
+    which goes out as N x H x W x C rows. No tap copies: the vector engine reads the taps where
+    the DMA put them.
+
+        for c0 step tc: for n in images: for row blocks of R:
+          stage <- x rows (+ -inf padding);  for r < R: y[r] = max over taps;  out <- y
+    """
+
+    def __init__(self, kb: KernelBuilder, g: Geometry, plan: PoolPlan, views: tuple[SSAValue, SSAValue]):
+        self.kb, self.g, self.plan = kb, g, plan
+        self.x, self.out = views
+        self.wp = _pool_width(g)
+        self.stage_rows = _pool_rows(g, plan.rows)
+        tc, sw = plan.tc, g.w.stride
+        self.stage3 = kb.alloc([self.stage_rows, self.wp, tc], f32, "sram")
+        self.taps = kernel_view(kb, self.stage3, [self.stage_rows * self.wp // sw, sw * tc])
+        self.y = kb.alloc([plan.rows * g.w.out, tc], f32, "sram")
+        pad_cols = max(g.w.pad, self.wp - g.w.pad - g.w.size)
+        self.pad_cols = self._fill([self.stage_rows, pad_cols, tc]) if pad_cols else None
+        strips = [
+            max(
+                -(run.o0 * g.h.stride - g.h.pad),
+                0,
+                _pool_rows(g, run.size) - (g.h.size - (run.o0 * g.h.stride - g.h.pad)),
+            )
+            for run in block_runs(g.h, plan.rows)
+            if not run.inside
+        ]
+        pad_rows = min(max(strips, default=0), self.stage_rows)
+        self.pad_rows = self._fill([pad_rows, self.wp, tc]) if pad_rows else None
+
+    def _fill(self, shape: list[int]) -> SSAValue:
+        rows = math.prod(shape[:-1])
+        buffer = self.kb.alloc([rows, shape[-1]], f32, "sram")
+        fill(self.kb, Win.at(buffer), -math.inf, [rows, shape[-1]])
+        return kernel_view(self.kb, buffer, shape)
+
+    def run(self) -> None:
+        kb, g = self.kb, self.g
+        kb.tiles(
+            g.channels,
+            self.plan.tc,
+            lambda c0, cs: kb.loop(
+                0,
+                g.batch,
+                1,
+                lambda n: for_blocks(kb, g.h, self.plan.rows, lambda hb: self._block(c0, cs, n, hb)),
+            ),
+        )
+
+    def _block(self, c0: Index, cs: int, n: Index, hb: Block) -> None:
+        kb, g = self.kb, self.g
+        rows = _pool_rows(g, hb.size)
+        start = kb.add(kb.mul(hb.o0, g.h.stride), -g.h.pad)
+        low, high = 0, rows
+        if not hb.inside:
+            assert isinstance(hb.o0, int)
+            first = hb.o0 * g.h.stride - g.h.pad
+            low, high = max(0, -first), max(0, min(rows, g.h.size - first))
+            for a, b in ((0, low), (high, rows)):
+                if b > a and self.pad_rows is not None:
+                    kb.copy(Win.at(self.pad_rows), Win(self.stage3, (a, 0, 0)), [b - a, self.wp, cs])
+        if high > low:
+            src = Win(self.x, (kb.add(kb.mul(n, g.h.size), kb.add(start, low)), 0, c0))
+            kb.copy(src, Win(self.stage3, (low, g.w.pad, 0)), [high - low, g.w.size, cs])
+            right = self.wp - g.w.pad - g.w.size
+            for at, width in ((0, g.w.pad), (g.w.pad + g.w.size, right)):
+                if width and self.pad_cols is not None:
+                    kb.copy(Win.at(self.pad_cols), Win(self.stage3, (low, at, 0)), [high - low, width, cs])
+        kb.tiles(hb.size, 1, lambda r, _: self._row(r, cs))
+        at = (kb.linear([(n, g.h.out * g.w.out), (hb.o0, g.w.out)]), c0)
+        kb.copy(Win.at(self.y), Win(self.out, at), [hb.size * g.w.out, cs])
+
+    def _row(self, r: Index, cs: int) -> None:
+        kb, g = self.kb, self.g
+        per_row, sw = self.wp // g.w.stride, g.w.stride
+        y = Win(self.y, (kb.mul(r, g.w.out), 0))
+        wins = []
+        for i in range(g.h.kernel):
+            for j in range(g.w.kernel):
+                row = kb.add(
+                    kb.mul(r, g.h.stride * per_row), i * g.h.dilation * per_row + (j * g.w.dilation) // sw
+                )
+                wins.append(Win(self.taps, (row, ((j * g.w.dilation) % sw) * self.plan.tc)))
+        box = [g.w.out, cs]
+        kb.binary("max", wins[0], wins[1] if len(wins) > 1 else wins[0], y, box)
+        for win in wins[2:]:
+            kb.binary("max", y, win, y, box)
+
+
+def _pool_estimate(g: Geometry, plan: PoolPlan, budget: Budget) -> PoolPlan | None:
+    kb = _Estimator(budget, "estimate", UnknownLoc(), "graph.max_pool")
+    views = (
+        _dram([g.batch * g.h.size, g.w.size, g.channels]),
+        _dram([g.batch * g.h.out * g.w.out, g.channels]),
+    )
+    emitter = _PoolEmitter(kb, g, plan, views)
+    if kb.sram_bytes > budget.sram:
+        return None
+    emitter.run()
+    return PoolPlan(plan.rows, plan.tc, kb.cost.cycles(budget.target))
+
+
+_POOL_MEMO: dict[tuple, list[PoolPlan]] = {}
+
+
+def pool_geometry(op: graph.MaxPoolOp) -> Geometry:
+    """A channels-last pool: `channels` = C per image, `batch` = N."""
+    x = tensor_shape(op.input)
+    h, w = window_dims(op, op.kernel())
+    return Geometry(x[0], x[-1], 1, x[-1], h, w)
+
+
+def ranked_pool(g: Geometry, budget: Budget) -> list[PoolPlan]:
+    """Every channels-last pool plan that fits, cheapest first (memoised)."""
+
+    def rank() -> list[PoolPlan]:
+        out_rows = sorted({balanced(g.h.out, r) for r in range(1, g.h.out + 1)})
+        candidates = [PoolPlan(r, tc) for tc in _tiles(g.channels, budget.cols) for r in out_rows]
+        plans = [plan for c in candidates if (plan := _pool_estimate(g, c, budget))]
+        return sorted(plans, key=PoolPlan.key)
+
+    key = (g, budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
+    return remembered(_POOL_MEMO, key, rank)
+
+
+def pool_estimate(op: graph.MaxPoolOp, budget: Budget) -> PoolPlan | None:
+    """The cheapest channels-last plan of `op` (graph-channels-last compares it), or None."""
+    plans = ranked_pool(pool_geometry(op), budget)
+    return plans[0] if plans else None
+
+
+def lower_channels_last_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.MaxPoolOp)
+    why = pool_supported(op)
+    if why is not None:
+        raise CannotFit(op, f"channels-last max pool: {why}", 0, ctx.budget)
+    g = pool_geometry(op)
+    plans = ranked_pool(g, ctx.budget)
+    if not plans:
+        smallest = _Estimator(ctx.budget, "estimate", UnknownLoc(), "graph.max_pool")
+        views = (_dram([g.batch * g.h.size, g.w.size, g.channels]), _dram([g.h.out * g.w.out, g.channels]))
+        _PoolEmitter(smallest, g, PoolPlan(1, min(g.channels, ctx.budget.cols)), views)
+        raise CannotFit(op, "one output row of the channels-last max pool", smallest.sram_bytes, ctx.budget)
+    by_choice = {plan.choice: plan for plan in plans}
+    plan, note = choose(
+        "pool",
+        [g],
+        ctx.budget,
+        ops,
+        plans[0],
+        lambda count: plans[:count],
+        lambda choice: by_choice.get(choice),
+    )
+    views = (
+        ctx.value_view(op.input, [g.batch * g.h.size, g.w.size, g.channels]),
+        ctx.value_view(op.output, [g.batch * g.h.out * g.w.out, g.channels]),
+    )
+    kb = ctx.kernel(ops)
+    _PoolEmitter(kb, g, plan, views).run()
+    reason = (
+        f"channels-last max pool on the vector engine: {g.taps} taps read in place from the stage "
+        f"(rows of {g.w.stride} x {plan.tc} elements), folded with max per output row; blocks of "
+        f"{plan.rows} output row(s), {plan.tc} channel(s) per chunk; fewest est. cycles of "
+        f"{len(plans)} tilings"
+    )
+    ctx.add(kb, [plan.rows, plan.tc], noted(reason, note))

@@ -28,7 +28,8 @@ from xdsl.ir import Operation
 
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import F32, RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_pool, pool_supported
+from aitc.passes.graph_to_tile.costs import F32, Budget, RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
@@ -38,7 +39,7 @@ from aitc.passes.graph_to_tile.lowering import (
 )
 from aitc.passes.graph_to_tile.patch_layout import PatchLayout
 from aitc.passes.graph_to_tile.tuning import choose, noted
-from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims
+from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims, window_problem
 from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
     WindowProblem,
@@ -54,7 +55,8 @@ from aitc.weights import array_to_attr
 
 def pool_geometry(op: graph.PoolOp) -> Geometry:
     """Every (image, channel) is one independent row: batch 1, N*C channels."""
-    n, c = tensor_shape(op.input)[:2]
+    x = tensor_shape(op.input)
+    n, c = x[0], x[op.channel_dim()]
     h, w = window_dims(op, op.kernel())
     return Geometry(1, n * c, 1, n * c, h, w)
 
@@ -128,9 +130,27 @@ def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None) -> Window
     )
 
 
+def pool_problem(op: Operation) -> str | None:
+    """Why a pool is not lowered (`window_problem`, and for a channels-last max pool
+    `conv_channels_last.pool_supported`), else None."""
+    why = window_problem(op)
+    if why is None and isinstance(op, graph.MaxPoolOp) and op.is_channels_last():
+        why = pool_supported(op)
+    return why
+
+
+def estimated_cycles(op: graph.MaxPoolOp, budget: Budget) -> int | None:
+    """The estimate of the channels-first plan of a max pool (None: none fits)."""
+    plan = plan_window(_pool_problem(pool_geometry(op), True, None), budget)
+    return plan.cycles if plan is not None else None
+
+
 def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
     (op,) = ops
     assert isinstance(op, graph.PoolOp)
+    if isinstance(op, graph.MaxPoolOp) and op.is_channels_last():
+        lower_channels_last_pool(ctx, ops)
+        return
     g, is_max = pool_geometry(op), isinstance(op, graph.MaxPoolOp)
     divisor = _Divisor(op, g) if isinstance(op, graph.AvgPoolOp) else None
     problem = _pool_problem(g, is_max, divisor)

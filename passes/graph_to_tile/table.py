@@ -24,7 +24,6 @@ from aitc.passes.graph_to_tile import (
     rows,
     transpose,
     vector,
-    window,
 )
 from aitc.passes.graph_to_tile.elementwise import EMITTERS
 from aitc.passes.graph_to_tile.lowering import Lowering
@@ -54,7 +53,7 @@ LOWERINGS: dict[type[Operation], Lowering] = _table(
     ((graph.ConvOp,), Lowering(conv.lower_conv, conv.conv_problem)),
     ((graph.AttentionOp,), Lowering(attention.lower_attention, attention.attention_unsupported)),
     # vector engine: windows, rows, elementwise chains
-    ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, window.window_problem)),
+    ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, pool.pool_problem)),
     ((graph.BatchNormOp,), Lowering(pool.lower_batch_norm, pool.batch_norm_problem)),
     ((graph.SoftmaxOp, graph.LogSoftmaxOp), Lowering(rows.lower_softmax, rows.softmax_axis_problem)),
     ((graph.LayerNormOp,), Lowering(rows.lower_layer_norm, rows.layer_norm_problem)),

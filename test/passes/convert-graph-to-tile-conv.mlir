@@ -352,3 +352,19 @@ func.func @conv_channels_last(%x: tensor<1x6x6x8xf32>) -> tensor<1x6x6x4xf32> {
 // EDGE-LABEL:  func.func @conv_channels_last
 // EDGE:          tile.kernel "graph.conv" {{.*}}tiles = array<i64: 6, 8, 4>{{.*}}reason = "channels-last per-tap GEMM: W laid out [C_out, kh, kw, C] at compile time, the positions stream (m = 46 of 6 output row(s) of padded width 8)
 // EDGE-COUNT-9:    tile.matmul {{.*}} sizes [46, 8, 4] {{{.*}}transpose_rhs}
+
+// -----
+
+// A channels-last max pool: the stage [S, Wp, C] (padding copied from a tile of -inf) is read
+// through a view [S * Wp / 2, 2 * C], in which a tap's outputs along a row are a plain window;
+// per output row the nine taps fold with max into y, no tap copies.
+func.func @max_pool_channels_last(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %y = graph.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, channels_last} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+  func.return %y : tensor<1x4x4x16xf32>
+}
+// EDGE-LABEL:  func.func @max_pool_channels_last
+// EDGE:          tile.kernel "graph.max_pool" {{.*}}reason = "channels-last max pool on the vector engine: 9 taps read in place from the stage
+// EDGE:            %[[STAGE:[0-9]+]] = tile.alloc : memref<5x10x16xf32, "sram">
+// EDGE:            %[[TAPS:[0-9]+]] = tile.reshape %[[STAGE]] : memref<5x10x16xf32, "sram"> -> memref<25x32xf32, "sram">
+// EDGE-NOT:        tile.copy {{.*}} to %[[TAPS]]
+// EDGE-COUNT-8:    tile.binary {{.*}} sizes [4, 16] {op = "max"}

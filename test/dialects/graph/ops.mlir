@@ -256,6 +256,15 @@ func.func @conv_channels_last(%x: tensor<1x32x32x3xf32>, %w: tensor<16x3x3x3xf32
 // CHECK-NEXT:    %0 = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, channels_last} : tensor<1x32x32x3xf32>, tensor<16x3x3x3xf32> -> tensor<1x32x32x16xf32>
 // CHECK-NEXT:    func.return %0 : tensor<1x32x32x16xf32>
 
+// A channels-last max pool: N x H x W x C in and out.
+func.func @max_pool_channels_last(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %0 = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+  func.return %0 : tensor<1x4x4x16xf32>
+}
+// CHECK-LABEL: func.func @max_pool_channels_last(
+// CHECK-NEXT:    %0 = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, channels_last} : tensor<1x8x8x16xf32> -> tensor<1x4x4x16xf32>
+// CHECK-NEXT:    func.return %0 : tensor<1x4x4x16xf32>
+
 // Depthwise conv (group == C_in) with dilation 2.
 func.func @conv_depthwise_dilated(%x: tensor<2x8x10x10xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<2x8x6x6xf32> {
   %0 = graph.conv %x, %w {group = 8 : i64, dilations = array<i64: 2, 2>} : tensor<2x8x10x10xf32>, tensor<8x1x3x3xf32> -> tensor<2x8x6x6xf32>

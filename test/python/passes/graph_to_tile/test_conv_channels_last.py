@@ -27,7 +27,7 @@ from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.testing import model_zoo
 
-from .test_conv import TARGETS, check_lowering, const_conv_module, int_attr, kernels, text_attr
+from .test_conv import TARGETS, check_lowering, const_conv_module, int_attr, kernels, pool_module, text_attr
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -79,6 +79,38 @@ def test_random_channels_last_convs_match_the_graph_level(
     assert any(r.startswith("channels-last per-tap GEMM") for r in reasons), reasons
 
 
+@SETTINGS
+@given(
+    batch=st.integers(1, 2),
+    channels=st.integers(1, 40),
+    size=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    pad=st.integers(0, 1),
+    dilation=st.integers(1, 2),
+    ceil_mode=st.booleans(),
+    target=st.sampled_from(TARGETS),
+)
+def test_random_channels_last_max_pools_match_the_graph_level(
+    batch, channels, size, kernel, stride, pad, dilation, ceil_mode, target
+):
+    spans = [dilation * (k - 1) + 1 for k in kernel]
+    if any(span > n + 2 * pad for span, n in zip(spans, size, strict=True)) or pad >= min(kernel):
+        return
+    module = pool_module(
+        "max", [batch, channels, *size], list(kernel), ceil_mode=ceil_mode,
+        strides=list(stride), pads=[pad] * 4, dilations=[dilation] * 2,
+    )  # fmt: skip
+    (pool,) = [op for op in module.walk() if isinstance(op, graph.MaxPoolOp)]
+    block = pool.parent_block()
+    assert block is not None
+    graph_channels_last.convert(graph_channels_last.Region([pool]))
+    module.verify()
+    lowered = check_lowering(module, target)
+    reasons = [text_attr(k, "reason") for k in kernels(lowered)]
+    assert any(r.startswith("channels-last max pool") for r in reasons), reasons
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_the_plan_estimate_is_the_emitted_kernel_estimate(target: str):
     module = channels_last(
@@ -111,6 +143,30 @@ def _bottlenecks(image: int = 28, width: int = 32):
     builder.output(h, "y", [1, 4 * width, image // 2, image // 2])
     inputs = {"x": builder.rng.standard_normal((1, 4 * width, image, image)).astype(np.float32)}
     return builder.model(), inputs
+
+
+def test_a_max_pool_joins_the_region_of_the_convs_it_feeds():
+    """Stem-like conv, max pool, bottleneck: one region; the pool is channels last too."""
+    builder = model_zoo.GraphBuilder("stem", opset=17, seed=2)
+    x = builder.input("x", [1, 16, 28, 28])
+    h = model_zoo._conv(builder, x, "stem", 16, 64, 3)
+    h = builder.node("MaxPool", [h], "/pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    h = model_zoo._bottleneck(builder, h, "layer1.0", 64, 16, 1)
+    builder.output(h, "y", [1, 64, 14, 14])
+    model = builder.model()
+    inputs = {"x": builder.rng.standard_normal((1, 16, 28, 28)).astype(np.float32)}
+    module = import_onnx(model)
+    run_pipeline(module, graph_optimize_pipeline())
+    channels_last(module, "edge")
+    pools = [op for op in module.walk() if isinstance(op, graph.MaxPoolOp)]
+    assert [p.is_channels_last() for p in pools] == [True]
+    options = CompileOptions(target="edge", cores=1, input_shapes={"x": [1, 16, 28, 28]}, conv_layout="nhwc")
+    outputs = (
+        Simulator(compile_module(model, options).module, load_target("edge"), verified=True)
+        .run(inputs)
+        .outputs
+    )
+    assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
 
 
 def test_a_region_of_convs_goes_channels_last_with_transposes_only_at_its_edges():
