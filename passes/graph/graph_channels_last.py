@@ -15,7 +15,8 @@ the cost model's estimates say
 
     its convs and pools channels last + transposes at its edges  <  the same channels first
 
-(`choose`; a transpose costs its bytes at the DMA rate). Then every op of the region is rebuilt
+(`choose`; a transpose costs its bytes at the DMA rate). A conv that is cheaper channels first
+even with transposes around it stays out of the regions (`kept_first`). Then every op of the region is rebuilt
 on channels-last values; each activation entering it is transposed (0 2 3 1) before its first
 use and each result used outside is transposed back (0 3 1 2):
 
@@ -118,9 +119,10 @@ class Region:
         ]
 
 
-def regions(block_ops: list[Operation]) -> list[Region]:
-    """The regions of one block: connected components of member ops that hold a conv."""
-    members = [op for op in block_ops if _member(op)]
+def regions(block_ops: list[Operation], kept: frozenset[Operation] = frozenset()) -> list[Region]:
+    """The regions of one block: connected components of member ops that hold a conv (the
+    convs in `kept` stay out: they keep their layout, `kept_first`)."""
+    members = [op for op in block_ops if _member(op) and op not in kept]
     parent = {op: op for op in members}
 
     def find(op: Operation) -> Operation:
@@ -176,6 +178,26 @@ def choose(region: Region, budget: Budget) -> Choice | None:
         first, last = first + cycles, last + plan.cycles
     edges = sum(transpose_cycles(v, budget) for v in region.inputs() + region.outputs())
     return Choice(first, last, edges)
+
+
+def stays_first(op: graph.ConvOp, budget: Budget) -> bool:
+    """Whether `op` is cheaper channels first even with a transpose of its input and of its
+    output around it (a 512-channel 3x3 conv on 7x7 in ResNet-50's last stage: its output
+    channels stream m = 512 rows, its 7x7 positions only 61)."""
+    plan, cycles = nhwc.estimate(op, budget), nchw.estimated_cycles(op, budget)
+    if plan is None or cycles is None:
+        return False
+    return cycles + transpose_cycles(op.input, budget) + transpose_cycles(op.output, budget) < plan.cycles
+
+
+def kept_first(block_ops: list[Operation], budget: Budget) -> frozenset[Operation]:
+    """The convs of the block's regions that `stays_first` leaves channels first."""
+    return frozenset(
+        op
+        for region in regions(block_ops)
+        for op in region.ops
+        if isinstance(op, graph.ConvOp) and stays_first(op, budget)
+    )
 
 
 def convert(region: Region) -> None:
@@ -273,7 +295,9 @@ class GraphChannelsLastPass(ModulePass):
         blocks = {id(o.parent_block()): o.parent_block() for o in op.walk() if isinstance(o, graph.ConvOp)}
         for block in blocks.values():
             assert block is not None
-            for region in regions(list(block.ops)):
+            ops = list(block.ops)
+            kept = frozenset() if self.layout == "nhwc" else kept_first(ops, budget)
+            for region in regions(ops, kept):
                 if self.layout == "nhwc" or ((choice := choose(region, budget)) is not None and choice.pays):
                     convert(region)
         PatternRewriteWalker(ComposeTransposes()).rewrite_module(op)

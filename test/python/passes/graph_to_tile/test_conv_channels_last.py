@@ -209,6 +209,23 @@ def test_auto_follows_the_cost_model():
     assert outcomes == [True, False]
 
 
+def test_a_conv_cheaper_channels_first_even_with_transposes_stays_out_of_the_regions():
+    """A 512-channel 3x3 conv on 7x7 streams 512 rows channels first and 61 channels last: it
+    stays channels first (`kept_first`) and its region is cut there; a 64-channel one joins."""
+    budget = Budget.of(load_target("edge"))
+    big = const_conv_module([1, 512, 7, 7], [512, 512, 3, 3], pads=[1] * 4)
+    small = const_conv_module([1, 64, 28, 28], [64, 64, 3, 3], pads=[1] * 4)
+    assert graph_channels_last.stays_first(convs(big)[0], budget)
+    assert not graph_channels_last.stays_first(convs(small)[0], budget)
+    block = convs(big)[0].parent_block()
+    assert block is not None
+    kept = graph_channels_last.kept_first(list(block.ops), budget)
+    assert kept == {convs(big)[0]}
+    assert regions(list(block.ops), kept) == []
+    channels_last(big, "edge", "auto")
+    assert not convs(big)[0].is_channels_last()
+
+
 @pytest.mark.parametrize("layout", ["auto", "nchw", "nhwc"])
 def test_bottlenecks_compiled_in_every_layout_match_onnxruntime(layout: str):
     model, inputs = _bottlenecks(image=14, width=16)
