@@ -57,7 +57,7 @@ from xdsl.ir import Operation, SSAValue
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.conv_channels_last import estimate as channels_last_estimate
-from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv, supported
+from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv
 from aitc.passes.graph_to_tile.costs import Budget, add_kernel_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
@@ -77,7 +77,6 @@ from aitc.passes.graph_to_tile.window import (
     conv_geometry,
     for_blocks,
     tap_major_order,
-    window_problem,
 )
 from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
@@ -450,15 +449,6 @@ def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> Can
     if acc > budget.acc:
         return CannotFit(op, "one accumulator element of the conv", acc, budget, "ACC")
     return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
-
-
-def conv_problem(op: Operation) -> str | None:
-    """Why a conv is not lowered (`window_problem`, and for a channels-last one
-    `conv_channels_last.supported`), else None."""
-    why = window_problem(op)
-    if why is None and isinstance(op, graph.ConvOp) and op.is_channels_last():
-        why = supported(op)
-    return why
 
 
 def estimated_cycles(op: graph.ConvOp, budget: Budget) -> int | None:

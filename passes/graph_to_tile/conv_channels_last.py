@@ -54,7 +54,7 @@ from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, apply_activa
 from aitc.passes.graph_to_tile.lowering import CannotFit, Fused, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
-from aitc.passes.graph_to_tile.tuning import choose, noted
+from aitc.passes.graph_to_tile.tuning import P, choose, noted
 from aitc.passes.graph_to_tile.window import (
     Block,
     Geometry,
@@ -63,6 +63,7 @@ from aitc.passes.graph_to_tile.window import (
     for_blocks,
     tap_major_order,
     window_dims,
+    window_problem,
 )
 
 # --------------------------------------------------------------------------- plans
@@ -123,6 +124,23 @@ def supported(op: graph.ConvOp) -> str | None:
     return None
 
 
+def window_op_problem(op: Operation) -> str | None:
+    """Why a conv or pool is not lowered (`window_problem`, and for a channels-last one
+    `supported` or `pool_supported`), else None."""
+    why = window_problem(op)
+    if why is None and isinstance(op, graph.WindowOp) and op.is_channels_last():
+        why = supported(op) if isinstance(op, graph.ConvOp) else pool_supported(op)  # type: ignore[arg-type]
+    return why
+
+
+def _choose_ranked(
+    kind: str, problem: object, budget: Budget, ops: list[Operation], plans: list[P]
+) -> tuple[P, str]:
+    """`tuning.choose` over `plans` (every candidate, cheapest first)."""
+    by_choice = {plan.choice: plan for plan in plans}
+    return choose(kind, [problem], budget, ops, plans[0], lambda count: plans[:count], by_choice.get)
+
+
 def _width(g: Geometry) -> int:
     """Wp: the padded width the outputs read (stride 1)."""
     return g.w.out + (g.w.kernel - 1) * g.w.dilation
@@ -145,6 +163,49 @@ def _zero_rows(g: Geometry, rows: int) -> int:
 
 
 # --------------------------------------------------------------------------- emission
+
+
+def _filled(kb: KernelBuilder, shape: list[int], value: float) -> SSAValue:
+    """A tile of `shape` holding `value` (filled once, before the loops): what the stage's
+    padding is copied from."""
+    rows = math.prod(shape[:-1])
+    buffer = kb.alloc([rows, shape[-1]], f32, "sram")
+    fill(kb, Win.at(buffer), value, [rows, shape[-1]])
+    return kernel_view(kb, buffer, shape)
+
+
+def _load_stage(
+    kb: KernelBuilder,
+    g: Geometry,
+    stage: tuple[SSAValue, SSAValue | None, SSAValue | None],
+    x: Win,
+    hb: Block,
+    rows: int,
+    cs: int,
+) -> None:
+    """Channels [c0, c0 + cs) of the input rows under output block `hb` into the stage
+    [S, Wp, tc], every byte of it written, so multi-buffer can rotate it: the rows and columns
+    in the padding are copied from the padding tiles. `stage` = (stage, row tile, column tile);
+    `x` = the input [N*H, W, C] at (image n, 0, c0); `rows` = stage rows of the block."""
+    buffer, pad_rows, pad_cols = stage
+    n, _, c0 = x.idx
+    wp = tile.memref_of(buffer).get_shape()[1]
+    start = kb.add(kb.mul(hb.o0, g.h.stride), -g.h.pad)
+    low, high = 0, rows
+    if not hb.inside:
+        assert isinstance(hb.o0, int)
+        first = hb.o0 * g.h.stride - g.h.pad
+        low, high = max(0, -first), max(0, min(rows, g.h.size - first))
+        for a, b in ((0, low), (high, rows)):
+            if b > a and pad_rows is not None:
+                kb.copy(Win.at(pad_rows), Win(buffer, (a, 0, 0)), [b - a, wp, cs])
+    if high > low:
+        src = Win(x.buffer, (kb.add(kb.mul(n, g.h.size), kb.add(start, low)), 0, c0))
+        kb.copy(src, Win(buffer, (low, g.w.pad, 0)), [high - low, g.w.size, cs])
+        right = wp - g.w.pad - g.w.size
+        for at, width in ((0, g.w.pad), (g.w.pad + g.w.size, right)):
+            if width and pad_cols is not None:
+                kb.copy(Win.at(pad_cols), Win(buffer, (low, at, 0)), [high - low, width, cs])
 
 
 @dataclass(frozen=True)
@@ -185,14 +246,9 @@ class _Emitter:
         temps = ACTIVATION_TEMPS.get(p.activation or "", 0) if p.bias else 0
         self.temp = Win.at(kb.alloc(dense, f32, "sram")) if temps else None
         pad_cols = max(g.w.pad, self.wp - g.w.pad - g.w.size)
-        self.zero_cols = self._zeros([self.stage_rows, pad_cols, tc]) if pad_cols else None
+        zero_cols = _filled(kb, [self.stage_rows, pad_cols, tc], 0.0) if pad_cols else None
         zero_rows = _zero_rows(g, plan.rows)
-        self.zero_rows = self._zeros([zero_rows, self.wp, tc]) if zero_rows else None
-
-    def _zeros(self, shape: list[int]) -> SSAValue:
-        buffer = self.kb.alloc([math.prod(shape[:-1]), shape[-1]], f32, "sram")
-        fill(self.kb, Win.at(buffer), 0.0, [math.prod(shape[:-1]), shape[-1]])
-        return kernel_view(self.kb, buffer, shape)
+        self.padding = (_filled(kb, [zero_rows, self.wp, tc], 0.0) if zero_rows else None, zero_cols)
 
     def run(self) -> None:
         kb, g, v = self.kb, self.g, self.v
@@ -231,26 +287,10 @@ class _Emitter:
             self.kb.copy(src, Win.at(self.weight_taps), [ns, self.g.taps, cs])
 
     def _load(self, c0: Index, cs: int) -> None:
-        """Channels [c0, c0 + cs) of the block's input rows into the stage, every byte of it
-        written (the rows and columns in the padding from the tiles of zeros)."""
-        kb, g, hb = self.kb, self.g, self.hb
-        rows = hb.size + (g.h.kernel - 1) * g.h.dilation
-        first_row = kb.add(kb.mul(self.n, g.h.size), kb.add(hb.o0, -g.h.pad))
-        low, high = 0, rows
-        if not hb.inside:
-            assert isinstance(hb.o0, int)
-            start = hb.o0 - g.h.pad
-            low, high = max(0, -start), max(0, min(rows, g.h.size - start))
-            for a, b in ((0, low), (high, rows)):
-                if b > a and self.zero_rows is not None:
-                    kb.copy(Win.at(self.zero_rows), Win(self.stage3, (a, 0, 0)), [b - a, self.wp, cs])
-        if high > low:
-            src = Win(self.v.x, (kb.add(first_row, low), 0, c0))
-            kb.copy(src, Win(self.stage3, (low, g.w.pad, 0)), [high - low, g.w.size, cs])
-            right = self.wp - g.w.pad - g.w.size
-            for at, width in ((0, g.w.pad), (g.w.pad + g.w.size, right)):
-                if width and self.zero_cols is not None:
-                    kb.copy(Win.at(self.zero_cols), Win(self.stage3, (low, at, 0)), [high - low, width, cs])
+        rows = self.hb.size + (self.g.h.kernel - 1) * self.g.h.dilation
+        _load_stage(
+            self.kb, self.g, (self.stage3, *self.padding), Win(self.v.x, (self.n, 0, c0)), self.hb, rows, cs
+        )
 
     def _contract(self, co0: Index, ns: int, c0: Index, cs: int, first: bool) -> None:
         kb, g = self.kb, self.g
@@ -452,16 +492,7 @@ def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: 
     if not plans:
         need = _positions(p.g, 1) * min(p.g.outs, ctx.budget.cols) * 4
         raise CannotFit(op, "one output row of the channels-last conv", need, ctx.budget, "ACC")
-    by_choice = {plan.choice: plan for plan in plans}
-    plan, note = choose(
-        "conv",
-        [p],
-        ctx.budget,
-        ops,
-        plans[0],
-        lambda count: plans[:count],
-        lambda choice: by_choice.get(choice),
-    )
+    plan, note = _choose_ranked("conv", p, ctx.budget, ops, plans)
     g = p.g
     rank = len(tensor_shape(op.weight))
     w = (
@@ -556,7 +587,7 @@ class _PoolEmitter:
         self.taps = kernel_view(kb, self.stage3, [self.stage_rows * self.wp // sw, sw * tc])
         self.y = kb.alloc([plan.rows * g.w.out, tc], f32, "sram")
         pad_cols = max(g.w.pad, self.wp - g.w.pad - g.w.size)
-        self.pad_cols = self._fill([self.stage_rows, pad_cols, tc]) if pad_cols else None
+        fill_cols = _filled(kb, [self.stage_rows, pad_cols, tc], -math.inf) if pad_cols else None
         strips = [
             max(
                 -(run.o0 * g.h.stride - g.h.pad),
@@ -567,13 +598,7 @@ class _PoolEmitter:
             if not run.inside
         ]
         pad_rows = min(max(strips, default=0), self.stage_rows)
-        self.pad_rows = self._fill([pad_rows, self.wp, tc]) if pad_rows else None
-
-    def _fill(self, shape: list[int]) -> SSAValue:
-        rows = math.prod(shape[:-1])
-        buffer = self.kb.alloc([rows, shape[-1]], f32, "sram")
-        fill(self.kb, Win.at(buffer), -math.inf, [rows, shape[-1]])
-        return kernel_view(self.kb, buffer, shape)
+        self.padding = (_filled(kb, [pad_rows, self.wp, tc], -math.inf) if pad_rows else None, fill_cols)
 
     def run(self) -> None:
         kb, g = self.kb, self.g
@@ -591,22 +616,7 @@ class _PoolEmitter:
     def _block(self, c0: Index, cs: int, n: Index, hb: Block) -> None:
         kb, g = self.kb, self.g
         rows = _pool_rows(g, hb.size)
-        start = kb.add(kb.mul(hb.o0, g.h.stride), -g.h.pad)
-        low, high = 0, rows
-        if not hb.inside:
-            assert isinstance(hb.o0, int)
-            first = hb.o0 * g.h.stride - g.h.pad
-            low, high = max(0, -first), max(0, min(rows, g.h.size - first))
-            for a, b in ((0, low), (high, rows)):
-                if b > a and self.pad_rows is not None:
-                    kb.copy(Win.at(self.pad_rows), Win(self.stage3, (a, 0, 0)), [b - a, self.wp, cs])
-        if high > low:
-            src = Win(self.x, (kb.add(kb.mul(n, g.h.size), kb.add(start, low)), 0, c0))
-            kb.copy(src, Win(self.stage3, (low, g.w.pad, 0)), [high - low, g.w.size, cs])
-            right = self.wp - g.w.pad - g.w.size
-            for at, width in ((0, g.w.pad), (g.w.pad + g.w.size, right)):
-                if width and self.pad_cols is not None:
-                    kb.copy(Win.at(self.pad_cols), Win(self.stage3, (low, at, 0)), [high - low, width, cs])
+        _load_stage(kb, g, (self.stage3, *self.padding), Win(self.x, (n, 0, c0)), hb, rows, cs)
         kb.tiles(hb.size, 1, lambda r, _: self._row(r, cs))
         at = (kb.linear([(n, g.h.out * g.w.out), (hb.o0, g.w.out)]), c0)
         kb.copy(Win.at(self.y), Win(self.out, at), [hb.size * g.w.out, cs])
@@ -683,16 +693,7 @@ def lower_channels_last_pool(ctx: LoweringContext, ops: list[Operation]) -> None
         views = (_dram([g.batch * g.h.size, g.w.size, g.channels]), _dram([g.h.out * g.w.out, g.channels]))
         _PoolEmitter(smallest, g, PoolPlan(1, min(g.channels, ctx.budget.cols)), views)
         raise CannotFit(op, "one output row of the channels-last max pool", smallest.sram_bytes, ctx.budget)
-    by_choice = {plan.choice: plan for plan in plans}
-    plan, note = choose(
-        "pool",
-        [g],
-        ctx.budget,
-        ops,
-        plans[0],
-        lambda count: plans[:count],
-        lambda choice: by_choice.get(choice),
-    )
+    plan, note = _choose_ranked("pool", g, ctx.budget, ops, plans)
     views = (
         ctx.value_view(op.input, [g.batch * g.h.size, g.w.size, g.channels]),
         ctx.value_view(op.output, [g.batch * g.h.out * g.w.out, g.channels]),

@@ -28,7 +28,7 @@ from xdsl.ir import Operation
 
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_pool, pool_supported
+from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_pool
 from aitc.passes.graph_to_tile.costs import F32, Budget, RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
@@ -39,7 +39,7 @@ from aitc.passes.graph_to_tile.lowering import (
 )
 from aitc.passes.graph_to_tile.patch_layout import PatchLayout
 from aitc.passes.graph_to_tile.tuning import choose, noted
-from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims, window_problem
+from aitc.passes.graph_to_tile.window import Block, Geometry, WindowDim, window_dims
 from aitc.passes.graph_to_tile.window_costs import (
     WINDOW_DEPTH,
     WindowProblem,
@@ -128,15 +128,6 @@ def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None) -> Window
     return WindowProblem(
         g, "vector", epilogue=epilogue, counts=counted, pad_value=-math.inf if is_max else 0.0
     )
-
-
-def pool_problem(op: Operation) -> str | None:
-    """Why a pool is not lowered (`window_problem`, and for a channels-last max pool
-    `conv_channels_last.pool_supported`), else None."""
-    why = window_problem(op)
-    if why is None and isinstance(op, graph.MaxPoolOp) and op.is_channels_last():
-        why = pool_supported(op)
-    return why
 
 
 def estimated_cycles(op: graph.MaxPoolOp, budget: Budget) -> int | None:

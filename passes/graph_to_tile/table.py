@@ -17,6 +17,7 @@ from aitc.dialects import graph
 from aitc.passes.graph_to_tile import (
     attention,
     conv,
+    conv_channels_last,
     gather,
     linear,
     movement,
@@ -50,10 +51,10 @@ LOWERINGS: dict[type[Operation], Lowering] = _table(
     ((graph.GatherOp,), Lowering(gather.lower_gather, gather.gather_unsupported)),
     # matrix engine
     ((graph.MatMulOp,), Lowering(linear.lower_matmul, linear.matmul_unsupported)),
-    ((graph.ConvOp,), Lowering(conv.lower_conv, conv.conv_problem)),
+    ((graph.ConvOp,), Lowering(conv.lower_conv, conv_channels_last.window_op_problem)),
     ((graph.AttentionOp,), Lowering(attention.lower_attention, attention.attention_unsupported)),
     # vector engine: windows, rows, elementwise chains
-    ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, pool.pool_problem)),
+    ((graph.MaxPoolOp, graph.AvgPoolOp), Lowering(pool.lower_pool, conv_channels_last.window_op_problem)),
     ((graph.BatchNormOp,), Lowering(pool.lower_batch_norm, pool.batch_norm_problem)),
     ((graph.SoftmaxOp, graph.LogSoftmaxOp), Lowering(rows.lower_softmax, rows.softmax_axis_problem)),
     ((graph.LayerNormOp,), Lowering(rows.lower_layer_norm, rows.layer_norm_problem)),
