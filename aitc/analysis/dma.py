@@ -40,6 +40,10 @@ class Transfer:
     """The loop body it runs in (one number per innermost loop; None: straight-line code): the
     transfers of one body run together every trip, so they are balanced among themselves
     first."""
+    follows: int | None = None
+    """The index of an earlier transfer whose queue this one takes: an on-chip copy that
+    completes the buffer a DRAM read of its block fills (a stage's zero padding) goes right
+    after that read, so what reads the buffer never waits for another queue's stores."""
 
 
 def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
@@ -47,7 +51,8 @@ def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
     dma1; the others loop body by loop body (`Transfer.group`, the busiest first, then the
     straight-line ones), largest first (ties in program order), each on the queue its loop
     body has loaded least so far (its stores included), then the least busy over the kernel,
-    among those it may use (a read behind a store not on dma1). One queue: everything on dma0."""
+    among those it may use (a read behind a store not on dma1); a transfer that follows another
+    (`Transfer.follows`) takes that one's queue. One queue: everything on dma0."""
     if queues < 2:
         return [LOAD_QUEUE] * len(transfers)
     busy = [0] * queues
@@ -67,7 +72,7 @@ def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
 
     for index in sorted(range(len(transfers)), key=rank):
         transfer = transfers[index]
-        if transfer.store:
+        if transfer.store or transfer.follows is not None:
             continue
         loop = in_loop.get(transfer.group) if transfer.group is not None else None
         allowed = [q for q in range(queues) if not (transfer.behind_store and q == 1)]
@@ -76,7 +81,15 @@ def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
         if loop:
             loop[queue] += transfer.cycles
         chosen[index] = f"dma{queue}"
-    return chosen
+    return _followed(transfers, chosen)
+
+
+def _followed(transfers: Sequence[Transfer], chosen: list[str]) -> list[str]:
+    """`chosen` with each transfer that follows another on that one's queue."""
+    return [
+        chosen[t.follows] if t.follows is not None and not t.store else queue
+        for t, queue in zip(transfers, chosen, strict=True)
+    ]
 
 
 def dma_queue(src_space: str, dst_space: str, queues: int) -> str:

@@ -15,7 +15,8 @@ the cost model's estimates say
 
     its convs and pools channels last + transposes at its edges  <  the same channels first
 
-(`choose`; a transpose costs its bytes at the DMA rate). A conv that is cheaper channels first
+(`choose`; a transpose costs what its kernel is estimated to cost, nothing when it cancels
+against a transpose already there). A conv that is cheaper channels first
 even with transposes around it stays out of the regions (`kept_first`). Then every op of the region is rebuilt
 on channels-last values; each activation entering it is transposed (0 2 3 1) before its first
 use and each result used outside is transposed back (0 3 1 2):
@@ -42,7 +43,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -59,7 +59,8 @@ from aitc.passes.graph.graph_canonicalize import ComposeTransposes
 from aitc.passes.graph_to_tile import conv as nchw
 from aitc.passes.graph_to_tile import conv_channels_last as nhwc
 from aitc.passes.graph_to_tile import pool
-from aitc.passes.graph_to_tile.costs import Budget, dram_bandwidth
+from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.transpose import transpose_estimate
 
 LAYOUTS = ("auto", "nchw", "nhwc")
 """The pass's `layout` option: the cost model's choice per region, none, or every region."""
@@ -142,11 +143,24 @@ def regions(block_ops: list[Operation], kept: frozenset[Operation] = frozenset()
     return [Region(ops) for ops in groups.values() if any(isinstance(op, graph.ConvOp) for op in ops)]
 
 
-def transpose_cycles(value: SSAValue, budget: Budget) -> int:
-    """An estimate of a transpose kernel of `value`: its bytes at the DMA rate (its loads and
-    stores overlap on two queues; element-sized DMA rows)."""
-    nbytes = 4 * math.prod(_shape(value))
-    return -(-nbytes // dram_bandwidth(budget.target))
+def transpose_cycles(value: SSAValue, budget: Budget, into_last: bool = True) -> int:
+    """The estimate of the transpose kernel a region edge needs for `value` (N x C x H x W):
+    into channels last (0 2 3 1) for an input, back (0 3 1 2) from the channels-last value for
+    an output (`transpose.transpose_estimate`: element-sized DMA rows, far slower than the
+    bytes at the DRAM rate). Free when the transpose cancels against one already there: an
+    input made by a transpose out of channels last, an output only transposed into it."""
+    if into_last and _transposed_by(value.owner, TO_FIRST):
+        return 0
+    if not into_last and value.uses and all(_transposed_by(use.operation, TO_LAST) for use in value.uses):
+        return 0
+    shape = _shape(value)
+    if into_last:
+        return transpose_estimate(shape, TO_LAST, budget)
+    return transpose_estimate([shape[p] for p in TO_LAST], TO_FIRST, budget)
+
+
+def _transposed_by(op: object, perm: tuple[int, ...]) -> bool:
+    return isinstance(op, graph.TransposeOp) and tuple(op.permutation()) == perm
 
 
 @dataclass(frozen=True)
@@ -176,7 +190,8 @@ def choose(region: Region, budget: Budget) -> Choice | None:
         if plan is None or cycles is None:
             return None
         first, last = first + cycles, last + plan.cycles
-    edges = sum(transpose_cycles(v, budget) for v in region.inputs() + region.outputs())
+    edges = sum(transpose_cycles(v, budget) for v in region.inputs())
+    edges += sum(transpose_cycles(v, budget, into_last=False) for v in region.outputs())
     return Choice(first, last, edges)
 
 
@@ -187,7 +202,9 @@ def stays_first(op: graph.ConvOp, budget: Budget) -> bool:
     plan, cycles = nhwc.estimate(op, budget), nchw.estimated_cycles(op, budget)
     if plan is None or cycles is None:
         return False
-    return cycles + transpose_cycles(op.input, budget) + transpose_cycles(op.output, budget) < plan.cycles
+    # inside a channels-last region: its input back to channels first, its output into last
+    around = transpose_cycles(op.input, budget, into_last=False) + transpose_cycles(op.output, budget)
+    return cycles + around < plan.cycles
 
 
 def kept_first(block_ops: list[Operation], budget: Budget) -> frozenset[Operation]:

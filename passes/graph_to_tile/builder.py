@@ -28,6 +28,8 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     UnitAttr,
+    UnknownLoc,
+    f32,
     f64,
     i64,
 )
@@ -316,3 +318,35 @@ class KernelBuilder:
         attrs["reason"] = StringAttr(reason)
         self.kernel.attributes.update(attrs)
         return self.kernel
+
+
+class CostOnlyBuilder(KernelBuilder):
+    """A KernelBuilder that charges the cost model for every op and emits none: loops run their
+    body once, with the first index, `times` their trip count. A lowering run on it gives the
+    estimate of the kernel it would emit (`est_cycles`), to choose between plans or layouts
+    before emitting anything."""
+
+    def __init__(self, budget: Budget, op_names: str):
+        super().__init__(budget, "estimate", UnknownLoc(), op_names)
+
+    def emit(self, op: Operation) -> Operation:
+        return op
+
+    def _window_op(self, cls, wins, sizes, **attrs) -> None:
+        return None
+
+    def loop(self, start, stop, step, body) -> None:
+        trips = -(-(stop - start) // step)
+        if trips < 1:
+            return
+        times = self._times
+        self._times = times * trips
+        try:
+            body(start)
+        finally:
+            self._times = times
+
+
+def dram_buffer(shape: Sequence[int], element_type: Attribute = f32) -> SSAValue:
+    """A DRAM buffer of `shape` standing for a tensor in a `CostOnlyBuilder` estimate."""
+    return tile.AllocOp(tile.buffer_type(list(shape), element_type, "dram")).buffer

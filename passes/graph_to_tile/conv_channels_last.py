@@ -44,12 +44,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import UnknownLoc, f32
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph, tile
-from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import Budget, balanced, remembered
+from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, Index, KernelBuilder, Win, dram_buffer
+from aitc.passes.graph_to_tile.costs import F32, Budget, balanced, fits_rotated, remembered
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, apply_activation, fill
 from aitc.passes.graph_to_tile.lowering import CannotFit, Fused, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
@@ -222,7 +222,7 @@ class Views:
 
 
 class _Emitter:
-    """Emits (or, on an `_Estimator`, charges) the loop nest of one planned conv."""
+    """Emits (or, on a `CostOnlyBuilder`, charges) the loop nest of one planned conv."""
 
     def __init__(self, kb: KernelBuilder, p: Problem, plan: ChannelsLastPlan, v: Views):
         self.kb, self.p, self.plan, self.v = kb, p, plan, v
@@ -363,50 +363,25 @@ class _Emitter:
         kb.copy(y, Win(self.v.out, at), sizes)
 
 
-class _Estimator(KernelBuilder):
-    """A KernelBuilder that charges the cost model for every op and emits none: loops run their
-    body once, with the first index, `times` their trip count."""
-
-    def emit(self, op: Operation) -> Operation:
-        return op
-
-    def _window_op(self, cls, wins, sizes, **attrs) -> None:
-        return None
-
-    def loop(self, start, stop, step, body) -> None:
-        trips = -(-(stop - start) // step)
-        if trips < 1:
-            return
-        times = self._times
-        self._times = times * trips
-        try:
-            body(start)
-        finally:
-            self._times = times
-
-
-def _dram(shape: list[int]) -> SSAValue:
-    return tile.AllocOp(tile.buffer_type(shape, f32, "dram")).buffer
-
-
 def _dram_views(g: Geometry, p: Problem) -> Views:
     rows, outs = g.batch * g.h.out * g.w.out, g.outs
-    w = _dram([outs, g.taps * g.channels])
+    w = dram_buffer([outs, g.taps * g.channels])
     return Views(
-        _dram([g.batch * g.h.size, g.w.size, g.channels]),
+        dram_buffer([g.batch * g.h.size, g.w.size, g.channels]),
         w,
-        _dram([outs, g.taps, g.channels]),
-        _dram([rows, outs]),
-        _dram([1, outs]) if p.bias else None,
-        _dram([rows, outs]) if p.residual else None,
+        dram_buffer([outs, g.taps, g.channels]),
+        dram_buffer([rows, outs]),
+        dram_buffer([1, outs]) if p.bias else None,
+        dram_buffer([rows, outs]) if p.residual else None,
     )
 
 
 def _estimate(p: Problem, plan: ChannelsLastPlan, budget: Budget, views: Views) -> ChannelsLastPlan | None:
     """`plan` with its cycles, or None when its buffers do not fit the budget."""
-    kb = _Estimator(budget, "estimate", UnknownLoc(), "graph.conv")
+    kb = CostOnlyBuilder(budget, "graph.conv")
     emitter = _Emitter(kb, p, plan, views)
-    if kb.sram_bytes > budget.sram or kb.acc_bytes > budget.acc:
+    kept = F32 * p.g.outs * p.g.taps * p.g.channels if plan.keep else 0
+    if kb.acc_bytes > budget.acc or not fits_rotated(kb.sram_bytes, kept, budget):
         return None
     emitter.run()
     return ChannelsLastPlan(plan.rows, plan.tc, plan.tn, plan.keep, kb.cost.cycles(budget.target))
@@ -639,10 +614,10 @@ class _PoolEmitter:
 
 
 def _pool_estimate(g: Geometry, plan: PoolPlan, budget: Budget) -> PoolPlan | None:
-    kb = _Estimator(budget, "estimate", UnknownLoc(), "graph.max_pool")
+    kb = CostOnlyBuilder(budget, "graph.max_pool")
     views = (
-        _dram([g.batch * g.h.size, g.w.size, g.channels]),
-        _dram([g.batch * g.h.out * g.w.out, g.channels]),
+        dram_buffer([g.batch * g.h.size, g.w.size, g.channels]),
+        dram_buffer([g.batch * g.h.out * g.w.out, g.channels]),
     )
     emitter = _PoolEmitter(kb, g, plan, views)
     if kb.sram_bytes > budget.sram:
@@ -689,8 +664,9 @@ def lower_channels_last_pool(ctx: LoweringContext, ops: list[Operation]) -> None
     g = pool_geometry(op)
     plans = ranked_pool(g, ctx.budget)
     if not plans:
-        smallest = _Estimator(ctx.budget, "estimate", UnknownLoc(), "graph.max_pool")
-        views = (_dram([g.batch * g.h.size, g.w.size, g.channels]), _dram([g.h.out * g.w.out, g.channels]))
+        smallest = CostOnlyBuilder(ctx.budget, "graph.max_pool")
+        stage_in = dram_buffer([g.batch * g.h.size, g.w.size, g.channels])
+        views = (stage_in, dram_buffer([g.h.out * g.w.out, g.channels]))
         _PoolEmitter(smallest, g, PoolPlan(1, min(g.channels, ctx.budget.cols)), views)
         raise CannotFit(op, "one output row of the channels-last max pool", smallest.sram_bytes, ctx.budget)
     plan, note = _choose_ranked("pool", g, ctx.budget, ops, plans)

@@ -14,11 +14,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, element_bytes
-from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.builder import (
+    CostOnlyBuilder,
+    Index,
+    KernelBuilder,
+    Win,
+    dram_buffer,
+    element_bytes,
+)
+from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, plan_rows
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.movement import copy_value, kernel_view
 
@@ -91,45 +99,41 @@ def _transpose_block(
 
 
 def _transpose_plan(
-    ctx: LoweringContext, op: Operation, perm: list[int], out_shape: list[int]
-) -> _TransposeBlocks:
+    perm: list[int], out_shape: list[int], element: int, budget: Budget
+) -> _TransposeBlocks | None:
     """Blocks over the last two output dims, or when the last dim stays last (a copy of whole
-    rows), over the last dim and the longest other one (fewest DMAs: one per block each way)."""
+    rows), over the last dim and the longest other one (fewest DMAs: one per block each way);
+    None when not even one element fits."""
     n = len(perm)
     dims = (n - 2, n - 1)
     if perm[-1] == n - 1:
         dims = (max(range(n - 1), key=lambda d: (out_shape[d], d)), n - 1)
-    element = element_bytes(tensor_element(op.operands[0]))
-    tiles = plan_rows(out_shape[dims[0]], out_shape[dims[1]], RowFootprint(element), ctx.budget.sram, False)
-    if tiles is None:
-        raise CannotFit(op, "one element", element, ctx.budget)
-    return _TransposeBlocks(tuple(perm), tuple(out_shape), dims, tiles)
+    tiles = plan_rows(out_shape[dims[0]], out_shape[dims[1]], RowFootprint(element), budget.sram, False)
+    return None if tiles is None else _TransposeBlocks(tuple(perm), tuple(out_shape), dims, tiles)
 
 
-def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
-    (op,) = ops
-    assert isinstance(op, graph.TransposeOp)
-    shape, perm = collapse_transpose(tensor_shape(op.input), op.permutation())
-    if len(perm) < 2 or perm == sorted(perm):
-        copy_value(ctx, op, ctx.buffer(op.input), ctx.buffer(op.output))
-        return
-    out_shape = [shape[p] for p in perm]
-    plan = _transpose_plan(ctx, op, perm, out_shape)
-    (i, j), (tr, tc), n = plan.dims, plan.tiles, len(perm)
-    element_type = tensor_element(op.input)
-    kb = ctx.kernel([op])
+def _emit_transpose(
+    kb: KernelBuilder,
+    plan: _TransposeBlocks,
+    element_type: Attribute,
+    src: SSAValue,
+    out: tuple[SSAValue, SSAValue],
+) -> None:
+    """The kernel of `plan`: `src` is the input viewed in its collapsed shape, `out` the output
+    viewed in the collapsed output shape and as rows x its last dim."""
+    (i, j), (tr, tc), n = plan.dims, plan.tiles, len(plan.perm)
+    perm, out_shape = plan.perm, plan.out_shape
     kb.cost.staged = True  # loads and stores share the stage
     stage = kb.alloc([tr, tc] if plan.copy else [tc, tr], element_type, "sram")
     box_in, box_out = [1] * n, [1] * n
     box_in[perm[i]], box_in[perm[j]] = tr, tc
     box_out[i], box_out[j] = tr, tc
     stage_in = kernel_view(kb, stage, box_in)
-    out = ctx.value_view(op.output, out_shape)
     if plan.copy:
-        stage_out, dst = kernel_view(kb, stage, box_out), out
+        stage_out, dst = kernel_view(kb, stage, box_out), out[0]
     else:  # tile.transpose works on 2-D windows: the output as rows of dim i, columns of dim j
-        stage_out, dst = stage, ctx.value_view(op.output, [math.prod(out_shape[:-1]), out_shape[-1]])
-    bufs = (ctx.value_view(op.input, shape), dst, stage_in, stage_out)
+        stage_out, dst = stage, out[1]
+    bufs = (src, dst, stage_in, stage_out)
 
     def block(lead: list[Index]) -> None:
         def tile(r0: Index, rs: int, c0: Index, cs: int) -> None:
@@ -140,5 +144,44 @@ def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
         )
 
     kb.nest([out_shape[d] for d in plan.lead], block)
+
+
+def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
+    (op,) = ops
+    assert isinstance(op, graph.TransposeOp)
+    shape, perm = collapse_transpose(tensor_shape(op.input), op.permutation())
+    if len(perm) < 2 or perm == sorted(perm):
+        copy_value(ctx, op, ctx.buffer(op.input), ctx.buffer(op.output))
+        return
+    out_shape = [shape[p] for p in perm]
+    element_type = tensor_element(op.input)
+    plan = _transpose_plan(perm, out_shape, element_bytes(element_type), ctx.budget)
+    if plan is None:
+        raise CannotFit(op, "one element", element_bytes(element_type), ctx.budget)
+    kb = ctx.kernel([op])
+    rows = [math.prod(out_shape[:-1]), out_shape[-1]]
+    out = (ctx.value_view(op.output, out_shape), ctx.value_view(op.output, rows))
+    _emit_transpose(kb, plan, element_type, ctx.value_view(op.input, shape), out)
     how = "copied" if plan.copy else "transposed (tile.transpose)"
-    ctx.add(kb, [tr, tc], f"output blocks of {tr} x {tc} read from the input and {how} out")
+    ctx.add(
+        kb,
+        list(plan.tiles),
+        f"output blocks of {plan.tiles[0]} x {plan.tiles[1]} read from the input and {how} out",
+    )
+
+
+def transpose_estimate(shape: Sequence[int], perm: Sequence[int], budget: Budget) -> int:
+    """The estimated cycles of the kernel `lower_transpose` emits for an f32 tensor of `shape`
+    permuted by `perm` (0 when it is a copy-free view or no block fits: the caller's other
+    costs decide then)."""
+    collapsed, order = collapse_transpose(shape, perm)
+    if len(order) < 2 or order == sorted(order):
+        return 0
+    out_shape = [collapsed[p] for p in order]
+    plan = _transpose_plan(order, out_shape, 4, budget)
+    if plan is None:
+        return 0
+    kb = CostOnlyBuilder(budget, "graph.transpose")
+    rows = [math.prod(out_shape[:-1]), out_shape[-1]]
+    _emit_transpose(kb, plan, f32, dram_buffer(collapsed), (dram_buffer(out_shape), dram_buffer(rows)))
+    return kb.cost.cycles(budget.target)

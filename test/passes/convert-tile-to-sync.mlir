@@ -228,3 +228,72 @@ func.func @missing_queue(%x: memref<4x4xf32, "dram">) {
   func.return
 }
 // CHECK: tile.copy is bound to 'dma3', which is not a dma engine of target 'tiny'
+
+// -----
+
+// A stage and its zero padding, as a channels-last conv loads them each block: the on-chip
+// copy of the padding columns completes the buffer the DRAM read of its block fills, so it
+// follows that read onto its queue (dma0) although dma1 is less busy. On dma1 it would queue
+// behind the previous block's store, which waits for that block's compute: the next block's
+// compute would wait for it. (The loop computes longer than it loads, 26 + 98 vector cycles
+// against 42: a load-bound loop would spread its copies instead.)
+func.func @stage_padding(%x: memref<64x8xf32, "dram">, %out: memref<64x1xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c9 = arith.constant 9 : index
+  %c64 = arith.constant 64 : index
+  %zero = tile.alloc : memref<8x1xf32, "sram">
+  %stage = tile.alloc : memref<8x10xf32, "sram">
+  %y = tile.alloc : memref<8x1xf32, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %stage[%c0, %c1] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x10xf32, "sram">
+      tile.copy %zero[%c0, %c0] to %stage[%c0, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<8x10xf32, "sram">
+      tile.copy %zero[%c0, %c0] to %stage[%c0, %c9] sizes [8, 1] : memref<8x1xf32, "sram">, memref<8x10xf32, "sram">
+      tile.unary %stage[%c0, %c0] to %stage[%c0, %c0] sizes [8, 10] {op = "exp"} : memref<8x10xf32, "sram">, memref<8x10xf32, "sram">
+      tile.reduce %stage[%c0, %c0] to %y[%c0, %c0] sizes [8, 10] {op = "sum"} : memref<8x10xf32, "sram">, memref<8x1xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<64x1xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @stage_padding
+// CHECK:           tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %zero{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %zero{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.unary
+// CHECK-NEXT:      tile.reduce
+// CHECK-NEXT:      tile.copy %y{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// The same stage in a loop that loads longer than it computes (42 cycles of DRAM reads against
+// 26 of vector work): the loop waits for its loads anyway, so the padding copies take the
+// less busy queue instead of following the load.
+func.func @stage_padding_load_bound(%x: memref<64x8xf32, "dram">, %out: memref<64x1xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c9 = arith.constant 9 : index
+  %c64 = arith.constant 64 : index
+  %zero = tile.alloc : memref<8x1xf32, "sram">
+  %stage = tile.alloc : memref<8x10xf32, "sram">
+  %y = tile.alloc : memref<8x1xf32, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %stage[%c0, %c1] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x10xf32, "sram">
+      tile.copy %zero[%c0, %c0] to %stage[%c0, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<8x10xf32, "sram">
+      tile.copy %zero[%c0, %c0] to %stage[%c0, %c9] sizes [8, 1] : memref<8x1xf32, "sram">, memref<8x10xf32, "sram">
+      tile.reduce %stage[%c0, %c0] to %y[%c0, %c0] sizes [8, 10] {op = "sum"} : memref<8x10xf32, "sram">, memref<8x1xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<64x1xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @stage_padding_load_bound
+// CHECK:           tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %zero{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:      tile.copy %zero{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:      tile.reduce
+// CHECK-NEXT:      tile.copy %y{{.*}} {sync.engine = "dma1"}

@@ -120,3 +120,14 @@ def test_a_loop_bodys_transfers_are_balanced_among_themselves():
         q: sum(c for c, where in zip(sizes, chosen[3:], strict=True) if where == q) for q in ("dma0", "dma1")
     }
     assert per_queue["dma0"] == per_queue["dma1"]
+
+
+def test_a_transfer_that_follows_another_takes_its_queue():
+    """A stage's load (dma0: behind the block's store) and the copies of its zero padding,
+    which follow it there although dma1 is idle apart from the store."""
+    load = Transfer(3000, behind_store=True, group=1)
+    padding = [Transfer(128, group=1, follows=0), Transfer(128, group=1, follows=0)]
+    store = Transfer(1500, store=True, group=1)
+    assert spread_queues([load, *padding, store], 2) == ["dma0", "dma0", "dma0", "dma1"]
+    unfollowed = [Transfer(128, group=1), Transfer(128, group=1)]
+    assert spread_queues([load, *unfollowed, store], 2)[1:3] == ["dma1", "dma1"]
