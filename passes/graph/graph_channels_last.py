@@ -197,8 +197,8 @@ def choose(region: Region, budget: Budget) -> Choice | None:
 
 def stays_first(op: graph.ConvOp, budget: Budget) -> bool:
     """Whether `op` is cheaper channels first even with a transpose of its input and of its
-    output around it (a 512-channel 3x3 conv on 7x7 in ResNet-50's last stage: its output
-    channels stream m = 512 rows, its 7x7 positions only 61)."""
+    output around it (a 1024-channel 3x3 conv on 7x7: its output channels stream m = 1024
+    rows, its 7x7 positions only 61)."""
     plan, cycles = nhwc.estimate(op, budget), nchw.estimated_cycles(op, budget)
     if plan is None or cycles is None:
         return False

@@ -213,11 +213,8 @@ class _MatrixConv:
         self._epilogue(m0, ms)
 
     def _chunk(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
-        before = self.kb.cost.snapshot()
         self.cols.load(self.v.x, self.kb.add(self.x_row, c0), cs, self.hb, self.wb)
         self._contract(m0, ms, c0, cs, first)
-        looped = -(-self.g.channels // self.plan.tc) > 2  # the first chunk is peeled, the others loop
-        self.kb.cost.rotated_step(before, self.kb.target.dma.queues, looped)
 
     def _contract(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:
         """acc[0:ms, 0:positions] (+)= W[m0:m0+ms, chunk] @ patch[chunk, 0:positions]; per tap:

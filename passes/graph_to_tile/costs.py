@@ -166,8 +166,7 @@ class Cost:
     after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
     matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
     `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`);
-    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1;
-    `rotation`: the pipeline's pace set by its rotated buffers (`rotated_step`)."""
+    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -185,7 +184,6 @@ class Cost:
     overlap: bool = False
     ahead: int = 0
     staged: bool = False
-    rotation: float = 0
 
     def add_dma(
         self,
@@ -230,25 +228,6 @@ class Cost:
         """A vector op of `once` cycles, run `times` times."""
         self.vector += times * once
         self._compute("vector", once)
-
-    def snapshot(self) -> tuple[float, int]:
-        """(load-queue cycles, matrix cycles) so far, for `rotated_step`."""
-        return self.queues.get("dma0", 0), self.matrix
-
-    def rotated_step(self, before: tuple[float, int], queues: int, looped: bool = True) -> None:
-        """The ops charged since `before` are the steps of a loop whose loads go into rotated
-        buffers (a conv's channel chunks): at depth d a step's load waits for the products of
-        the step d before it, so the steps go no faster than (load + products) / d each (one
-        after the other, d = 1, unless `looped`: multi-buffer rotates loops only); and
-        when they load longer than they compute, convert-tile-to-sync spreads their loads
-        over the target's `queues` DMA queues (`_bound_by_loads`), so they fill the least busy
-        ones."""
-        loads, matrix = self.queues.get("dma0", 0) - before[0], self.matrix - before[1]
-        if loads > matrix and queues > 1:
-            self.queues["dma0"] -= loads
-            self.spread += loads
-            self.spread_over = queues
-        self.rotation += (loads + matrix) / (self.depth if looped else 1)
 
     def add_wait(self, once: int, times: int = 1, queue: str | None = None) -> None:
         """Cycles the pipeline stalls (`queue`: cycles that DMA queue idles, waiting for an
@@ -308,7 +287,6 @@ class Cost:
             return math.ceil(max(paces) + self.waits)
         paces = (
             feeding + sum(drain.values()),
-            self.lead + self.rotation + sum(drain.values()),
             self.lead + self.matrix + after_matrix,
             self.lead + self.vector + drain.get("store", 0),
             self.lead + stores,

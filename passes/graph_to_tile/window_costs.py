@@ -363,19 +363,14 @@ def _chunk_products(
 
 def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile: tuple, times: int) -> None:
     """_MatrixConv._m_tile over the channel chunks of one output tile of ms channels: each
-    chunk's gather and products, a step of the rotated pipeline (`Cost.rotated_step`: a chunk
-    of ResNet-50's 512-channel 3x3 conv on 7x7 streams a 197 KB weight tile, so its load
-    cannot hide behind its products); at depth 2 also the wait for the first chunk's load,
-    which is peeled (it starts the sum), so no loop rotates it against the previous tile's
-    last chunk. `tile` = (layout, (h, w), ms)."""
+    chunk's gather and products; at depth 2 also the wait for the first chunk's load, which
+    is peeled (it starts the sum), so no loop rotates it against the previous tile's last
+    chunk. `tile` = (layout, (h, w), ms)."""
     layout, (h, w), ms = tile
     positions = layout.positions(h.size, w.size)
-    looped = -(-p.g.channels // plan.tc) > 2  # the first chunk is peeled, the others loop
     for cs, cc in split(p.g.channels, plan.tc):
-        before = cost.snapshot()
         _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
         _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
-        cost.rotated_step(before, budget.target.dma.queues, looped)
     if budget.depth > 1:
         alone = Cost(depth=1)
         _gather(alone, p, budget, (layout, (h, w), min(plan.tc, p.g.channels)), 1, plan)

@@ -326,12 +326,10 @@ func.func @conv1x1_stride2(%x: tensor<1x8x8x8xf32>, %w: tensor<6x8x1x1xf32>) -> 
 }
 // EDGE-LABEL:  func.func @conv1x1_stride2
 // EDGE:          tile.kernel "graph.conv" {{.*}}reason = "per-tap GEMM: one product per tap with a tap-major patch (one DMA per tap) as rhs;
-// EDGE:            tile.copy {{.*}} sizes [4, 7, 7] : memref<8x8x8xf32, "dram">, memref<5x8x8xf32, "sram">
-// EDGE-NEXT:       tile.copy {{.*}} sizes [128, 1] : memref<160x2xf32, "sram">, memref<128x1xf32, "sram">
-// EDGE-NEXT:       tile.matmul {{.*}} sizes [6, 4, 28]
-// EDGE:            tile.copy {{.*}} sizes [4, 7, 7] : memref<8x8x8xf32, "dram">, memref<5x8x8xf32, "sram">
-// EDGE-NEXT:       tile.copy {{.*}} sizes [128, 1] : memref<160x2xf32, "sram">, memref<128x1xf32, "sram">
-// EDGE-NEXT:       tile.matmul {{.*}} sizes [6, 4, 28] {accumulate}
+// EDGE:            scf.for
+// EDGE:              tile.copy {{.*}} sizes [8, 3, 7] : memref<8x8x8xf32, "dram">, memref<9x4x8xf32, "sram">
+// EDGE-NEXT:         tile.copy {{.*}} sizes [128, 1] : memref<144x2xf32, "sram">, memref<128x1xf32, "sram">
+// EDGE-NEXT:         tile.matmul {{.*}} sizes [6, 8, 12]
 
 // -----
 

@@ -160,14 +160,11 @@ def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(mo
     """cnn_bn_pool split over tiny's 2 cores with per-tap convs (offered on tiny here): a phase's
     double-buffered conv needs more than the 14 semaphores a phase may use; the phase is
     lowered again at buffer depth 1, the report says which, and the program still matches
-    onnxruntime. (The chunk loops' rotation pace, `Cost.rotated_step`, is left out of the
-    estimates: with it the planner picks tiles whose kernels need fewer semaphores.)"""
+    onnxruntime."""
     from aitc.passes.graph_to_tile import conv, window_costs
-    from aitc.passes.graph_to_tile.costs import Cost
     from aitc.spmd import SEMAPHORES_RAN_OUT, run_pipeline_reporting
 
     monkeypatch.setattr(conv, "PER_TAP_SEMAPHORES", 0)
-    monkeypatch.setattr(Cost, "rotated_step", lambda self, before, queues, looped=True: None)
     monkeypatch.setattr(window_costs, "_PLANS", {})
     failures: list[str] = []
 

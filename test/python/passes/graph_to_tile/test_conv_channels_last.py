@@ -241,10 +241,10 @@ def test_the_transpose_estimate_is_the_emitted_kernel_estimate():
 
 
 def test_a_conv_cheaper_channels_first_even_with_transposes_stays_out_of_the_regions():
-    """A 512-channel 3x3 conv on 7x7 streams 512 rows channels first and 61 channels last: it
+    """A 1024-channel 3x3 conv on 7x7 streams 1024 rows channels first and 61 channels last: it
     stays channels first (`kept_first`) and its region is cut there; a 64-channel one joins."""
     budget = Budget.of(load_target("edge"))
-    big = const_conv_module([1, 512, 7, 7], [512, 512, 3, 3], pads=[1] * 4)
+    big = const_conv_module([1, 1024, 7, 7], [1024, 1024, 3, 3], pads=[1] * 4)
     small = const_conv_module([1, 64, 28, 28], [64, 64, 3, 3], pads=[1] * 4)
     assert graph_channels_last.stays_first(convs(big)[0], budget)
     assert not graph_channels_last.stays_first(convs(small)[0], budget)

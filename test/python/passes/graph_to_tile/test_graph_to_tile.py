@@ -28,16 +28,7 @@ from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import make_context, parse_mlir
 from aitc.passes.graph_to_tile import ConvertGraphToTilePass
 from aitc.passes.graph_to_tile.builder import element_bytes
-from aitc.passes.graph_to_tile.costs import (
-    Budget,
-    Cost,
-    RowFootprint,
-    balanced,
-    dma_instruction_cycles,
-    plan_box,
-    plan_rows,
-    split,
-)
+from aitc.passes.graph_to_tile.costs import Budget, Cost, RowFootprint, balanced, plan_box, plan_rows, split
 from aitc.passes.graph_to_tile.lowering import Lowering, LoweringContext
 from aitc.passes.graph_to_tile.matmul_costs import (
     charge_matmul,
@@ -807,28 +798,3 @@ def test_every_table_entry_is_exercised_by_a_test_file(op_type: type[Operation])
     assert re.search(rf"\b{re.escape(op_type.name)}\b", text), (
         f"{op_type.name} has a lowering but no case in {', '.join(p.name for p in _LOWERING_TESTS)}"
     )
-
-
-def test_a_rotated_step_paces_the_pipeline_and_spreads_the_loads_it_waits_for():
-    """Two looped steps, each loading for 6,000 cycles on dma0 and computing for 4,000: at
-    depth 2 each step's load waits for the products of the step before the last, so the loop
-    takes (6,000 + 4,000) / 2 per step; the loads, longer than the products, go to the two
-    queues. Straight-line steps take load + products each."""
-    target = load_target("edge")
-    once = dma_instruction_cycles(target, 32 * 6000, True)
-    cost = Cost(depth=2)
-    for _ in range(2):
-        before = cost.snapshot()
-        cost.add_dma(target, 32 * 6000, "dram", "sram")
-        cost.add_matrix(4000)
-        cost.rotated_step(before, target.dma.queues)
-    assert cost.rotation == 2 * (once + 4000) / 2
-    assert cost.queues["dma0"] == 0
-    assert (cost.spread, cost.spread_over) == (2 * once, 2)
-    assert cost.cycles(target) >= cost.lead + cost.rotation
-    serial = Cost(depth=2)
-    before = serial.snapshot()
-    serial.add_dma(target, 32 * 6000, "dram", "sram")
-    serial.add_matrix(4000)
-    serial.rotated_step(before, target.dma.queues, looped=False)
-    assert serial.rotation == once + 4000
