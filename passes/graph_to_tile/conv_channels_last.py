@@ -49,7 +49,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, Index, KernelBuilder, Win, dram_buffer
-from aitc.passes.graph_to_tile.costs import F32, Budget, balanced, fits_rotated, remembered
+from aitc.passes.graph_to_tile.costs import Budget, balanced, remembered
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, apply_activation, fill
 from aitc.passes.graph_to_tile.lowering import CannotFit, Fused, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
@@ -380,8 +380,7 @@ def _estimate(p: Problem, plan: ChannelsLastPlan, budget: Budget, views: Views) 
     """`plan` with its cycles, or None when its buffers do not fit the budget."""
     kb = CostOnlyBuilder(budget, "graph.conv")
     emitter = _Emitter(kb, p, plan, views)
-    kept = F32 * p.g.outs * p.g.taps * p.g.channels if plan.keep else 0
-    if kb.acc_bytes > budget.acc or not fits_rotated(kb.sram_bytes, kept, budget):
+    if kb.sram_bytes > budget.sram or kb.acc_bytes > budget.acc:
         return None
     emitter.run()
     return ChannelsLastPlan(plan.rows, plan.tc, plan.tn, plan.keep, kb.cost.cycles(budget.target))
@@ -613,13 +612,17 @@ class _PoolEmitter:
             kb.binary("max", y, win, y, box)
 
 
-def _pool_estimate(g: Geometry, plan: PoolPlan, budget: Budget) -> PoolPlan | None:
-    kb = CostOnlyBuilder(budget, "graph.max_pool")
-    views = (
+def _pool_dram_views(g: Geometry) -> tuple[SSAValue, SSAValue]:
+    """DRAM stand-ins for a pool's input [N*H, W, C] and output [N*OH*OW, C] in an estimate."""
+    return (
         dram_buffer([g.batch * g.h.size, g.w.size, g.channels]),
         dram_buffer([g.batch * g.h.out * g.w.out, g.channels]),
     )
-    emitter = _PoolEmitter(kb, g, plan, views)
+
+
+def _pool_estimate(g: Geometry, plan: PoolPlan, budget: Budget) -> PoolPlan | None:
+    kb = CostOnlyBuilder(budget, "graph.max_pool")
+    emitter = _PoolEmitter(kb, g, plan, _pool_dram_views(g))
     if kb.sram_bytes > budget.sram:
         return None
     emitter.run()
@@ -665,9 +668,7 @@ def lower_channels_last_pool(ctx: LoweringContext, ops: list[Operation]) -> None
     plans = ranked_pool(g, ctx.budget)
     if not plans:
         smallest = CostOnlyBuilder(ctx.budget, "graph.max_pool")
-        stage_in = dram_buffer([g.batch * g.h.size, g.w.size, g.channels])
-        views = (stage_in, dram_buffer([g.h.out * g.w.out, g.channels]))
-        _PoolEmitter(smallest, g, PoolPlan(1, min(g.channels, ctx.budget.cols)), views)
+        _PoolEmitter(smallest, g, PoolPlan(1, min(g.channels, ctx.budget.cols)), _pool_dram_views(g))
         raise CannotFit(op, "one output row of the channels-last max pool", smallest.sram_bytes, ctx.budget)
     plan, note = _choose_ranked("pool", g, ctx.budget, ops, plans)
     views = (

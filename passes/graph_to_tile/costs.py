@@ -69,15 +69,6 @@ class Budget:
         return self.target.matrix.cols
 
 
-def fits_rotated(sram_bytes: int, unrotated: int, budget: Budget) -> bool:
-    """Whether a kernel with `sram_bytes` of buffers fits the target's SRAM once multi-buffer
-    gives each of them but `unrotated` bytes (loaded once, e.g. weights kept whole) their
-    other `budget.depth - 1` copies; without unrotated bytes, the half-SRAM budget."""
-    if not unrotated:
-        return sram_bytes <= budget.sram
-    return sram_bytes + (budget.depth - 1) * (sram_bytes - unrotated) <= budget.target.sram_bytes
-
-
 def split(extent: int, tile: int, unroll: int = 0) -> list[tuple[int, int]]:
     """`extent` cut into tiles of `tile`: [(size, count)] for the full tiles and the remainder,
     or one entry per tile when there are at most `unroll` (`KernelBuilder.tiles`)."""

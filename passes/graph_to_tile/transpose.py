@@ -26,7 +26,7 @@ from aitc.passes.graph_to_tile.builder import (
     dram_buffer,
     element_bytes,
 )
-from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, plan_rows
+from aitc.passes.graph_to_tile.costs import Budget, RowFootprint, plan_rows, remembered
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.movement import copy_value, kernel_view
 
@@ -170,10 +170,20 @@ def lower_transpose(ctx: LoweringContext, ops: list[Operation]) -> None:
     )
 
 
+_ESTIMATES: dict[tuple, int] = {}
+"""Memo of `transpose_estimate`: graph-channels-last asks it for every region edge and every
+conv it weighs, and a model repeats a few shapes."""
+
+
 def transpose_estimate(shape: Sequence[int], perm: Sequence[int], budget: Budget) -> int:
     """The estimated cycles of the kernel `lower_transpose` emits for an f32 tensor of `shape`
     permuted by `perm` (0 when it is a copy-free view or no block fits: the caller's other
     costs decide then)."""
+    key = (tuple(shape), tuple(perm), budget.target.fingerprint(), budget.sram, budget.acc, budget.depth)
+    return remembered(_ESTIMATES, key, lambda: _estimate(shape, perm, budget))
+
+
+def _estimate(shape: Sequence[int], perm: Sequence[int], budget: Budget) -> int:
     collapsed, order = collapse_transpose(shape, perm)
     if len(order) < 2 or order == sorted(order):
         return 0
