@@ -296,6 +296,69 @@ func.func @acc_tiles(%y: memref<8x16xf32, "dram"> {graph.name = "y", tile.output
 
 // -----
 
+// An accumulator filled column block by column block in an inner loop (a conv's or GEMM's
+// positions): each block's first matmul writes it, the next ones accumulate at the same %n,
+// so an iteration of the outer loop reads nothing of it that it did not write: it rotates,
+// and the next output tile's matmuls need not wait for the previous acc_read. Negative: a
+// read wider than the write at the same index may see bytes from before
+// (@acc_blocks_wider_read: at %n = 0 the accumulating matmul reads columns 4 .. 7 first).
+func.func @acc_blocks(%y: memref<32x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  tile.kernel "fc" {
+    %lhs = tile.alloc : memref<8x8xf32, "sram">
+    %rhs = tile.alloc : memref<8x16xf32, "sram">
+    %acc = tile.alloc : memref<8x16xf32, "acc">
+    %out = tile.alloc : memref<8x16xf32, "sram">
+    scf.for %m = %c0 to %c32 step %c8 {
+      scf.for %n = %c0 to %c16 step %c4 {
+        tile.matmul %lhs[%c0, %c0], %rhs[%c0, %n] to %acc[%c0, %n] sizes [8, 4, 4] : memref<8x8xf32, "sram">, memref<8x16xf32, "sram">, memref<8x16xf32, "acc">
+        tile.matmul %lhs[%c0, %c4], %rhs[%c4, %n] to %acc[%c0, %n] sizes [8, 4, 4] {accumulate} : memref<8x8xf32, "sram">, memref<8x16xf32, "sram">, memref<8x16xf32, "acc">
+      }
+      tile.acc_read %acc[%c0, %c0] to %out[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "acc">, memref<8x16xf32, "sram">
+      tile.copy %out[%c0, %c0] to %y[%m, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<32x16xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @acc_blocks
+// CHECK:           %acc_1 = tile.alloc : memref<8x16xf32, "acc">
+// CHECK:               tile.matmul %lhs[%c0, %c0], %rhs[%c0, %{{.*}}] to %acc_1[%c0, %{{.*}}]
+// CHECK:             tile.acc_read %acc_1[%c0, %c0] to %out_1[%c0, %c0]
+// CHECK:           } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 512 B of SRAM + 2 x 512 B of ACC"}
+
+// -----
+
+func.func @acc_blocks_wider_read(%y: memref<32x16xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  tile.kernel "fc" {
+    %lhs = tile.alloc : memref<8x8xf32, "sram">
+    %rhs = tile.alloc : memref<8x16xf32, "sram">
+    %acc = tile.alloc : memref<8x16xf32, "acc">
+    %out = tile.alloc : memref<8x16xf32, "sram">
+    scf.for %m = %c0 to %c32 step %c8 {
+      scf.for %n = %c0 to %c8 step %c4 {
+        tile.matmul %lhs[%c0, %c0], %rhs[%c0, %n] to %acc[%c0, %n] sizes [8, 4, 4] : memref<8x8xf32, "sram">, memref<8x16xf32, "sram">, memref<8x16xf32, "acc">
+        tile.matmul %lhs[%c0, %c4], %rhs[%c4, %n] to %acc[%c0, %n] sizes [8, 4, 8] {accumulate} : memref<8x8xf32, "sram">, memref<8x16xf32, "sram">, memref<8x16xf32, "acc">
+      }
+      tile.acc_read %acc[%c0, %c0] to %out[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "acc">, memref<8x16xf32, "sram">
+      tile.copy %out[%c0, %c0] to %y[%m, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<32x16xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @acc_blocks_wider_read
+// CHECK-NOT:       %acc_1
+// CHECK:           } {buffer_depth = 2 : i64, buffer_depth_reason = "depth 2: 2 x 512 B of SRAM"}
+
+// -----
+
 // Negative: a loop that loads nothing from DRAM is not a pipelining candidate: no attribute.
 func.func @no_loads(%y: memref<32x16xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index

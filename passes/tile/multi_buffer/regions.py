@@ -42,11 +42,18 @@ Box = tuple[Range, ...]
 @dataclass(frozen=True)
 class Effect:
     """What one window op does to a buffer: the region it may read (None: no read) and the
-    region it certainly writes (None: none, or not known exactly)."""
+    region it certainly writes (None: none, or not known exactly); `window`: the window
+    itself (buffer, index operands, box), which names the same bytes wherever the same values
+    index it (`exposure.scan` matches a read against the writes before it in one iteration)."""
 
     read: Box | None
     write: Box | None
     writes: bool
+    window: Window | None = None
+
+
+Window = tuple[SSAValue, tuple[SSAValue, ...], tuple[int, ...]]
+"""A window by name: the buffer (or view) value, its index operands and its box."""
 
 
 def whole(shape: Sequence[int]) -> Box:
@@ -101,7 +108,8 @@ def effects(op: tile.WindowOp, root: SSAValue) -> list[Effect]:
             exact = tuple(window.box) == window.view.shape and all(constant_index(i) == 0 for i in indices)
             region = view_bounds(root, window.view.shape, indices, window.box)
         read = region if window.read else None
-        found.append(Effect(read, region if window.write and exact else None, window.write))
+        named = (buffer, tuple(indices), tuple(window.box))
+        found.append(Effect(read, region if window.write and exact else None, window.write, named))
     return found
 
 

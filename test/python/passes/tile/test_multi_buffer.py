@@ -213,6 +213,45 @@ func.func @main(%x: {x} {{graph.name = "x"}}, %w: {w} {{graph.name = "w"}},
 }}"""
 
 
+def acc_blocks(trips: int, lb: int = 0, slack: int = 0) -> str:
+    """y[:, j-tile] = x @ w[:, j-tile] with the accumulator filled column block by column block
+    in an inner loop (first a plain matmul, then an accumulating one at the same %n, as a conv's
+    positions): the accumulator rotates in the outer loop although the inner loop's writes are
+    at a varying index."""
+    lb, ub, cols = _bounds(trips, lb, slack)
+    x, w, y = _buf(4, 2 * R, "dram"), _buf(2 * R, cols * 4, "dram"), _buf(4, cols * 4, "dram")
+    lhs, rhs, acc, out = _buf(4, 2 * R), _buf(2 * R, 16), _buf(4, 16, "acc"), _buf(4, 16)
+    return f"""
+func.func @main(%x: {x} {{graph.name = "x"}}, %w: {w} {{graph.name = "w"}},
+                %y: {y} {{graph.name = "y", tile.output}}) {{
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %lb = arith.constant {lb} : index
+  %ub = arith.constant {ub} : index
+  %step = arith.constant {R} : index
+  tile.kernel "fc" {{
+    %lhs = tile.alloc : {lhs}
+    %rhs = tile.alloc : {rhs}
+    %acc = tile.alloc : {acc}
+    %out = tile.alloc : {out}
+    tile.copy %x[%c0, %c0] to %lhs[%c0, %c0] sizes [4, {2 * R}] : {x}, {lhs}
+    scf.for %j = %lb to %ub step %step {{
+      %col = arith.muli %j, %c4 : index
+      tile.copy %w[%c0, %col] to %rhs[%c0, %c0] sizes [{2 * R}, 16] : {w}, {rhs}
+      scf.for %n = %c0 to %c16 step %c4 {{
+        tile.matmul %lhs[%c0, %c0], %rhs[%c0, %n] to %acc[%c0, %n] sizes [4, {R}, 4] : {lhs}, {rhs}, {acc}
+        tile.matmul %lhs[%c0, %c4], %rhs[%c4, %n] to %acc[%c0, %n] sizes [4, {R}, 4] {{accumulate}}
+            : {lhs}, {rhs}, {acc}
+      }}
+      tile.acc_read %acc[%c0, %c0] to %out[%c0, %c0] sizes [4, 16] {{activation = "relu"}} : {acc}, {out}
+      tile.copy %out[%c0, %c0] to %y[%c0, %col] sizes [4, 16] : {out}, {y}
+    }}
+  }}
+  func.return
+}}"""
+
+
 def blocks(trips: int, lb: int = 0, slack: int = 0, zero: str = "fill") -> str:
     """y[i] = 2 * x[i] for blocks of R rows: each block is zeroed (`zero`: the fill idiom, or
     a bare `cmp_eq` that keeps what the block held), summed into column group by column group
@@ -310,6 +349,7 @@ FAMILIES = {
     "matmul": matmul,
     "peeled": peeled,
     "acc_tiles": acc_tiles,
+    "acc_blocks": acc_blocks,
     "blocks": blocks,
 }
 
@@ -426,6 +466,13 @@ def test_accumulator_and_output_tiles_rotate_without_loads_deciding(trips: int):
     module = assert_same_results(acc_tiles(trips), 2)
     hints = [op.buffer.name_hint for op in ops_of(module, tile.AllocOp)]
     assert [hints.count(name) for name in ("rhs", "acc", "out", "lhs")] == [2, 2, 2, 1]  # lhs: loaded once
+
+
+@pytest.mark.parametrize("trips", [2, 5])
+def test_an_accumulator_filled_block_by_block_in_an_inner_loop_rotates(trips: int):
+    module = assert_same_results(acc_blocks(trips), 2)
+    hints = [op.buffer.name_hint for op in ops_of(module, tile.AllocOp)]
+    assert [hints.count(name) for name in ("rhs", "acc", "out", "lhs")] == [2, 2, 2, 1]
 
 
 def test_a_buffer_read_in_the_next_outer_iteration_does_not_rotate():
