@@ -506,7 +506,8 @@ def _attr_value(value) -> object:
 
 
 def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
-    """One row per tile.kernel (its name and every recorded decision attribute) and, for a
+    """One row per tile.kernel (its name, every recorded decision attribute, and `nodes`: the
+    ONNX nodes its ops carry, whose names its instructions' locations hold) and, for a
     model split by place-on-host, one per host node (`on` = "host", its `reason`), in
     schedule order. Rows of a split model name their `segment`."""
 
@@ -525,10 +526,15 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
             if isinstance(op, KernelOp) and op.sym is not None:
                 row: dict[str, object] = {"kernel": op.sym.data}
                 row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
+                row["nodes"] = list(dict.fromkeys([op.sym.data, *filter(None, map(_location, op.walk()))]))
                 if split:
                     row.update(on="npu", **segment)
                 rows.append(row)
     return rows
+
+
+def _location(op) -> str | None:
+    return location_name(op.location)
 
 
 def segment_report(module: ModuleOp) -> list[dict[str, object]]:

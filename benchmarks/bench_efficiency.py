@@ -34,27 +34,23 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
-from bench_compile import matmul_model, matmul_work, minimal_dram_bytes
+from bench_compile import matmul_model, minimal_dram_bytes
 
 from aitc.analysis.graph_matching import shape_of
 from aitc.compiler import CompileOptions, compile_module
 from aitc.diagnostics import AitcError
 from aitc.dialects import graph
-from aitc.dialects.tile import KernelOp
+from aitc.perf.profile import ESTIMATE_TOLERANCE, PerfReport, build_report
+from aitc.perf.timeline import Timeline
 from aitc.report import format_table
 from aitc.sim import Simulator
 from aitc.target import Target, load_target
 from aitc.testing import model_zoo
 from aitc.tune import TuneOptions, compile_tuned
-
-COMPUTE = ("matrix", "vector")
-
 
 MODELS = {
     "matmul1024": lambda: matmul_model(1024),
@@ -63,95 +59,20 @@ MODELS = {
 }
 
 
-def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _length(intervals: list[tuple[int, int]], lo: int = 0, hi: int = 1 << 62) -> int:
-    return sum(max(0, min(end, hi) - max(start, lo)) for start, end in intervals)
-
-
-def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if start < end:
-            out.append((start, end))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-class Timeline:
-    """Busy intervals per engine of core 0 (instructions, not semaphore waits), per kernel."""
-
-    def __init__(self, trace: dict):
-        names = {}
-        for event in trace["traceEvents"]:
-            if event.get("ph") == "M" and event.get("name") == "thread_name" and event["pid"] == 0:
-                names[event["tid"]] = event["args"]["name"]
-        self.busy: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        self.kernel_busy: dict[str, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-        for event in trace["traceEvents"]:
-            if event.get("ph") != "X" or event["pid"] != 0 or event["name"].startswith(("sem_", "barrier")):
-                continue
-            engine = names.get(event["tid"], str(event["tid"]))
-            span = (event["ts"], event["ts"] + event["dur"])
-            self.busy[engine].append(span)
-            self.kernel_busy[event["args"].get("node", "?")][engine].append(span)
-        self.busy = {engine: _union(spans) for engine, spans in self.busy.items()}
-
-    def exposed_dma(self, lo: int, hi: int) -> int:
-        """Cycles in [lo, hi) with a DMA queue busy and no compute engine busy."""
-        dma = _union([s for engine, spans in self.busy.items() if engine.startswith("dma") for s in spans])
-        compute = _union([s for engine in COMPUTE for s in self.busy.get(engine, [])])
-        return _length(dma, lo, hi) - _length(_intersection(dma, compute), lo, hi)
-
-    def limit(self, lo: int, hi: int) -> tuple[str, float]:
-        """The busiest engine over [lo, hi) and its busy share."""
-        shares = {engine: _length(spans, lo, hi) / max(hi - lo, 1) for engine, spans in self.busy.items()}
-        engine = max(shares, key=lambda e: (shares[e], e))
-        return engine, shares[engine]
-
-
-def _kernel_rows(tiled, timeline: Timeline, target: Target, count: int) -> list[list[object]]:
-    """One row per ONNX node that has kernels (a node lowered to several kernels, e.g. a
-    strided conv's phase slices and convs, is one row: their estimates, DMA bytes and MACs
-    summed; the trace's events carry the node, so its span covers them all)."""
-    spans = {}
-    for node, engines in timeline.kernel_busy.items():
-        spans[node] = (
-            min(s for e in engines.values() for s, _ in e),
-            max(t for e in engines.values() for _, t in e),
-        )
-    by_node: dict[str, list[KernelOp]] = defaultdict(list)
-    for kernel in tiled.module.walk():
-        if isinstance(kernel, KernelOp) and kernel.sym is not None and kernel.sym.data in spans:
-            by_node[kernel.sym.data].append(kernel)
-    rows, previous = [], 0
-    for name, kernels in by_node.items():
-        first, last = spans[name]
-        alone, previous = max(last - max(first, previous), 1), max(previous, last)
-        dram = sum(int(k.attributes["dma_bytes"].value.data) for k in kernels)  # pyright: ignore[reportAttributeAccessIssue]
-        est = sum(int(k.attributes["est_cycles"].value.data) for k in kernels)  # pyright: ignore[reportAttributeAccessIssue]
-        macs = sum(matmul_work(k)[0] for k in kernels)
-        ops = ",".join(dict.fromkeys(str(k.attributes["op"].data) for k in kernels))  # pyright: ignore[reportAttributeAccessIssue]
-        bound = max(macs / target.matrix.macs_per_cycle, dram / target.dram.bytes_per_cycle)
-        engine, share = timeline.limit(last - alone, last)
-        exposed = timeline.exposed_dma(last - alone, last)
+def _kernel_rows(report: PerfReport, timeline: Timeline, count: int) -> list[list[object]]:
+    """The `count` longest rows of `aitc perf`'s report (per kernel: its time alone, estimate,
+    bound, efficiency), with the DMA nothing hid within each one's time alone."""
+    rows = []
+    for row in sorted(report.rows, key=lambda r: (-r.cycles, r.node))[:count]:
+        alone = max(row.cycles, 1)
+        exposed = timeline.exposed_dma(row.end - alone, row.end)
+        est = "-" if row.est is None else row.est
+        ratio = "-" if row.est is None else f"{row.est / alone:.2f}"
         rows.append([
-            name[-34:], ops[:18], alone, est, f"{est / alone:.2f}", f"{bound:.0f}",
-            f"{bound / alone:.2f}", f"{exposed / alone:.0%}", f"{engine} {share:.0%}",
+            row.node[-34:], row.ops[:18], row.cycles, est, ratio, f"{row.bound:.0f}",
+            f"{row.bound / alone:.2f}", f"{exposed / alone:.0%}", row.limit,
         ])  # fmt: skip
-    return sorted(rows, key=lambda row: -int(row[2]))[:count]
+    return rows
 
 
 def bench(
@@ -179,11 +100,12 @@ def bench(
         ] + ["-"] * 3 * tune, []
     seconds = time.perf_counter() - start
     run = Simulator(result.module, target).run(inputs, trace=True)
-    stats, timeline = run.stats, Timeline(run.trace)  # pyright: ignore[reportArgumentType]
+    assert run.trace is not None
+    stats, timeline = run.stats, Timeline(run.trace)
     used = len({e.core for e in stats.engines if e.instructions})
     compute = model_macs(model, shapes) / (target.matrix.macs_per_cycle * used)
     bound = max(compute, minimal_dram_bytes(model, inputs, run.outputs) / target.dram.bytes_per_cycle)
-    engine, share = timeline.limit(0, stats.cycles)
+    engine, share = timeline.busiest(0, stats.cycles, core=0)
     exposed = timeline.exposed_dma(0, stats.cycles)
     row = [
         name, used, f"{seconds:.1f}", stats.cycles, f"{bound:.0f}", f"{bound / stats.cycles:.3f}",
@@ -193,12 +115,11 @@ def bench(
         row += _tuned(model, options, inputs, target, bound)
     rows: list[list[object]] = []
     if kernels and cores == 1:
-        tiled = compile_module(
-            model, CompileOptions(target=target_name, cores=1, input_shapes=shapes, emit="tile")
+        report = build_report(
+            name, target, run.trace, stats.cycles, stats.utilisation(), result.kernels, model
         )
-        every = _kernel_rows(tiled, timeline, target, 1 << 30)
-        ESTIMATE_ERRORS.append([name, *_estimate_errors(every)])
-        rows = [[name, *r] for r in every[:kernels]]
+        ESTIMATE_ERRORS.append([name, *_estimate_errors(report)])
+        rows = [[name, *r] for r in _kernel_rows(report, timeline, kernels)]
     return row, rows
 
 
@@ -222,16 +143,16 @@ ESTIMATE_ERRORS: list[list[object]] = []
 """Per model (one core): how far the kernels' estimates are from their time alone."""
 
 
-def _estimate_errors(rows: list[list[object]]) -> list[object]:
+def _estimate_errors(report: PerfReport) -> list[object]:
     """[kernels, median and p90 of |est - alone| / alone, kernels within 5%, the share of the
-    cycles those kernels take] over `_kernel_rows`."""
-    errors = sorted(abs(int(r[3]) - int(r[2])) / int(r[2]) for r in rows)  # pyright: ignore[reportArgumentType]
-    if not errors:
+    cycles those kernels take]."""
+    errors = report.errors
+    if not errors.count:
         return [0, "-", "-", "-", "-"]
-    within = [r for r in rows if abs(int(r[3]) - int(r[2])) <= 0.05 * int(r[2])]  # pyright: ignore
-    share = sum(int(r[2]) for r in within) / sum(int(r[2]) for r in rows)  # pyright: ignore
-    p90 = errors[min(len(errors) - 1, int(0.9 * len(errors)))]
-    return [len(errors), f"{statistics.median(errors):.1%}", f"{p90:.1%}", len(within), f"{share:.0%}"]
+    timed = [r for r in report.rows if r.error is not None and r.cycles]
+    within = sum(r.cycles for r in timed if abs(r.error or 0) <= ESTIMATE_TOLERANCE)
+    share = within / max(sum(r.cycles for r in timed), 1)
+    return [errors.count, f"{errors.median:.1%}", f"{errors.p90:.1%}", errors.within, f"{share:.0%}"]
 
 
 def _tuned(model, options: CompileOptions, inputs, target: Target, bound: float) -> list[object]:

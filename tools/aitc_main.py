@@ -6,6 +6,7 @@
     aitc compile MODEL.onnx|FILE.mlir --print-pipeline [--target ...] [--emit LEVEL]
     aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
                                              [--stats] [--stats-json S.json]
+    aitc perf MODEL.onnx|PROG.aitb [-o DIR] [--target NAME|FILE.toml] [--cores N] [--inputs IN.npz]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -227,6 +229,60 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_perf(args: argparse.Namespace) -> int:
+    """Compiles and simulates once with a trace; prints per node the estimate next to the
+    simulated cycles, what bounds each node and the critical path; with -o DIR also writes
+    `aitc.perf.FILES` there (the folder is made if missing, never half-filled)."""
+    from aitc.compiler import CompileOptions
+    from aitc.files import check_outputs, load_arrays, write_outputs
+    from aitc.perf import FILES, format_perf, profile_model, report_files
+
+    folder = _report_folder(args.output) if args.output is not None else None
+    sources = [args.model, args.inputs, args.target]
+    if folder is not None and folder.is_dir():
+        check_outputs([folder / name for name in FILES], sources)
+    inputs = load_arrays(args.inputs) if args.inputs else None
+    options = CompileOptions(
+        target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores,
+        conv_layout=args.conv_layout,
+    )  # fmt: skip
+    report = profile_model(args.model, options, inputs, args.seed)
+    print(format_perf(report, args.top))
+    if folder is None:
+        return 0
+    made = not folder.exists()
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as error:
+        raise AitcError(f"-o {args.output}: cannot make the folder: {error.strerror or error}") from None
+    try:
+        check_outputs([folder / name for name in FILES], sources)
+        write_outputs({folder / name: data for name, data in report_files(report).items()}, sources)
+    except BaseException:
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    print(f"wrote {', '.join(FILES)} to {folder}/ (open perf.html; trace.json in https://ui.perfetto.dev)")
+    return 0
+
+
+def _report_folder(path: str) -> Path:
+    """The folder `-o` names: an existing folder, or a new one whose parent exists."""
+    folder = Path(path)
+    if path in ("", "-"):
+        raise AitcError(f"-o '{path}': aitc perf writes several files: name a folder")
+    try:
+        if folder.is_symlink() and not folder.is_dir():
+            raise AitcError(f"-o {path}: a symlink that is not a folder (name a folder)")
+        if folder.exists() and not folder.is_dir():
+            raise AitcError(f"-o {path}: not a folder (aitc perf writes several files: name a folder)")
+        if not folder.exists() and not folder.absolute().parent.is_dir():
+            raise AitcError(f"-o {path}: its parent folder does not exist")
+    except OSError as error:
+        raise AitcError(f"-o {path[:60]}: {error.strerror or error}") from None
+    return folder
+
+
 def _holds_hw_program(module) -> bool:
     """Whether the simulator runs `module`: it holds hw.programs (and, if a schedule, no NPU
     segment above hw level)."""
@@ -256,12 +312,13 @@ def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.nd
     for --trace, the statistics for --stats-json) as {path: JSON text}."""
     import time
 
+    from aitc.interp.run import random_program_inputs
     from aitc.report import peak_rss_mib
     from aitc.sim import Session, format_stats, stats_json, trace_json
 
     session = Session(module if module is not None else args.file, target=args.target)
     if inputs is None:
-        inputs = _random_program_inputs(session, args.seed)
+        inputs = random_program_inputs(session.get_inputs(), args.seed)
         print(f"no --inputs: using random inputs (seed {args.seed}) for {', '.join(inputs)}")
     names = [spec.name for spec in session.get_outputs()]
     started = time.perf_counter()
@@ -278,13 +335,6 @@ def _simulate(args: argparse.Namespace, module, inputs) -> tuple[dict[str, np.nd
     if args.stats_json is not None:
         reports[args.stats_json] = stats_json(result.stats)
     return dict(zip(names, values, strict=True)), reports
-
-
-def _random_program_inputs(session, seed: int) -> dict[str, np.ndarray]:
-    from aitc.interp.run import random_tensor
-
-    rng = np.random.default_rng(seed)
-    return {spec.name: random_tensor(rng, spec.shape, spec.dtype) for spec in session.get_inputs()}
 
 
 def cmd_asm(args: argparse.Namespace) -> int:
@@ -497,6 +547,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="hw programs: write the statistics as JSON (cycles, per core/engine)",
     )
     p.set_defaults(handler=cmd_run)
+    p = sub.add_parser(
+        "perf",
+        help="per ONNX node: the cost model's estimate next to the simulated cycles, what bounds it, "
+        "the critical path; -o DIR writes JSON, CSV, charts, an HTML page and the trace",
+    )
+    p.add_argument("model", help="MODEL.onnx or FILE.mlir (compiled first), or X.aitb (run as it is)")
+    p.add_argument(
+        "-o", "--output", metavar="DIR", help="write perf.json, perf.csv, trace.json, charts, perf.html"
+    )
+    _add_quiet(p)
+    p.add_argument("--target", help="preset NAME or FILE.toml (default: the input's, else edge)")
+    p.add_argument("--cores", type=_positive_int, default=None, help="as for aitc compile")
+    p.add_argument(
+        "--conv-layout", choices=("auto", "nchw", "nhwc"), default="auto", help="as for aitc compile"
+    )
+    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
+    p.add_argument("--top", type=_positive_int, default=25, help="rows printed, longest first (default 25)")
+    p.set_defaults(handler=cmd_perf)
     _add_binary_commands(sub)
     return parser
 

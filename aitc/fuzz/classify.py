@@ -158,7 +158,7 @@ def _damage(case: Case, path: str, old: Entry, new: Entry | None, succeeded: boo
 
 def _is_output(case: Case, path: str) -> bool:
     outputs = [os.path.normpath(out) for out in case.outputs]
-    return any(path == out or path.startswith(out + "/") for out in outputs)
+    return any(path == out or out == "." or path.startswith(out + "/") for out in outputs)
 
 
 def classify(findings: list[tuple[str, str]]) -> str:

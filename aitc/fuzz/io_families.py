@@ -148,6 +148,8 @@ _WRITERS = (
     ("aitc run p.aitb --trace OUT", "p.aitb"),
     ("aitc run m.mlir --outputs OUT", "m.mlir"),
     ("aitc asm p.mlir -o OUT", "p.mlir"),
+    ("aitc perf m.onnx --target tiny -o OUT", "m.onnx"),
+    ("aitc perf p.aitb --inputs in.npz -o OUT", "p.aitb"),
     ("aitc disasm p.aitb -o OUT", "p.aitb"),
     ("aitc-opt m.mlir -o OUT", "m.mlir"),
     ("aitc-opt m.mlir -p graph-optimize -o OUT", "m.mlir"),
@@ -161,6 +163,8 @@ _FAILING_WRITERS = (
     "aitc-opt bad.mlir -o OUT",
     "aitc asm p.mlir --target nosuch -o OUT",
     "aitc run p.aitb --stats --inputs bad.npz --trace OUT",
+    "aitc perf bad.onnx -o OUT",
+    "aitc perf p.aitb --inputs bad.npz -o OUT",
 )
 """Commands with one bad argument besides the output: whatever OUT is, nothing may be written."""
 

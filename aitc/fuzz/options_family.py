@@ -108,6 +108,24 @@ def _other_command(rng: random.Random) -> list[str]:
                 "-o",
                 "out.aitb",
             ],
+            [
+                "aitc",
+                "perf",
+                rng.choice(["m.onnx", "d.onnx", "h.onnx", "p.aitb", "p.mlir"]),
+                "--target",
+                rng.choice(TARGETS),
+                *rng.choice(
+                    [
+                        [],
+                        ["--cores", rng.choice(["1", "2", "0", "-1", "x"])],
+                        ["--top", rng.choice(["1", "0"])],
+                    ]
+                ),
+                *rng.choice(
+                    [[], ["--input-shape", rng.choice(SHAPES)], ["--seed", rng.choice(["0", "-1", "9" * 30])]]
+                ),
+                *rng.choice([[], ["-o", rng.choice(["rep", "m.onnx", ".", "p.aitb/x", "-", "rep/"])]]),
+            ],
             ["aitc", "target", "show", rng.choice(TARGETS)],
             ["aitc", "asm", "p.mlir", "--target", rng.choice(TARGETS), "-o", "out.aitb"],
             ["aitc", "disasm", "p.aitb", "--target", rng.choice(TARGETS), "--generic"],

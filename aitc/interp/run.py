@@ -56,6 +56,13 @@ def random_tensor(rng: np.random.Generator, shape: Sequence[int], dtype: np.dtyp
     return rng.integers(low, 5, shape).astype(dtype)
 
 
+def random_program_inputs(specs, seed: int) -> dict[str, np.ndarray]:
+    """Seeded random inputs (`random_tensor`) for a hw program's input specs (each with a
+    name, shape and dtype: `aitc.sim.Simulator.inputs`)."""
+    rng = np.random.default_rng(seed)
+    return {spec.name: random_tensor(rng, spec.shape, spec.dtype) for spec in specs}
+
+
 def random_inputs(f: func.FuncOp, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded random inputs for every argument of `f`, by model input name."""
     rng = np.random.default_rng(seed)

@@ -1,0 +1,248 @@
+"""`aitc perf`: the metrics on hand-made traces, and the command on a small transformer layer
+(files, figures consistent with `aitc run --stats-json`, determinism, error paths)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from aitc.perf.critical import Edge, critical_path
+from aitc.perf.output import FILES
+from aitc.perf.profile import NodePerf, build_report, error_summary
+from aitc.perf.timeline import Timeline
+from aitc.target import load_target
+from aitc.testing import model_zoo
+from aitc.tools.aitc_main import main
+
+ENGINES = {0: "dma0", 1: "dma1", 2: "matrix", 3: "vector"}
+
+
+def _trace(events: Sequence[tuple], cores: int = 1) -> dict:
+    """A trace in the simulator's format from (core, engine, name, ts, dur, args) tuples."""
+    meta = [
+        {"ph": "M", "name": "thread_name", "pid": core, "tid": tid, "args": {"name": name}}
+        for core in range(cores)
+        for tid, name in ENGINES.items()
+    ]
+    slices = [
+        {"ph": "X", "name": name, "pid": core, "tid": tid, "ts": ts, "dur": dur, "args": args}
+        for core, tid, name, ts, dur, args in events
+    ]
+    return {"traceEvents": meta + slices}
+
+
+# A load of node "x" on dma0 (0..100), its signal; the matrix blocked on sem 1 meanwhile, then
+# the product of node "y" (101..301); the store of "y" on dma1 waits for the matrix's signal.
+PIPELINE = _trace([
+    (0, 0, "dma_in x", 0, 100, {"node": "x", "bytes": 3200, "src": "dram[0x0]", "dst": "sram[0x0]"}),
+    (0, 0, "sem_signal x", 100, 1, {"node": "x", "sem": 1}),
+    (0, 2, "sem_wait y", 0, 101, {"node": "y", "sem": 1, "stalled": 100}),
+    (0, 2, "matmul y", 101, 200, {"node": "y", "m": 32, "k": 32, "n": 32}),
+    (0, 2, "sem_signal y", 301, 1, {"node": "y", "sem": 2}),
+    (0, 1, "sem_wait y", 0, 302, {"node": "y", "sem": 2, "stalled": 301}),
+    (0, 1, "dma_out y", 302, 40, {"node": "y", "bytes": 1024, "src": "sram[0x0]", "dst": "dram[0x100]"}),
+])  # fmt: skip
+
+
+def test_the_critical_path_follows_semaphore_edges_back_to_the_first_load():
+    path = critical_path(PIPELINE)
+    assert path.cycles == 342
+    assert path.engines == {"dma1": 40, "matrix": 200, "dma0": 100}
+    assert path.nodes == {("dma1", "y"): 40, ("matrix", "y"): 200, ("dma0", "x"): 100}
+    assert path.edges == [
+        Edge("dma1", "sem 2", "matrix", "y", 301, 1),
+        Edge("matrix", "sem 1", "dma0", "x", 100, 1),
+    ]
+    assert path.idle == 0
+    assert path.summary(1) == [
+        "matrix runs y: 58% of the cycles on the critical path",
+        "dma1 waits on sem 2 for matrix (y): 88% of cycles (1 wait)",
+    ]
+
+
+def test_a_barrier_jumps_to_the_core_that_arrived_last():
+    trace = _trace(
+        [
+            (0, 3, "vbinary a", 0, 50, {"node": "a"}),
+            (0, 3, "barrier a", 50, 251, {"node": "a", "stalled": 250}),
+            (1, 3, "vbinary b", 0, 300, {"node": "b"}),
+            (1, 3, "barrier b", 300, 1, {"node": "b"}),
+            (0, 3, "vbinary c", 301, 10, {"node": "c"}),
+        ],
+        cores=2,
+    )
+    path = critical_path(trace)
+    assert path.nodes == {("vector", "c"): 10, ("vector", "b"): 300}
+    assert path.edges == [Edge("vector", "a barrier", "vector", "b", 250, 1)]
+
+
+def test_an_empty_trace_has_an_empty_path():
+    path = critical_path({"traceEvents": []})
+    assert (path.cycles, path.engines, path.edges) == (0, {}, [])
+
+
+def test_time_alone_counts_each_overlap_once_for_the_later_node():
+    trace = _trace([
+        (0, 0, "dma_in a", 0, 100, {"node": "a"}),
+        (0, 2, "matmul a", 100, 100, {"node": "a"}),
+        (0, 1, "dma_in b", 150, 100, {"node": "b"}),  # b's load overlaps a's compute
+        (0, 2, "matmul b", 250, 50, {"node": "b"}),
+    ])  # fmt: skip
+    spans = {s.node: s for s in Timeline(trace).spans}
+    assert (spans["a"].start, spans["a"].end, spans["a"].alone) == (0, 200, 200)
+    assert (spans["b"].start, spans["b"].end, spans["b"].alone) == (150, 300, 100)
+    assert spans["a"].alone + spans["b"].alone == 300
+
+
+def test_rows_count_macs_and_dram_bytes_and_name_the_limit():
+    target = load_target("edge")
+    kernels = [{"kernel": "y", "op": "graph.matmul", "est_cycles": 330, "nodes": ["y"]},
+               {"kernel": "x", "op": "graph.add", "est_cycles": 90, "nodes": ["x"]}]  # fmt: skip
+    report = build_report("m", target, PIPELINE, 342, 0.1, kernels, None)
+    rows = {r.node: r for r in report.rows}
+    assert [r.node for r in report.rows] == ["x", "y"]
+    assert (rows["y"].macs, rows["y"].dram_bytes, rows["y"].est) == (32 * 32 * 32, 1024, 330)
+    assert (rows["x"].macs, rows["x"].dram_bytes) == (0, 3200)
+    assert rows["y"].cycles == 342 - 101  # from its first instruction (x ended before)
+    assert rows["y"].error == pytest.approx((330 - 241) / 241)
+    assert rows["x"].limit == "dma0 100%"  # 3200 B at 51 B/cycle take 63 of its 100 cycles
+    assert rows["y"].limit == "matrix 83%"
+    assert rows["y"].bound == pytest.approx(max(32768 / 1024, 1024 / 51))
+
+
+def test_a_node_whose_bytes_take_the_dram_channel_longest_is_dram_bound():
+    load = {"node": "z", "bytes": 4096, "src": "dram[0x0]", "dst": "sram[0x0]"}
+    trace = _trace([(0, 0, "dma_in z", 0, 100, load), (0, 1, "dma_in z", 0, 100, load)])
+    report = build_report("m", load_target("edge"), trace, 100, 0.0, [], None)
+    assert report.rows[0].limit == "DRAM 100%"  # 8192 B at 51 B/cycle: 161 cycles of work in 100
+    assert report.rows[0].est is None
+
+
+def _row(est: int | None, cycles: int) -> NodePerf:
+    return NodePerf("n", "", "", "npu", est, 0, 0, cycles, 0, cycles, 0.0, "")
+
+
+def test_error_summary_is_median_and_nearest_rank_p90_of_absolute_errors():
+    rows = [_row(est, 100) for est in (100, 104, 90, 130, 60)] + [_row(None, 100), _row(50, 0)]
+    summary = error_summary(rows)
+    assert summary.count == 5  # no estimate, or no cycles: not compared
+    assert summary.median == pytest.approx(0.10)
+    assert summary.p90 == pytest.approx(0.40)
+    assert summary.within == 2
+    assert error_summary([]).count == 0
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@pytest.fixture(scope="module")
+def layer(tmp_path_factory) -> tuple[Path, dict[str, np.ndarray]]:
+    model, inputs = model_zoo.transformer_encoder_layer(hidden=16, heads=2, seq=4, ffn=32, batch=2)
+    folder = tmp_path_factory.mktemp("perf")
+    path = folder / "layer.onnx"
+    onnx.save(model, path)
+    np.savez(folder / "inputs.npz", **inputs)
+    return path, inputs
+
+
+SHAPES = ["--input-shape", "x=2x4x16", "--input-shape", "attention_mask=2x4"]
+
+
+def run_cli(capsys, argv: Sequence[str | os.PathLike]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_perf_writes_every_file_and_agrees_with_aitc_run(capsys, tmp_path, layer):
+    model, _ = layer
+    inputs = model.with_name("inputs.npz")
+    out = tmp_path / "report"
+    code, stdout, err = run_cli(capsys, ["perf", model, *SHAPES, "--inputs", inputs, "-o", out, "--top", "3"])
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    data = json.loads((out / "perf.json").read_text())
+    rows = data["nodes"]
+    assert {r["node"] for r in rows} >= {"/layer.0/attention/Softmax", "/layer.0/attention/key/Add"}
+    assert all(r["est_cycles"] is not None and r["cycles"] > 0 for r in rows)
+    assert sum(r["cycles"] for r in rows) <= data["cycles"]
+    assert data["estimate_error"]["kernels"] == len(rows)
+    assert sum(r["macs"] for r in rows) > 0
+    softmax = next(r for r in rows if r["op_type"] == "Softmax")
+    assert softmax["inputs"][0] == {"type": "float", "shape": [2, 2, 4, 4]}
+    # the same program through the user's other path: the same cycles
+    binary, stats = tmp_path / "layer.aitb", tmp_path / "stats.json"
+    assert run_cli(capsys, ["compile", model, *SHAPES, "-o", binary, "-q"])[0] == 0
+    assert run_cli(capsys, ["run", binary, "--inputs", inputs, "--stats-json", stats])[0] == 0
+    assert json.loads(stats.read_text())["cycles"] == data["cycles"]
+    assert f"{data['cycles']} cycles" in stdout
+    assert "critical path:" in stdout
+    assert "(7 shorter rows" in stdout
+    # onnxruntime-profiler style node events in the Perfetto trace
+    trace = json.loads((out / "trace.json").read_text())
+    nodes = [e for e in trace["traceEvents"] if e.get("cat") == "Node"]
+    assert len(nodes) == len(rows)
+    assert {e["args"]["op_name"] for e in nodes} >= {"Softmax", "LayerNormalization"}
+    assert all(e["name"].endswith("_kernel_time") for e in nodes)
+    csv_lines = (out / "perf.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("node,op_type,ops,placement,est_cycles,cycles")
+    assert len(csv_lines) == len(rows) + 1
+    page = (out / "perf.html").read_text()
+    assert page.count("<svg") == 2
+    assert "/layer.0/attention/Softmax" in page
+    assert "<script" not in page
+    assert (out / "roofline.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_perf_is_deterministic(capsys, tmp_path, layer):
+    model, _ = layer
+    for name in ("a", "b"):
+        assert run_cli(capsys, ["perf", model, *SHAPES, "-o", tmp_path / name])[0] == 0
+    for name in FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_perf_of_a_binary_has_no_estimates_and_says_why(capsys, tmp_path, layer):
+    model, _ = layer
+    binary = tmp_path / "layer.aitb"
+    assert run_cli(capsys, ["compile", model, *SHAPES, "-o", binary, "-q"])[0] == 0
+    code, stdout, err = run_cli(capsys, ["perf", binary])
+    assert code == 0, err
+    assert "no estimates to compare: a .aitb holds no estimates" in stdout
+    assert "/layer.0/attention/Softmax" in stdout
+
+
+def test_perf_on_two_cores(capsys, layer):
+    model, _ = layer
+    code, stdout, err = run_cli(capsys, ["perf", model, *SHAPES, "--cores", "2"])
+    assert code == 0, err
+    assert "(2 cores)" in stdout
+    assert "--cores 1 shows them" in stdout
+
+
+@pytest.mark.parametrize("case", ["a file", "no parent", "a long name", "dash", "bad model", "bad inputs"])
+def test_perf_errors_write_nothing(capsys, monkeypatch, tmp_path, layer, case):
+    model, _ = layer
+    monkeypatch.chdir(tmp_path)
+    out = {"no parent": "missing/report", "a long name": "a" * 300, "dash": "-"}.get(case, "report")
+    argv = ["perf", model, *SHAPES, "-o", out]
+    if case == "a file":
+        Path(out).write_text("keep me")
+    elif case == "bad model":
+        Path("broken.onnx").write_bytes(b"not a model")
+        argv[1] = "broken.onnx"
+    elif case == "bad inputs":
+        np.savez("wrong.npz", y=np.zeros(3, np.float32))
+        argv += ["--inputs", "wrong.npz"]
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    code, _, err = run_cli(capsys, argv)
+    assert code == 1
+    assert "error:" in err
+    assert "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
