@@ -45,9 +45,14 @@ class CriticalPath:
     edges: list[Edge]
 
     def summary(self, count: int = 5) -> list[str]:
-        """Sentences ranking what set the run's length, largest first."""
+        """Sentences ranking what set the run's length: the path's cycles per engine (and idle),
+        the `count` largest (engine, node) shares, the `count` largest waits."""
         total = max(self.cycles, 1)
-        lines = []
+        shares = sorted(self.engines.items(), key=lambda item: (-item[1], item[0]))
+        parts = [f"{engine} {cycles / total:.0%}" for engine, cycles in shares] + [
+            f"idle {self.idle / total:.0%}"
+        ]
+        lines = [f"by engine: {', '.join(parts)}"]
         for (engine, node), cycles in sorted(self.nodes.items(), key=lambda i: (-i[1], i[0]))[:count]:
             lines.append(f"{engine} runs {node}: {cycles / total:.0%} of the cycles on the critical path")
         for edge in self.edges[:count]:
@@ -55,8 +60,6 @@ class CriticalPath:
                 f"{edge.waiter} waits on {edge.sem} for {edge.signaller} ({edge.node}): "
                 f"{edge.cycles / total:.0%} of cycles ({edge.count} wait{'s' * (edge.count != 1)})"
             )
-        if self.idle:
-            lines.append(f"idle gaps on the critical path: {self.idle / total:.0%} of cycles")
         return lines
 
 

@@ -42,10 +42,15 @@ def _short(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1) :]
 
 
+def _op_label(row: NodePerf) -> str:
+    """The graph ops of a kernel ("conv", "matmul,add"), else the ONNX op type of the node."""
+    return ",".join(op.removeprefix("graph.") for op in row.ops.split(",")) if row.ops else row.op_type
+
+
 def _cells(row: NodePerf) -> list[object]:
     error, intensity, efficiency = row.error, row.intensity, row.efficiency
     return [
-        _short(row.node, 40), (row.op_type or row.ops)[:18], "-" if row.est is None else row.est, row.cycles,
+        _short(row.node, 40), _op_label(row)[:18], "-" if row.est is None else row.est, row.cycles,
         "-" if error is None else f"{error:+.1%}", row.macs, row.dram_bytes,
         "-" if intensity is None else f"{intensity:.2f}", f"{row.bound:.0f}",
         "-" if efficiency is None else f"{efficiency:.2f}", row.limit,

@@ -61,6 +61,7 @@ def test_the_critical_path_follows_semaphore_edges_back_to_the_first_load():
     ]
     assert path.idle == 0
     assert path.summary(1) == [
+        "by engine: matrix 58%, dma0 29%, dma1 12%, idle 0%",
         "matrix runs y: 58% of the cycles on the critical path",
         "dma1 waits on sem 2 for matrix (y): 88% of cycles (1 wait)",
     ]
