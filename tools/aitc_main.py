@@ -7,6 +7,7 @@
     aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
                                              [--stats] [--stats-json S.json]
     aitc perf MODEL.onnx|PROG.aitb [-o DIR] [--target NAME|FILE.toml] [--cores N] [--inputs IN.npz]
+    aitc verify MODEL.onnx [-o DIR] [--level graph|tile|sync|hw] [--mode entire|single|both]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
@@ -204,13 +205,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Runs graph-level IR on the reference interpreter, or a hw program (.mlir or .aitb) on the
     simulator; writes or summarises the outputs."""
     from aitc.files import PathLike, arrays_to_npz, check_outputs, load_arrays, write_outputs
+    from aitc.interp.run import holds_hw_program
     from aitc.report import summarize_outputs
 
     check_outputs([args.outputs, args.trace, args.stats_json], [args.file, args.inputs, args.target])
     inputs = load_arrays(args.inputs) if args.inputs else None
     module = None if args.file.endswith(".aitb") else _load_module(args.file, args.input_shape)
     files: dict[PathLike, str | bytes] = {}
-    if module is None or _holds_hw_program(module):
+    if module is None or holds_hw_program(module):
         outputs, reports = _simulate(args, module, inputs)
         files.update(reports)
     else:
@@ -234,7 +236,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     simulated cycles, what bounds each node and the critical path; with -o DIR also writes
     `aitc.perf.FILES` there (the folder is made if missing, never half-filled)."""
     from aitc.compiler import CompileOptions
-    from aitc.files import check_outputs, load_arrays, write_outputs
+    from aitc.files import check_outputs, load_arrays
     from aitc.perf import FILES, format_perf, profile_model, report_files
 
     folder = _report_folder(args.output) if args.output is not None else None
@@ -250,47 +252,79 @@ def cmd_perf(args: argparse.Namespace) -> int:
     print(format_perf(report, args.top))
     if folder is None:
         return 0
-    made = not folder.exists()
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as error:
-        raise AitcError(f"-o {args.output}: cannot make the folder: {error.strerror or error}") from None
-    try:
-        check_outputs([folder / name for name in FILES], sources)
-        write_outputs({folder / name: data for name, data in report_files(report).items()}, sources)
-    except BaseException:
-        if made:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
+    _write_folder(folder, args.output, report_files(report), sources)
     print(f"wrote {', '.join(FILES)} to {folder}/ (open perf.html; trace.json in https://ui.perfetto.dev)")
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Every node's outputs compiled to --level against onnxruntime (entire and/or single
+    mode); prints the table, writes the snapshot with -o DIR, and exits 1 when a tensor is
+    outside its dtype's tolerance."""
+    from aitc.compiler import CompileOptions
+    from aitc.files import load_arrays
+    from aitc.verify import format_verify, snapshot_files, verify_model
+
+    folder = _report_folder(args.output) if args.output is not None else None
+    sources = [args.model, args.inputs, args.target]
+    inputs = load_arrays(args.inputs) if args.inputs else None
+    options = CompileOptions(target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores)
+    modes = ("entire", "single") if args.mode == "both" else (args.mode,)
+    report = verify_model(args.model, options, args.level, modes, inputs, args.seed)
+    print(format_verify(report, args.all))
+    if folder is not None:
+        _write_folder(folder, args.output, snapshot_files(report), sources)
+        print(f"wrote the snapshot to {folder}/ (names.json maps tensor names to .npy files)")
+    if report.failures:
+        first = report.failures[0]
+        raise AitcError(
+            f"{len(report.failures)} tensor(s) outside tolerance, the first '{first.tensor}' of node "
+            f"'{first.node}' ({first.mode} mode): {first.comparison.problem if first.comparison else ''}"
+        )
+    return 0
+
+
+def _write_folder(folder: Path, given: str, files: dict[str, bytes | str], sources: list) -> None:
+    """Writes `files` (relative paths) under `folder`, made if missing (with the subfolders the
+    paths name), all or none: a failure removes what this call made."""
+    from aitc.files import check_outputs, write_outputs
+
+    made = [] if folder.exists() else [folder]
+    try:
+        for sub in sorted({folder / Path(name).parent for name in files} | {folder}):
+            if not sub.exists():
+                sub.mkdir(parents=True)
+                made.append(sub)
+        check_outputs([folder / name for name in files], sources)
+        write_outputs({folder / name: data for name, data in files.items()}, sources)
+    except OSError as error:
+        _remove(made)
+        raise AitcError(f"-o {given}: cannot write there: {error.strerror or error}") from None
+    except BaseException:
+        _remove(made)
+        raise
+
+
+def _remove(folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _report_folder(path: str) -> Path:
     """The folder `-o` names: an existing folder, or a new one whose parent exists."""
     folder = Path(path)
     if path in ("", "-"):
-        raise AitcError(f"-o '{path}': aitc perf writes several files: name a folder")
+        raise AitcError(f"-o '{path}': this command writes several files: name a folder")
     try:
         if folder.is_symlink() and not folder.is_dir():
             raise AitcError(f"-o {path}: a symlink that is not a folder (name a folder)")
         if folder.exists() and not folder.is_dir():
-            raise AitcError(f"-o {path}: not a folder (aitc perf writes several files: name a folder)")
+            raise AitcError(f"-o {path}: not a folder (this command writes several files: name a folder)")
         if not folder.exists() and not folder.absolute().parent.is_dir():
             raise AitcError(f"-o {path}: its parent folder does not exist")
     except OSError as error:
         raise AitcError(f"-o {path[:60]}: {error.strerror or error}") from None
     return folder
-
-
-def _holds_hw_program(module) -> bool:
-    """Whether the simulator runs `module`: it holds hw.programs (and, if a schedule, no NPU
-    segment above hw level)."""
-    from aitc.dialects.exec import lowered_here
-    from aitc.dialects.hw import ProgramOp
-
-    programs = any(isinstance(op, ProgramOp) for op in module.ops)
-    return programs and not any(lowered_here(op) for op in module.ops)
 
 
 def _interpret(args: argparse.Namespace, module, inputs) -> dict[str, np.ndarray]:
@@ -567,6 +601,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
     p.add_argument("--top", type=_positive_int, default=25, help="rows printed, longest first (default 25)")
     p.set_defaults(handler=cmd_perf)
+
+    p = sub.add_parser(
+        "verify",
+        help="every node's outputs compiled to a level against onnxruntime: cosine, SQNR, max abs/rel "
+        "error per tensor; exit 1 outside the tolerance; -o DIR writes the tensors and the report",
+    )
+    p.add_argument("model", help="MODEL.onnx")
+    p.add_argument(
+        "-o", "--output", metavar="DIR", help="snapshot folder: .npy tensors, names.json, report.json"
+    )
+    _add_quiet(p)
+    p.add_argument("--target", help="preset NAME or FILE.toml (default: the input's, else edge)")
+    p.add_argument(
+        "--level", choices=("graph", "tile", "sync", "hw"), default="hw", help="where aitc runs it"
+    )
+    p.add_argument(
+        "--mode",
+        choices=("entire", "single", "both"),
+        default="entire",
+        help="entire: one run, errors accumulate; single: each node alone on the reference's inputs",
+    )
+    p.add_argument("--cores", type=_positive_int, default=1, help="cores to compile for (default 1)")
+    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
+    p.add_argument("--all", action="store_true", help="print every tensor's row (default: the worst)")
+    p.set_defaults(handler=cmd_verify)
     _add_binary_commands(sub)
     return parser
 

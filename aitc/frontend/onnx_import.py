@@ -689,13 +689,25 @@ def import_model(
     External data is read from `folder` only after `validate` (a model aitc cannot import costs
     nothing); with no folder, the model must hold its weights already.
     """
+    inferred = typed_model(model, folder, input_shapes)
+    return _lower_model(model, inferred)
+
+
+def typed_model(
+    model: onnx.ModelProto,
+    folder: Path | None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> onnx.ModelProto:
+    """Every check of `import_model` before lowering: `model` validated, its external data
+    read from `folder`, its inputs pinned to `input_shapes` (both in place), checked by onnx;
+    returns it with every value typed by onnx's strict shape inference (an AitcError naming the
+    node where the types do not add up). `aitc verify` prepares the model it compares so."""
     validate(model, folder)
     if folder is not None:
         _load_external_data(model, folder)
     pin_input_shapes(model, input_shapes or {})
     check_onnx(model)
-    inferred = _infer_shapes(model)
-    return _lower_model(model, inferred)
+    return _infer_shapes(model)
 
 
 def _lower_model(model: onnx.ModelProto, inferred: onnx.ModelProto) -> ModuleOp:

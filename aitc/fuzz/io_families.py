@@ -150,6 +150,7 @@ _WRITERS = (
     ("aitc asm p.mlir -o OUT", "p.mlir"),
     ("aitc perf m.onnx --target tiny -o OUT", "m.onnx"),
     ("aitc perf p.aitb --inputs in.npz -o OUT", "p.aitb"),
+    ("aitc verify m.onnx --target tiny --mode both -o OUT", "m.onnx"),
     ("aitc disasm p.aitb -o OUT", "p.aitb"),
     ("aitc-opt m.mlir -o OUT", "m.mlir"),
     ("aitc-opt m.mlir -p graph-optimize -o OUT", "m.mlir"),
@@ -165,6 +166,8 @@ _FAILING_WRITERS = (
     "aitc run p.aitb --stats --inputs bad.npz --trace OUT",
     "aitc perf bad.onnx -o OUT",
     "aitc perf p.aitb --inputs bad.npz -o OUT",
+    "aitc verify bad.onnx -o OUT",
+    "aitc verify m.onnx --inputs bad.npz -o OUT",
 )
 """Commands with one bad argument besides the output: whatever OUT is, nothing may be written."""
 

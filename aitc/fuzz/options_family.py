@@ -126,6 +126,19 @@ def _other_command(rng: random.Random) -> list[str]:
                 ),
                 *rng.choice([[], ["-o", rng.choice(["rep", "m.onnx", ".", "p.aitb/x", "-", "rep/"])]]),
             ],
+            [
+                "aitc",
+                "verify",
+                rng.choice(["m.onnx", "d.onnx", "h.onnx", "p.aitb", "m.mlir"]),
+                "--target",
+                rng.choice(TARGETS),
+                *rng.choice([[], ["--level", rng.choice(["graph", "tile", "sync", "hw", "x"])]]),
+                *rng.choice([[], ["--mode", rng.choice(["entire", "single", "both", ""])]]),
+                *rng.choice(
+                    [[], ["--input-shape", rng.choice(SHAPES)], ["--cores", rng.choice(["1", "2", "0"])]]
+                ),
+                *rng.choice([[], ["-o", rng.choice(["snap", "m.onnx", ".", "-"])]]),
+            ],
             ["aitc", "target", "show", rng.choice(TARGETS)],
             ["aitc", "asm", "p.mlir", "--target", rng.choice(TARGETS), "-o", "out.aitb"],
             ["aitc", "disasm", "p.aitb", "--target", rng.choice(TARGETS), "--generic"],

@@ -97,6 +97,21 @@ def run_module(
     return dict(zip(output_names(f), results, strict=True))
 
 
+def holds_hw_program(module: ModuleOp) -> bool:
+    """Whether the simulator runs `module`: it holds hw.programs (and, if a schedule, no NPU
+    segment above hw level)."""
+    programs = any(isinstance(op, hw.ProgramOp) for op in module.ops)
+    return programs and not any(exec_dialect.lowered_here(op) for op in module.ops)
+
+
+def run_any_level(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs of `module` at whatever level it is: hw programs on the simulator (a
+    schedule's host segments on the host), anything above on aitc's interpreters."""
+    if holds_hw_program(module):
+        return Simulator(module).run(inputs).outputs
+    return run_module(module, inputs)
+
+
 def run_spmd_whole(
     module: ModuleOp, f: func.FuncOp, inputs: Mapping[str, np.ndarray], cores: int
 ) -> dict[str, np.ndarray]:
