@@ -7,7 +7,7 @@
     aitc run FILE.mlir|MODEL.onnx|PROG.aitb [--inputs IN.npz] [--outputs OUT.npz] [--trace T.json]
                                              [--stats] [--stats-json S.json]
     aitc perf MODEL.onnx|PROG.aitb [-o DIR] [--target NAME|FILE.toml] [--cores N] [--inputs IN.npz]
-    aitc verify MODEL.onnx [-o DIR] [--level graph|tile|sync|hw] [--mode entire|single|both]
+    aitc verify MODEL.onnx [-o DIR] [--level graph|tile|sync|hw] [--mode entire|single|both] [--bisect]
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
@@ -270,7 +270,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     inputs = load_arrays(args.inputs) if args.inputs else None
     options = CompileOptions(target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores)
     modes = ("entire", "single") if args.mode == "both" else (args.mode,)
-    report = verify_model(args.model, options, args.level, modes, inputs, args.seed)
+    report = verify_model(args.model, options, args.level, modes, inputs, args.seed, args.bisect)
     print(format_verify(report, args.all))
     if folder is not None:
         _write_folder(folder, args.output, snapshot_files(report), sources)
@@ -627,6 +627,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
     p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
     p.add_argument("--all", action="store_true", help="print every tensor's row (default: the worst)")
+    p.add_argument(
+        "--bisect",
+        action="store_true",
+        help="when entire mode disagrees, find the first pass of the compile whose output does "
+        "(BISECT: lines as LLVM's -opt-bisect-limit prints them) and the first diverging node",
+    )
     p.set_defaults(handler=cmd_verify)
     _add_binary_commands(sub)
     return parser

@@ -28,13 +28,16 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from xdsl.passes import ModulePass
 
-from aitc.compiler import CompileOptions, compile_module
+from aitc.compiler import CompileOptions, compile_module, load_input, record_compile_target
 from aitc.diagnostics import AitcError
 from aitc.frontend.onnx_import import load_model, typed_model
 from aitc.interp.run import random_tensor, run_any_level
+from aitc.passes.runner import run_pipeline_reporting
 from aitc.reference import onnxruntime_outputs
 from aitc.report import format_table
+from aitc.verify.bisect import BisectResult, Log, bisect_passes, pipeline_passes
 from aitc.verify.metrics import TOLERANCES, Comparison, compare
 
 LEVELS = ("graph", "tile", "sync", "hw")
@@ -74,6 +77,8 @@ class VerifyReport:
     reference: dict[str, np.ndarray] = field(default_factory=dict)
     compiled: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     """Per mode, the compiled tensors by name."""
+    bisect: BisectResult | None = None
+    """`--bisect`'s finding, when entire mode disagreed and it ran."""
 
     @property
     def failures(self) -> list[TensorCheck]:
@@ -89,6 +94,7 @@ class VerifyReport:
             "failed": len(self.failures),
             "skipped": sum(bool(c.skipped) for c in self.checks),
             "tensors": [check.to_json() for check in self.checks],
+            "bisect": None if self.bisect is None else self.bisect.to_json(),
         }
 
 
@@ -121,7 +127,7 @@ def _infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return found
 
 
-def _exposed(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[tuple[str, str, str]]]:
+def exposed_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[tuple[str, str, str]]]:
     """`model` with every node output of a known type and shape also a graph output, and the
     list of (tensor, node, op type) it compares, in node order (the model's outputs included)."""
     infos = _infos(model)
@@ -193,20 +199,33 @@ def _checked(
 
 
 def _compiled_outputs(
-    model: onnx.ModelProto, level: str, options: CompileOptions, inputs: Mapping[str, np.ndarray]
+    model: onnx.ModelProto,
+    level: str,
+    options: CompileOptions,
+    inputs: Mapping[str, np.ndarray],
+    passes: Sequence[ModulePass] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The outputs of `model` compiled to `level` and run there."""
-    result = compile_module(model, replace(options, emit=level))
-    return run_any_level(result.module, inputs)
+    """The outputs of `model` compiled to `level` (by `passes` instead of the compile's
+    pipeline, when given) and run there."""
+    if passes is None:
+        return run_any_level(compile_module(model, replace(options, emit=level)).module, inputs)
+    module = load_input(model, options)
+    record_compile_target(module, options)
+    run_pipeline_reporting(module, list(passes), "none")
+    return run_any_level(module, inputs)
 
 
 def verify_entire(
-    model: onnx.ModelProto, level: str, options: CompileOptions, inputs: Mapping[str, np.ndarray]
+    model: onnx.ModelProto,
+    level: str,
+    options: CompileOptions,
+    inputs: Mapping[str, np.ndarray],
+    passes: Sequence[ModulePass] | None = None,
 ) -> tuple[list[TensorCheck], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Entire mode (module docstring): the checks, the reference and the compiled tensors."""
-    exposed, tensors = _exposed(model)
+    exposed, tensors = exposed_model(model)
     reference = onnxruntime_outputs(exposed, inputs)
-    compiled = _compiled_outputs(exposed, level, options, inputs)
+    compiled = _compiled_outputs(exposed, level, options, inputs, passes)
     checks = []
     for tensor, node, op_type in tensors:
         want = reference[tensor]
@@ -313,8 +332,14 @@ def verify_model(
     modes: Sequence[str] = ("entire",),
     inputs: Mapping[str, np.ndarray] | None = None,
     seed: int = 0,
+    bisect: bool = False,
+    passes: Sequence[ModulePass] | None = None,
+    log: Log = print,
 ) -> VerifyReport:
-    """Every node's outputs compiled to `level` against onnxruntime, in the given modes."""
+    """Every node's outputs compiled to `level` against onnxruntime, in the given modes; with
+    `bisect`, when entire mode disagrees, the first pass that does (`aitc.verify.bisect`, its
+    probes printed by `log`). `passes`: the pipeline entire mode and the bisection run instead
+    of the compile's down to `level` (a test pipeline)."""
     if level not in LEVELS:
         raise AitcError(f"--level must be one of {', '.join(LEVELS)}, not '{level}'")
     model = source if isinstance(source, onnx.ModelProto) else _load(source)
@@ -326,7 +351,7 @@ def verify_model(
         options.target or "edge",
         [],
     )
-    checks, reference, compiled = verify_entire(prepared, level, options, run_inputs)
+    checks, reference, compiled = verify_entire(prepared, level, options, run_inputs, passes)
     report.reference = {**run_inputs, **reference}
     if "entire" in modes:
         report.checks += checks
@@ -335,6 +360,10 @@ def verify_model(
         single, outputs = verify_single(prepared, level, options, report.reference)
         report.checks += single
         report.compiled["single"] = outputs
+    if bisect and any(check.failed for check in checks):
+        exposed, tensors = exposed_model(prepared)
+        chosen = list(passes) if passes is not None else pipeline_passes(options, level)
+        report.bisect = bisect_passes(exposed, tensors, options, run_inputs, chosen, log)
     return report
 
 
@@ -374,6 +403,8 @@ def format_verify(report: VerifyReport, every: bool = False) -> str:
     ]
     if not every and len(rows) < len(report.checks):
         lines.append(f"({len(report.checks) - len(rows)} more rows in report.json; --all prints every row)")
+    if report.bisect is not None:
+        lines.append(report.bisect.text())
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from scipy import special
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from aitc.compiler import CompileOptions
 from aitc.dialects import graph
@@ -21,6 +26,7 @@ from aitc.interp import graph as graph_interp
 from aitc.testing import model_zoo
 from aitc.tools.aitc_main import main
 from aitc.verify import snapshot_files, verify_model
+from aitc.verify.bisect import pipeline_passes
 from aitc.verify.metrics import REL_FLOOR, compare, profile_of
 
 
@@ -109,6 +115,71 @@ def test_the_snapshot_holds_every_tensor_and_maps_names():
     assert {f"single/{names[n]}.npy" for n in ("h", "s", "y")} <= set(files)
     data = json.loads(files["report.json"])
     assert (data["compared"], data["failed"], data["level"]) == (6, 0, "hw")
+
+
+@dataclass(frozen=True)
+class BreakSigmoidPass(ModulePass):
+    """Deliberately wrong: every sigmoid (an op or a fused activation) becomes a tanh."""
+
+    name = "break-sigmoid"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for inner in list(op.walk()):
+            if isinstance(inner, graph.SigmoidOp):
+                Rewriter.replace_op(
+                    inner, graph.TanhOp.create(operands=inner.operands, result_types=[inner.result_types[0]])
+                )
+                continue
+            for key in ("activation", "op"):
+                value = inner.attributes.get(key)
+                if isinstance(value, StringAttr) and value.data == "sigmoid":
+                    inner.attributes[key] = StringAttr("tanh")
+
+
+@pytest.mark.parametrize("after", ["graph-canonicalize", "multi-buffer", "convert-sync-to-hw"])
+def test_bisect_names_a_deliberately_broken_pass(after):
+    options = CompileOptions(target="edge", cores=1)
+    passes = pipeline_passes(options, "hw")
+    at = next(i for i, p in enumerate(passes) if p.name == after) + 1
+    broken = [*passes[:at], BreakSigmoidPass(), *passes[at:]]
+    lines: list[str] = []
+    report = verify_model(_mlp(), options, "hw", ("entire",), bisect=True, passes=broken, log=lines.append)
+    assert report.bisect is not None
+    assert (report.bisect.since, report.bisect.culprit) == (at + 1, at + 1)
+    assert report.bisect.passes[at] == "break-sigmoid"
+    assert report.bisect.divergence is not None
+    assert report.bisect.divergence.node == "act"
+    assert f"BISECT: running pass ({at + 1}) break-sigmoid on module" in lines
+    assert f"BISECT: NOT running pass ({at + 1}) break-sigmoid on module" in lines
+    assert report.bisect.probes <= 2 + math.ceil(math.log2(len(broken)))
+    assert f"first diverging: pass ({at + 1}) break-sigmoid" in report.bisect.text()
+
+
+def test_bisect_narrows_to_a_run_of_passes_whose_modules_cannot_run():
+    """Between convert-tile-to-sync and insert-semaphores a sync module races (the sync
+    interpreter refuses it), so a pass broken there is found within that run of passes."""
+    options = CompileOptions(target="edge", cores=1)
+    passes = pipeline_passes(options, "hw")
+    at = next(i for i, p in enumerate(passes) if p.name == "convert-tile-to-sync") + 1
+    semaphores = next(i for i, p in enumerate(passes) if p.name == "insert-semaphores") + 2  # after the break
+    broken = [*passes[:at], BreakSigmoidPass(), *passes[at:]]
+    report = verify_model(
+        _mlp(), options, "hw", ("entire",), bisect=True, passes=broken, log=lambda line: None
+    )
+    assert report.bisect is not None
+    assert report.bisect.since is not None
+    assert report.bisect.since <= at + 1 <= semaphores == report.bisect.culprit
+    assert "data race" in report.bisect.unrunnable
+    assert "break-sigmoid" in report.bisect.text()
+    assert report.bisect.divergence is not None
+    assert report.bisect.divergence.node == "act"
+
+
+def test_bisect_without_a_disagreement_runs_nothing():
+    lines: list[str] = []
+    report = verify_model(_mlp(), CompileOptions(target="edge", cores=1), "hw", bisect=True, log=lines.append)
+    assert report.bisect is None
+    assert lines == []
 
 
 # --------------------------------------------------------------------------- the command
