@@ -8,6 +8,7 @@
                                              [--stats] [--stats-json S.json]
     aitc perf MODEL.onnx|PROG.aitb [-o DIR] [--target NAME|FILE.toml] [--cores N] [--inputs IN.npz]
     aitc verify MODEL.onnx [-o DIR] [--level graph|tile|sync|hw] [--mode entire|single|both] [--bisect]
+    aitc quantize MODEL.onnx --calibration DATA.npz [--method minmax|entropy|percentile] -o OUT.onnx
     aitc asm PROG.mlir -o PROG.aitb [--target NAME|FILE.toml]
     aitc disasm PROG.aitb [-o OUT.mlir] [--target NAME|FILE.toml]
     aitc target list | aitc target show NAME|FILE.toml
@@ -282,6 +283,57 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"'{first.node}' ({first.mode} mode): {first.comparison.problem if first.comparison else ''}"
         )
     return 0
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    """Calibrates on --calibration, writes the QDQ model to -o, prints per quantized node its
+    input's scale and zero point (and the nodes left float)."""
+    from aitc.files import check_outputs, load_arrays, write_outputs
+    from aitc.frontend.onnx_import import check_onnx, load_model, validate
+    from aitc.quantize import cache_dir, quantize_model
+    from aitc.report import format_table
+
+    sources = [args.model, args.calibration]
+    check_outputs([args.output], sources)
+    model = load_model(args.model)
+    validate(model)  # the import's checks (dynamic dims are fine: the samples set them)
+    check_onnx(model)
+    samples = load_arrays(args.calibration)
+    cache = None if args.no_cache else cache_dir()
+    quantized, report = quantize_model(
+        model, samples, args.method, args.per_channel, args.exclude or [], args.percentile, cache
+    )
+    rows = [
+        [
+            q["node"],
+            q["op_type"],
+            f"{q['input_scale']:.6g}",
+            q["input_zero_point"],
+            _scales(q["weight_scale"]),
+        ]
+        for q in report.quantized
+    ]
+    print(
+        format_table(["node", "op", "input scale", "zero point", "weight scale"], rows)
+        if rows
+        else "(no node quantized)"
+    )
+    for node, reason in report.left_float:
+        print(f"left float: {node}: {reason}")
+    cached = " (ranges from the calibration cache)" if report.cached else ""
+    print(f"{len(report.quantized)} node(s) quantized to int8 with {report.method} ranges{cached}")
+    write_outputs({args.output: quantized.SerializeToString()}, sources)
+    print(f"wrote {args.output} (QDQ format: onnxruntime runs it)")
+    return 0
+
+
+def _scales(values) -> str:
+    values = values if isinstance(values, list) else [values]
+    return (
+        f"{values[0]:.6g}"
+        if len(values) == 1
+        else f"{len(values)} channels, {min(values):.3g}..{max(values):.3g}"
+    )
 
 
 def _write_folder(folder: Path, given: str, files: dict[str, bytes | str], sources: list) -> None:
@@ -634,6 +686,27 @@ def build_parser() -> argparse.ArgumentParser:
         "(BISECT: lines as LLVM's -opt-bisect-limit prints them) and the first diverging node",
     )
     p.set_defaults(handler=cmd_verify)
+
+    p = sub.add_parser(
+        "quantize", help="post-training int8 quantization: calibrate on samples, write a QDQ ONNX model"
+    )
+    p.add_argument("model", help="MODEL.onnx (float)")
+    p.add_argument("-o", "--output", required=True, help="the QDQ model, e.g. MODEL.int8.onnx")
+    p.add_argument(
+        "--calibration",
+        required=True,
+        metavar="DATA.npz",
+        help="one array per model input (keys = input names), the samples stacked along the first axis",
+    )
+    p.add_argument("--method", choices=("minmax", "entropy", "percentile"), default="minmax")
+    p.add_argument(
+        "--percentile", type=float, default=99.999, help="for --method percentile (default 99.999)"
+    )
+    p.add_argument("--per-channel", action="store_true", help="one weight scale per output channel")
+    p.add_argument("--exclude", nargs="+", metavar="NODE", help="nodes to leave float")
+    p.add_argument("--no-cache", action="store_true", help="calibrate again, ignoring cached ranges")
+    _add_quiet(p)
+    p.set_defaults(handler=cmd_quantize)
     _add_binary_commands(sub)
     return parser
 

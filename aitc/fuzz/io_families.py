@@ -151,6 +151,7 @@ _WRITERS = (
     ("aitc perf m.onnx --target tiny -o OUT", "m.onnx"),
     ("aitc perf p.aitb --inputs in.npz -o OUT", "p.aitb"),
     ("aitc verify m.onnx --target tiny --mode both -o OUT", "m.onnx"),
+    ("aitc quantize m.onnx --calibration cal.npz --no-cache -o OUT", "m.onnx"),
     ("aitc disasm p.aitb -o OUT", "p.aitb"),
     ("aitc-opt m.mlir -o OUT", "m.mlir"),
     ("aitc-opt m.mlir -p graph-optimize -o OUT", "m.mlir"),
@@ -168,6 +169,8 @@ _FAILING_WRITERS = (
     "aitc perf p.aitb --inputs bad.npz -o OUT",
     "aitc verify bad.onnx -o OUT",
     "aitc verify m.onnx --inputs bad.npz -o OUT",
+    "aitc quantize m.onnx --calibration bad.npz --no-cache -o OUT",
+    "aitc quantize bad.onnx --calibration cal.npz --no-cache -o OUT",
 )
 """Commands with one bad argument besides the output: whatever OUT is, nothing may be written."""
 
@@ -183,6 +186,9 @@ def _standard_files() -> dict[str, bytes]:
         "bad.onnx": b"\x08\x07garbage",
         "bad.mlir": b"builtin.module {\n  %0 = \n",
         "bad.npz": b"PK\x03\x04 not really",
+        "cal.npz": _npz(
+            x=np.random.default_rng(0).standard_normal((4, 2, 8)).reshape(8, 8).astype(np.float32)
+        ),
     }
 
 

@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import io
 import random
+
+import numpy as np
 
 from aitc.fuzz import bases
 from aitc.fuzz.case import Case
@@ -139,6 +142,19 @@ def _other_command(rng: random.Random) -> list[str]:
                 ),
                 *rng.choice([[], ["-o", rng.choice(["snap", "m.onnx", ".", "-"])]]),
             ],
+            [
+                "aitc",
+                "quantize",
+                rng.choice(["m.onnx", "d.onnx", "h.onnx", "p.aitb"]),
+                "--calibration",
+                rng.choice(["c.npz", "m.onnx", "missing.npz", "p.aitb"]),
+                "--no-cache",  # always: the default cache is the user's, outside the case's folder
+                *rng.choice([[], ["--method", rng.choice(["minmax", "entropy", "percentile", "x"])]]),
+                *rng.choice([[], ["--per-channel"], ["--exclude", rng.choice(["fc1", "nosuch", ""])]]),
+                *rng.choice([[], ["--percentile", rng.choice(["99", "0", "-5", "nan", "1e400"])]]),
+                "-o",
+                rng.choice(["q.onnx", "m.onnx", ".", "c.npz"]),
+            ],
             ["aitc", "target", "show", rng.choice(TARGETS)],
             ["aitc", "asm", "p.mlir", "--target", rng.choice(TARGETS), "-o", "out.aitb"],
             ["aitc", "disasm", "p.aitb", "--target", rng.choice(TARGETS), "--generic"],
@@ -146,6 +162,16 @@ def _other_command(rng: random.Random) -> list[str]:
             ["aitc", "check"],
         ]
     )
+
+
+def _calibration(rng: random.Random) -> bytes:
+    """Calibration samples for the mlp model (x: 2x8 per run), sometimes of a wrong shape."""
+    rows = rng.choice([8, 6, 0])
+    buffer = io.BytesIO()
+    np.savez(
+        buffer, x=np.random.default_rng(rng.randrange(1 << 30)).standard_normal((rows, 8)).astype(np.float32)
+    )
+    return buffer.getvalue()
 
 
 def cli_options_case(rng: random.Random) -> Case:
@@ -159,6 +185,7 @@ def cli_options_case(rng: random.Random) -> Case:
         "s.mlir": _split_markers(rng, graph).encode(),
         "p.mlir": bases.level_mlir("mlp", "hw").encode(),
         "p.aitb": bases.binaries()["mlp"],
+        "c.npz": _calibration(rng),
     }
     argv = rng.choice([_run_command, _run_command, _opt_command, _opt_command, _other_command])(rng)
     outputs = outputs_of(argv)

@@ -48,7 +48,8 @@ Layers, lowest first (`LAYERS` below is the table the test uses):
                                                                        hw.program (runs the pipeline per
                                                                        phase, links with collectives)
     19  apps                  aitc.compiler, aitc.reference,           the compiler driver, onnxruntime,
-                              aitc.tune, aitc.perf.*, aitc.verify.*    the autotuner, aitc perf, aitc verify
+                              aitc.tune, aitc.perf.*, aitc.verify.*,   the autotuner, aitc perf, verify,
+                              aitc.quantize.*                          quantize
     20  api                   aitc.api, aitc (the package top)         the short public API
     21  testing               aitc.testing.*                           test support: model zoo, ONNX
                                                                        conformance (nothing below uses it)
@@ -97,7 +98,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sim", ("aitc.sim.*",)),
     ("run", ("aitc.interp.run",)),
     ("spmd", ("aitc.spmd.*",)),
-    ("apps", ("aitc.compiler", "aitc.reference", "aitc.tune", "aitc.perf.*", "aitc.verify.*")),
+    ("apps", ("aitc.compiler", "aitc.reference", "aitc.tune", "aitc.perf.*", "aitc.verify.*", "aitc.quantize.*")),
     ("api", ("aitc.api", "aitc")),
     ("testing", ("aitc.testing.*",)),
     ("tools", ("aitc.tools.*",)),
