@@ -49,6 +49,7 @@ bench: $(STAMP) $(VENV)/.installed-iree
 	$(BIN)/python benchmarks/bench_encoder.py --model resnet50
 	$(BIN)/python benchmarks/bench_scaling.py
 	$(BIN)/python benchmarks/bench_efficiency.py --tune
+	$(BIN)/python benchmarks/bench_verification.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
