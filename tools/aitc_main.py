@@ -336,7 +336,7 @@ def _scales(values) -> str:
     )
 
 
-def _write_folder(folder: Path, given: str, files: dict[str, bytes | str], sources: list) -> None:
+def _write_folder(folder: Path, given: str | None, files: dict[str, bytes | str], sources: list) -> None:
     """Writes `files` (relative paths) under `folder`, made if missing (with the subfolders the
     paths name), all or none: a failure removes what this call made."""
     from aitc.files import check_outputs, write_outputs

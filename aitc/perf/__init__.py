@@ -41,6 +41,7 @@ def profile_model(
     name = source if isinstance(source, str | Path) else (source.graph.name or "model")
     module_is_binary = isinstance(source, str | Path) and str(source).endswith(".aitb")
     if module_is_binary:
+        assert isinstance(source, str | Path)
         target = load_target(options.target) if options.target else None
         module = load_program_file(source, target)
         kernels, model = [], None

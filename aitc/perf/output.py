@@ -133,15 +133,16 @@ def roofline_figure(report: PerfReport):
     target, cores = report.target, report.cores
     peak, rate = target.matrix.macs_per_cycle * cores, target.dram.bytes_per_cycle
     points = [r for r in report.rows if r.macs and r.dram_bytes and r.cycles]
+    intensities = [r.macs / r.dram_bytes for r in points]
     figure = Figure(figsize=(7, 4.5))
     axes = figure.subplots()
-    low = min([r.intensity for r in points if r.intensity] + [peak / rate / 10])
-    high = max([r.intensity for r in points if r.intensity] + [peak / rate * 10])
+    low = min([*intensities, peak / rate / 10])
+    high = max([*intensities, peak / rate * 10])
     xs = [low / 2, peak / rate, high * 2]
     axes.plot(xs, [min(peak, x * rate) for x in xs], color="black", linewidth=1.5, label="roofline")
-    axes.scatter([r.intensity for r in points], [r.macs / r.cycles for r in points], s=18, color="tab:blue")
+    axes.scatter(intensities, [r.macs / r.cycles for r in points], s=18, color="tab:blue")
     for row in sorted(points, key=lambda r: (-r.cycles, r.node))[:5]:
-        axes.annotate(_short(row.node, 24), (row.intensity, row.macs / row.cycles), fontsize=7,
+        axes.annotate(_short(row.node, 24), (row.macs / row.dram_bytes, row.macs / row.cycles), fontsize=7,
                       xytext=(4, 2), textcoords="offset points")  # fmt: skip
     axes.set_xscale("log")
     axes.set_yscale("log")

@@ -260,13 +260,11 @@ class _Builder:
         the DQ's output."""
         self.initializers.append(numpy_helper.from_array(values, f"{name}_quantized"))
         parameters = self._parameters(name, scale, np.zeros(scale.shape, values.dtype))
-        attributes = {"axis": axis} if axis is not None else {}
         inputs, output = [f"{name}_quantized", *parameters], f"{name}_dequantized"
-        into.append(
-            helper.make_node(
-                "DequantizeLinear", inputs, [output], name=f"{name}_DequantizeLinear", **attributes
-            )
-        )
+        node = helper.make_node("DequantizeLinear", inputs, [output], name=f"{name}_DequantizeLinear")
+        if axis is not None:
+            node.attribute.append(helper.make_attribute("axis", axis))
+        into.append(node)
         return output
 
 

@@ -55,7 +55,8 @@ def digits() -> tuple[onnx.ModelProto, np.ndarray, np.ndarray]:
 
 
 def _predict(model: onnx.ModelProto, images: np.ndarray) -> np.ndarray:
-    return np.argmax(onnxruntime_session(model).run(None, {"x": images})[0], axis=1)
+    logits = np.asarray(onnxruntime_session(model).run(None, {"x": images})[0])
+    return np.argmax(logits, axis=1)
 
 
 METHODS = [("minmax", False), ("minmax", True), ("percentile", False), ("entropy", True)]
