@@ -349,6 +349,92 @@ def _lower_dropout(lw: Lowering, node, inputs):
     return [inputs[0], np.ones(_shape(inputs[0]), dtype=np.bool_)]
 
 
+# --------------------------------------------------------------------------- quantization (QDQ)
+
+_QUANTIZED_TYPES = {
+    np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255),
+    np.dtype(np.int16): (-32768, 32767), np.dtype(np.uint16): (0, 65535),
+}  # fmt: skip
+"""The integer types QuantizeLinear makes (onnxruntime's QDQ models use 8 bits) and their ranges."""
+
+
+def _qdq_precheck(node: onnx.NodeProto) -> str | None:
+    if attr_int(node, "block_size", 0):
+        return f"{node.op_type} with block_size (blocked quantization) is not supported"
+    output_dtype = attr_int(node, "output_dtype", 0)
+    if output_dtype and output_dtype not in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+        return (
+            f"{node.op_type} to {onnx.TensorProto.DataType.Name(output_dtype)} is not supported (int8, uint8)"
+        )
+    return None
+
+
+def _quantization(lw: Lowering, node: onnx.NodeProto, inputs: Sequence[Value | None], rank: int):
+    """(scale, zero point) of a QuantizeLinear/DequantizeLinear as import-time constants shaped to
+    broadcast against its rank-`rank` input (a per-axis 1-D scale along `axis`), and the zero
+    point's integer type (uint8 when it is absent, as ONNX says)."""
+    scale = lw.const(inputs[1], f"{node.op_type} scale")
+    has_zero = len(inputs) > 2 and inputs[2] is not None
+    zero = lw.const(inputs[2], f"{node.op_type} zero point") if has_zero else np.zeros(scale.shape, np.uint8)
+    if scale.dtype != np.float32:
+        raise Unsupported(f"{node.op_type} with a {scale.dtype} scale is not supported (float32)")
+    if scale.ndim > 1 or zero.shape != scale.shape:
+        shapes = f"scale {list(scale.shape)} and zero point {list(zero.shape)}"
+        raise Unsupported(
+            f"{node.op_type}: {shapes} must be scalars or the same 1-D shape (blocked: unsupported)"
+        )
+    if np.any(~np.isfinite(scale)) or np.any(scale <= 0):
+        raise Unsupported(f"{node.op_type}: every scale must be positive and finite")
+    shape = [1] * rank
+    if scale.ndim == 1:
+        axis = _axis(attr_int(node, "axis", 1), rank, node)
+        x = inputs[0]
+        assert x is not None  # a required input
+        size = _shape(x)[axis]
+        if scale.shape[0] != size:
+            raise Unsupported(f"{node.op_type}: {scale.shape[0]} scales for axis {axis} of size {size}")
+        shape[axis] = scale.shape[0]
+    return scale.reshape(shape), zero.reshape(shape), zero.dtype
+
+
+@_register(
+    ["QuantizeLinear"], "decomposed", _qdq_precheck, static_inputs=(1, 2),
+    note="x / scale, graph.round (half to even), + zero point, clipped, graph.cast to int8/uint8",
+)  # fmt: skip
+def _lower_quantize_linear(lw: Lowering, node, inputs):
+    x = inputs[0]
+    if _dtype(x) != np.float32:
+        raise Unsupported(f"QuantizeLinear of {_dtype(x)} is not supported (float32)")
+    scale, zero, dtype = _quantization(lw, node, inputs, len(_shape(x)))
+    if dtype not in _QUANTIZED_TYPES:
+        raise Unsupported(f"QuantizeLinear to {dtype} is not supported (8- and 16-bit integers)")
+    low, high = _QUANTIZED_TYPES[dtype]
+    scaled = lw.emit(graph.DivOp(lw.ssa(x), lw.ssa(scale)))[0]
+    rounded = lw.emit(graph.RoundOp(lw.ssa(scaled)))[0]
+    shifted = lw.emit(graph.AddOp(lw.ssa(rounded), lw.ssa(zero.astype(np.float32))))[0]
+    clipped = lw.emit(graph.MaxOp(lw.ssa(shifted), lw.ssa(np.array(low, np.float32))))[0]
+    clipped = lw.emit(graph.MinOp(lw.ssa(clipped), lw.ssa(np.array(high, np.float32))))[0]
+    return [lw.cast(clipped, dtype)]
+
+
+@_register(
+    ["DequantizeLinear"], "decomposed", _qdq_precheck, static_inputs=(1, 2),
+    note="graph.cast to float32, - zero point, * scale (of constant weights: folded at import)",
+)  # fmt: skip
+def _lower_dequantize_linear(lw: Lowering, node, inputs):
+    x = inputs[0]
+    if _dtype(x) not in (*_QUANTIZED_TYPES, np.dtype(np.int32)):
+        raise Unsupported(f"DequantizeLinear of {_dtype(x)} is not supported (8- and 16-bit integers, int32)")
+    scale, zero, _ = _quantization(lw, node, inputs, len(_shape(x)))
+    if isinstance(x, np.ndarray):  # a quantized weight: exactly as onnxruntime computes it
+        difference = x.astype(np.int32) - zero.astype(np.int32)
+        return [(difference.astype(np.float32) * scale).astype(np.float32)]
+    value = lw.cast(x, np.dtype(np.float32))
+    if np.any(zero):
+        value = lw.emit(graph.SubOp(lw.ssa(value), lw.ssa(zero.astype(np.float32))))[0]
+    return lw.emit(graph.MulOp(lw.ssa(value), lw.ssa(scale)))
+
+
 # --------------------------------------------------------------------------- linear algebra
 
 

@@ -76,6 +76,9 @@ UNSUPPORTED_VARIANTS: dict[str, str] = {
     "test_training_dropout_mask": "Dropout training_mode input (random mask)",
     "test_training_dropout_zero_ratio": "Dropout training_mode input (random mask)",
     "test_training_dropout_zero_ratio_mask": "Dropout training_mode input (random mask)",
+    "test_dequantizelinear_blocked": "DequantizeLinear block_size (blocked quantization)",
+    "test_quantizelinear_blocked_asymmetric": "QuantizeLinear block_size (blocked quantization)",
+    "test_quantizelinear_blocked_symmetric": "QuantizeLinear block_size (blocked quantization)",
 }
 """Selected tests that use a feature outside aitc's scope, which a precheck rejects at import
 ("unsupported: <reason>"); the conformance pytest checks that exactly these are rejected."""

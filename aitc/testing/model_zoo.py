@@ -706,6 +706,48 @@ def mlp_with_host_ops(batch: int = 4, features: int = 16, hidden: int = 32, clas
     return model, inputs
 
 
+DIGITS_TRAIN = 1200
+"""`digits_mlp` trains on digits 0..1199; the other 597 are held out."""
+
+
+def digits_mlp() -> tuple[onnx.ModelProto, np.ndarray, np.ndarray]:
+    """A 64-32-10 MLP (MatMul, Add, Relu, MatMul, Add; batch dim "N") trained by scikit-learn
+    on the first `DIGITS_TRAIN` of its bundled digits (8x8 images scaled to [0, 1]), and all
+    the images and labels. A real dataset a package ships, for quantization accuracy; scikit-learn
+    is a test dependency."""
+    import warnings
+
+    from sklearn.datasets import load_digits
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+
+    images, labels = load_digits(return_X_y=True)
+    images = (images / 16.0).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        classifier = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=0)
+        classifier.fit(images[:DIGITS_TRAIN], labels[:DIGITS_TRAIN])
+    (w1, w2), (b1, b2) = classifier.coefs_, classifier.intercepts_
+    weights = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in
+               (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))]  # fmt: skip
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
+        helper.make_node("Add", ["h0", "b1"], ["h1"], name="bias1"),
+        helper.make_node("Relu", ["h1"], ["h"], name="relu"),
+        helper.make_node("MatMul", ["h", "w2"], ["y0"], name="fc2"),
+        helper.make_node("Add", ["y0", "b2"], ["logits"], name="bias2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "digits", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], weights,
+    )  # fmt: skip
+    return (
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+        images,
+        labels.astype(np.int64),
+    )
+
+
 def with_static_batch(model: onnx.ModelProto, batch: int = 1) -> onnx.ModelProto:
     """A copy of `model` whose symbolic (dynamic) input/output dims are pinned to `batch`."""
     pinned = onnx.ModelProto()

@@ -5,7 +5,6 @@ a cross-check, the calibration cache, and the command's error paths."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,41 +16,15 @@ from onnx import TensorProto, helper, numpy_helper
 from aitc.quantize import cache_dir, quantize_model
 from aitc.quantize.calibrate import Range, _entropy, _percentile, calibrate
 from aitc.reference import onnxruntime_session
+from aitc.testing import model_zoo
 from aitc.tools.aitc_main import main
 
-TRAIN = 1200
-"""Digits 0..1199 train the classifier and calibrate; the other 597 are held out."""
+TRAIN = model_zoo.DIGITS_TRAIN
 
 
 @pytest.fixture(scope="module")
 def digits() -> tuple[onnx.ModelProto, np.ndarray, np.ndarray]:
-    """(a 64-32-10 MLP trained on the first TRAIN digits as ONNX, all images, all labels)."""
-    from sklearn.datasets import load_digits
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
-
-    images, labels = load_digits(return_X_y=True)
-    images = (images / 16.0).astype(np.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        mlp = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=0).fit(
-            images[:TRAIN], labels[:TRAIN]
-        )
-    (w1, w2), (b1, b2) = mlp.coefs_, mlp.intercepts_
-    weights = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in
-               (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))]  # fmt: skip
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
-        helper.make_node("Add", ["h0", "b1"], ["h1"], name="bias1"),
-        helper.make_node("Relu", ["h1"], ["h"], name="relu"),
-        helper.make_node("MatMul", ["h", "w2"], ["y0"], name="fc2"),
-        helper.make_node("Add", ["y0", "b2"], ["logits"], name="bias2"),
-    ]
-    graph = helper.make_graph(
-        nodes, "digits", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], weights,
-    )  # fmt: skip
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), images, labels
+    return model_zoo.digits_mlp()
 
 
 def _predict(model: onnx.ModelProto, images: np.ndarray) -> np.ndarray:

@@ -1,0 +1,126 @@
+"""QDQ models: QuantizeLinear/DequantizeLinear import as graph ops that match onnxruntime bit for
+bit (round half to even, saturation, per-axis scales), and a model quantized by onnxruntime's
+quantize_static imports, compiles and matches onnxruntime at every level."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from aitc.compiler import CompileOptions
+from aitc.diagnostics import AitcError
+from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import run_module
+from aitc.reference import onnxruntime_outputs
+from aitc.testing import model_zoo
+from aitc.verify import verify_model
+
+
+def _qdq(shape, scale, zero, dtype=TensorProto.INT8, axis=1, scale_input=False) -> onnx.ModelProto:
+    """x -> QuantizeLinear -> q (an output too) -> DequantizeLinear -> y."""
+    np_type = onnx.helper.tensor_dtype_to_np_dtype(dtype)
+    constants = [numpy_helper.from_array(np.asarray(zero, np_type), "zero")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+    if scale_input:
+        inputs.append(helper.make_tensor_value_info("scale", TensorProto.FLOAT, list(np.shape(scale))))
+    else:
+        constants.append(numpy_helper.from_array(np.asarray(scale, np.float32), "scale"))
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"], name="quantize", axis=axis),
+        helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["y"], name="dequantize", axis=axis),
+    ]
+    outputs = [
+        helper.make_tensor_value_info("q", dtype, shape),
+        helper.make_tensor_value_info("y", TensorProto.FLOAT, shape),
+    ]
+    graph = helper.make_graph(nodes, "qdq", inputs, outputs, constants)
+    opset = 21 if dtype == TensorProto.INT16 else 19  # 16-bit QuantizeLinear: opset 21
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    ("dtype", "zero"), [(TensorProto.INT8, 3), (TensorProto.UINT8, 128), (TensorProto.INT16, -7)]
+)
+def test_quantize_dequantize_match_onnxruntime_bit_for_bit(dtype, zero):
+    scale = np.float32(0.05)
+    # exact halves (round half to even), both saturation ends, and ordinary values
+    x = np.concatenate([np.arange(-6, 6, dtype=np.float32) * scale / 2, [1e6, -1e6],
+                        np.random.default_rng(0).standard_normal(18).astype(np.float32)])  # fmt: skip
+    x = x.astype(np.float32).reshape(4, 8)
+    model = _qdq([4, 8], scale, zero, dtype)
+    got = run_module(import_onnx(model), {"x": x})
+    want = onnxruntime_outputs(model, {"x": x})
+    for name in ("q", "y"):
+        assert got[name].dtype == want[name].dtype
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_per_axis_scales():
+    scales = np.array([0.1, 0.02, 0.5], np.float32)
+    model = _qdq([2, 3, 4, 4], scales, np.array([0, -5, 7]), axis=1)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 4)).astype(np.float32) * 4
+    got = run_module(import_onnx(model), {"x": x})
+    want = onnxruntime_outputs(model, {"x": x})
+    np.testing.assert_array_equal(got["q"], want["q"])
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: _qdq([2, 2], 0.1, 0, scale_input=True), "must be a constant"),
+        (lambda: _qdq([2, 2], 0.0, 0), "every scale must be positive and finite"),
+        (
+            lambda: _qdq([2, 3], np.array([0.1, 0.2], np.float32), np.array([0, 0])),
+            "2 scales for axis 1 of size 3",
+        ),
+    ],
+)
+def test_unsupported_quantization_is_a_clean_error_naming_the_node(build, message):
+    with pytest.raises(AitcError, match=message) as error:
+        import_onnx(build())
+    assert "node 'quantize' (QuantizeLinear)" in str(error.value)
+
+
+@pytest.fixture(scope="module")
+def ort_quantized(tmp_path_factory) -> tuple[onnx.ModelProto, np.ndarray]:
+    """The digits MLP quantized by onnxruntime's quantize_static (QDQ and its defaults: int8
+    activations and weights per tensor, Relu folded into the quantization) on 100 training
+    images; and held-out images."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    model, images, _ = model_zoo.digits_mlp()
+    folder = tmp_path_factory.mktemp("ort")
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter({"x": images[i : i + 1]} for i in range(100))
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    onnx.save(model, folder / "float.onnx")
+    quantize_static(
+        str(folder / "float.onnx"), str(folder / "int8.onnx"), Reader(), quant_format=QuantFormat.QDQ
+    )
+    held_out = images[model_zoo.DIGITS_TRAIN : model_zoo.DIGITS_TRAIN + 32]
+    return onnx.load(str(folder / "int8.onnx")), held_out
+
+
+@pytest.mark.parametrize("level", ["graph", "tile", "hw"])
+def test_a_quantize_static_model_compiles_and_matches_onnxruntime(ort_quantized, level):
+    model, images = ort_quantized
+    assert {n.op_type for n in model.graph.node} >= {"QuantizeLinear", "DequantizeLinear"}
+    options = CompileOptions(target="edge", cores=1, input_shapes={"x": list(images.shape)})
+    report = verify_model(model, options, level, ("entire",), {"x": images})
+    assert not report.failures, [
+        f"{c.tensor}: {c.comparison.problem if c.comparison else c.skipped}" for c in report.failures
+    ]
+    quantized = [c for c in report.checks if c.dtype in ("int8", "uint8")]
+    assert len(quantized) >= 4, "x, h0, h and y0 are quantized"
+    assert all(c.comparison is not None and c.comparison.max_abs == 0 for c in quantized)  # integers: exactly
+    logits = next(c for c in report.checks if c.tensor == "logits")
+    assert logits.comparison is not None
+    assert logits.comparison.sqnr_db > 100
