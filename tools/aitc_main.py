@@ -271,8 +271,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     inputs = load_arrays(args.inputs) if args.inputs else None
     options = CompileOptions(target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores)
     modes = ("entire", "single") if args.mode == "both" else (args.mode,)
-    report = verify_model(args.model, options, args.level, modes, inputs, args.seed, args.bisect)
-    print(format_verify(report, args.all))
+    if args.float is not None:
+        from aitc.verify.quantized import format_exclusions, verify_against_float
+
+        sources.append(args.float)
+        report, gains = verify_against_float(args.model, args.float, options, args.level, inputs, args.seed)
+        print(format_verify(report, args.all))
+        print("(against the float model, float tensors are judged by the int8 profile)")
+        print(format_exclusions(gains))
+    else:
+        report = verify_model(args.model, options, args.level, modes, inputs, args.seed, args.bisect)
+        print(format_verify(report, args.all))
     if folder is not None:
         _write_folder(folder, args.output, snapshot_files(report), sources)
         print(f"wrote the snapshot to {folder}/ (names.json maps tensor names to .npy files)")
@@ -684,6 +693,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when entire mode disagrees, find the first pass of the compile whose output does "
         "(BISECT: lines as LLVM's -opt-bisect-limit prints them) and the first diverging node",
+    )
+    p.add_argument(
+        "--float",
+        metavar="FLOAT.onnx",
+        help="MODEL is quantized (QDQ): compare it with this float model tensor by tensor (int8 profile) "
+        "and rank the nodes whose exclusion from quantization helps most",
     )
     p.set_defaults(handler=cmd_verify)
 

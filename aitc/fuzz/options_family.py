@@ -138,6 +138,9 @@ def _other_command(rng: random.Random) -> list[str]:
                 *rng.choice([[], ["--level", rng.choice(["graph", "tile", "sync", "hw", "x"])]]),
                 *rng.choice([[], ["--mode", rng.choice(["entire", "single", "both", ""])]]),
                 *rng.choice(
+                    [[], [], ["--float", rng.choice(["m.onnx", "d.onnx", "p.aitb", "missing.onnx"])]]
+                ),
+                *rng.choice(
                     [[], ["--input-shape", rng.choice(SHAPES)], ["--cores", rng.choice(["1", "2", "0"])]]
                 ),
                 *rng.choice([[], ["-o", rng.choice(["snap", "m.onnx", ".", "-"])]]),

@@ -98,7 +98,7 @@ class VerifyReport:
         }
 
 
-def _prepared(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
+def prepared_model(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
     """A copy of `model` checked as `aitc import` checks it, with its inputs pinned to
     `input_shapes` and every value's type and shape inferred."""
     pinned = onnx.ModelProto()
@@ -198,7 +198,7 @@ def _checked(
     return {name: np.asarray(given[name]) for name in known}
 
 
-def _compiled_outputs(
+def compiled_outputs(
     model: onnx.ModelProto,
     level: str,
     options: CompileOptions,
@@ -225,7 +225,7 @@ def verify_entire(
     """Entire mode (module docstring): the checks, the reference and the compiled tensors."""
     exposed, tensors = exposed_model(model)
     reference = onnxruntime_outputs(exposed, inputs)
-    compiled = _compiled_outputs(exposed, level, options, inputs, passes)
+    compiled = compiled_outputs(exposed, level, options, inputs, passes)
     checks = []
     for tensor, node, op_type in tensors:
         want = reference[tensor]
@@ -299,7 +299,7 @@ def verify_single(
             continue
         single, inputs = _single_node_model(model, node, reference)
         try:
-            got = _compiled_outputs(single, level, replace_shapes(options, inputs), inputs)
+            got = compiled_outputs(single, level, replace_shapes(options, inputs), inputs)
         except AitcError as error:
             checks += skipped(str(error).splitlines()[0][:160])
             continue
@@ -342,8 +342,8 @@ def verify_model(
     of the compile's down to `level` (a test pipeline)."""
     if level not in LEVELS:
         raise AitcError(f"--level must be one of {', '.join(LEVELS)}, not '{level}'")
-    model = source if isinstance(source, onnx.ModelProto) else _load(source)
-    prepared = _prepared(model, options.input_shapes)
+    model = load_checked(source)
+    prepared = prepared_model(model, options.input_shapes)
     run_inputs = reference_inputs(prepared, inputs, seed)
     report = VerifyReport(
         Path(str(source)).name if not isinstance(source, onnx.ModelProto) else (model.graph.name or "model"),
@@ -367,9 +367,10 @@ def verify_model(
     return report
 
 
-def _load(path: str | Path) -> onnx.ModelProto:
-    """The model at `path` with its external data (a broken file is an AitcError)."""
-    return load_model(str(path))
+def load_checked(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    """The model at `source` with its external data (a broken file is an AitcError), or the
+    given model."""
+    return source if isinstance(source, onnx.ModelProto) else load_model(str(source))
 
 
 HEADERS = ["mode", "node", "op", "tensor", "dtype", "cosine", "SQNR dB", "max abs", "max rel", "result"]
@@ -411,7 +412,7 @@ def format_verify(report: VerifyReport, every: bool = False) -> str:
 def _worth_showing(checks: Sequence[TensorCheck]) -> list[TensorCheck]:
     """Failures and skips first, then each mode's 10 lowest SQNRs, in model order."""
     chosen = {id(c) for c in checks if c.failed or c.skipped}
-    for mode in MODES:
+    for mode in dict.fromkeys(c.mode for c in checks):
         compared = [c for c in checks if c.mode == mode and c.comparison is not None]
         for check in sorted(compared, key=lambda c: c.comparison.sqnr_db if c.comparison else 0)[:10]:
             chosen.add(id(check))

@@ -187,3 +187,64 @@ def test_quantize_errors_write_nothing(capsys, monkeypatch, tmp_path, digits, ca
     assert "Traceback" not in err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     assert not Path("out.onnx").exists()
+
+
+# --------------------------------------------------------------------------- aitc verify --float
+
+
+def test_verify_against_float_ranks_exclusions_as_quantize_exclude_makes_them(digits):
+    from aitc.compiler import CompileOptions
+    from aitc.reference import onnxruntime_outputs
+    from aitc.verify.metrics import compare
+    from aitc.verify.quantized import verify_against_float
+
+    model, images, _ = digits
+    calibration, held_out = {"x": images[:200]}, images[TRAIN : TRAIN + 64]
+    quantized, _ = quantize_model(model, calibration)
+    options = CompileOptions(target="edge", cores=1, input_shapes={"x": list(held_out.shape)})
+    report, gains = verify_against_float(quantized, model, options, "hw", {"x": held_out})
+    assert [c.tensor for c in report.checks] == ["h0", "h1", "h", "y0", "logits"]
+    assert not report.failures  # the int8 profile: cosine >= 0.99, SQNR >= 20 dB
+    assert {g.node for g in gains} == {"fc1", "fc2"}
+    assert gains[0].gain_db >= gains[1].gain_db
+    want = onnxruntime_outputs(model, {"x": held_out})["logits"]
+    for gain in gains:  # the what-if equals quantizing with that node excluded
+        excluded, _ = quantize_model(model, calibration, exclude=[gain.node])
+        got = onnxruntime_outputs(excluded, {"x": held_out})["logits"]
+        assert gain.sqnr_db == pytest.approx(compare(got, want).sqnr_db, abs=1e-9)
+
+
+def test_verify_float_command(capsys, monkeypatch, tmp_path, digits):
+    model, images, _ = digits
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AITC_CACHE_DIR", str(tmp_path / "cache"))
+    onnx.save(model, "f.onnx")
+    quantized, _ = quantize_model(model, {"x": images[:100]})
+    onnx.save(quantized, "q.onnx")
+    np.savez("in.npz", x=images[TRAIN : TRAIN + 16])
+    argv = [
+        "verify",
+        "q.onnx",
+        "--float",
+        "f.onnx",
+        "--input-shape",
+        "x=16x64",
+        "--inputs",
+        "in.npz",
+        "--level",
+        "graph",
+    ]
+    code, stdout, err = run_cli(capsys, argv)
+    assert code == 0, err
+    assert "int8 vs float" in stdout
+    assert "nodes whose exclusion from quantization helps most" in stdout
+    other = helper.make_model(
+        helper.make_graph([helper.make_node("Identity", ["z"], ["logits"])], "other",
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [16, 10])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [16, 10])]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )  # fmt: skip
+    onnx.save(other, "other.onnx")
+    code, _, err = run_cli(capsys, [*argv[:3], "other.onnx", *argv[4:]])
+    assert code == 1
+    assert "--float other.onnx: --input-shape names 'x', which is not a model input" in err
