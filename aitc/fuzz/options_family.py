@@ -104,7 +104,14 @@ def _other_command(rng: random.Random) -> list[str]:
                 "--target",
                 "tiny",
                 *rng.choice([["--tune"], []]),
-                rng.choice(["--tune-seconds", "--tune-candidates"]),
+                # odd --tune-candidates values run under a short time bound: a huge short list
+                # is measured until --tune-seconds run out (300 by default), longer than a case
+                *rng.choice(
+                    [
+                        ["--tune-seconds"],
+                        ["--tune-seconds", "2", "--tune-candidates"],
+                    ]
+                ),
                 rng.choice(TUNE_VALUES),
                 "--tune-cache",  # always: the default cache is the user's, outside the case's folder
                 rng.choice(["t.json", "m.onnx", ".", "out.aitb"]),
