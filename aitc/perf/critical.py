@@ -93,6 +93,7 @@ class _Walk:
         self.ends = {key: [end for end, _ in found] for key, found in self.signals.items()}
 
     def engine(self, event: dict[str, Any]) -> str:
+        """The engine name of `event`'s track."""
         return self.names.get((event["pid"], event["tid"]), str(event["tid"]))
 
     def before(self, event: dict[str, Any]) -> dict[str, Any] | None:
@@ -112,6 +113,7 @@ class _Walk:
         return self.signals[key][index][1] if index >= 0 else None
 
     def run(self) -> CriticalPath:
+        """Walks the path back from the instruction that finished last (module docstring)."""
         current: dict[str, Any] | None = max(self.events, key=lambda e: (_end(e), e["ts"]))
         assert current is not None
         total = _end(current)

@@ -80,10 +80,12 @@ def format_perf(report: PerfReport, count: int | None = None) -> str:
 
 
 def perf_json(report: PerfReport) -> str:
+    """`PerfReport.to_json` as indented JSON text."""
     return json.dumps(report.to_json(), indent=1, sort_keys=False) + "\n"
 
 
 def perf_csv(report: PerfReport) -> str:
+    """One CSV row per report row (the JSON fields but the tensor lists)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     keys = [k for k in report.rows[0].to_json() if k not in ("inputs", "outputs")] if report.rows else []

@@ -71,9 +71,11 @@ class NodePerf:
 
     @property
     def efficiency(self) -> float | None:
+        """bound / cycles, None without cycles."""
         return self.bound / self.cycles if self.cycles else None
 
     def to_json(self) -> dict[str, Any]:
+        """The row as perf.json writes it."""
         return {
             "node": self.node, "op_type": self.op_type, "ops": self.ops, "placement": self.placement,
             "est_cycles": self.est, "cycles": self.cycles, "start": self.start, "end": self.end,
@@ -137,9 +139,11 @@ class PerfReport:
 
     @property
     def errors(self) -> ErrorSummary:
+        """The cost model's error over the rows."""
         return error_summary(self.rows)
 
     def to_json(self) -> dict[str, Any]:
+        """perf.json's content."""
         errors = self.errors
         return {
             "source": self.source,

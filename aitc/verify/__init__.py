@@ -58,9 +58,11 @@ class TensorCheck:
 
     @property
     def failed(self) -> bool:
+        """Compared, and outside its profile."""
         return self.comparison is not None and not self.comparison.passed
 
     def to_json(self) -> dict[str, object]:
+        """The check as report.json writes it."""
         metrics = self.comparison.to_json() if self.comparison is not None else {}
         return {"mode": self.mode, "node": self.node, "op_type": self.op_type, "tensor": self.tensor,
                 "dtype": self.dtype, **metrics, "skipped": self.skipped}  # fmt: skip
@@ -82,9 +84,11 @@ class VerifyReport:
 
     @property
     def failures(self) -> list[TensorCheck]:
+        """The checks outside tolerance, in order."""
         return [check for check in self.checks if check.failed]
 
     def to_json(self) -> dict[str, object]:
+        """report.json's content."""
         return {
             "source": self.source,
             "level": self.level,

@@ -55,11 +55,13 @@ class BisectResult:
     unrunnable: str = ""
 
     def to_json(self) -> dict[str, object]:
+        """The finding as report.json writes it."""
         node = self.divergence.node if self.divergence is not None else None
         return {"passes": self.passes, "first_diverging_pass": self.culprit, "since": self.since,
                 "first_diverging_node": node, "probes": self.probes, "text": self.text()}  # fmt: skip
 
     def text(self) -> str:
+        """The BISECT lines that state the finding."""
         if self.culprit is None:
             return f"BISECT: no pass diverges: all {len(self.passes)} passes agree with onnxruntime"
         where = "the imported model (before any pass)"

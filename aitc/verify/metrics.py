@@ -37,6 +37,7 @@ class Tolerance:
     exact: bool = False
 
     def text(self) -> str:
+        """The profile as one line ("exact", or its bounds)."""
         if self.exact:
             return "exact"
         parts = [
@@ -83,6 +84,7 @@ class Comparison:
     problem: str = ""
 
     def to_json(self) -> dict[str, object]:
+        """The metrics as report.json writes them (inf and NaN as strings)."""
         return {
             "cosine": _finite(self.cosine),
             "sqnr_db": _finite(self.sqnr_db),

@@ -161,6 +161,7 @@ def verify_against_float(
 
 
 def format_exclusions(gains: Sequence[Exclusion]) -> str:
+    """The exclusion ranking as a table, largest gain first."""
     from aitc.report import format_table
 
     if not gains:
