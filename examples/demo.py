@@ -6,8 +6,12 @@ For each examples/models/*.onnx:
      cycle-approximate simulator;
   3. compile for every core of `edge` (sharded by the cost model's strategy: --cores 4 --shard
      auto), run it on the simulator, next to the single-core cycles, and print one plan;
-and compare each with onnxruntime on the same inputs. Prints the tables and where the
-binaries, the optimised IR and a Chrome/Perfetto trace were written.
+and compare each with onnxruntime on the same inputs; then
+  4. verify each on one core as `aitc perf` and `aitc verify` do: the cost model's per-kernel
+     error against the simulator, the critical path's busiest engine, and every node's output
+     at hw level against onnxruntime (lowest SQNR).
+Prints the tables and where the binaries, the optimised IR and a Chrome/Perfetto trace were
+written.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from aitc.frontend.onnx_import import import_onnx, node_support
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
 from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
+from aitc.perf import profile_model
 from aitc.reference import onnxruntime_outputs, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator, write_trace
 from aitc.target import load_target
+from aitc.verify import verify_model
 
 HERE = Path(__file__).parent
 OUT = HERE.parent / "out"
@@ -96,6 +102,22 @@ def multicore_level(path: Path, model: onnx.ModelProto, inputs, reference, singl
     )  # fmt: skip
 
 
+def verification(path: Path, model: onnx.ModelProto, inputs) -> tuple:
+    """`aitc perf` and `aitc verify` (entire mode, hw level) on one core."""
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    options = CompileOptions(target=TARGET, cores=1, input_shapes=shapes)
+    report = profile_model(model, options, inputs)
+    errors = report.errors
+    estimate = "-" if errors.median is None else f"{errors.median:.0%} / {errors.p90:.0%}"
+    path_line = report.path.summary(0)[0].removeprefix("by engine: ")
+    checked = verify_model(model, options, "hw", ("entire",), inputs)
+    compared = [c.comparison for c in checked.checks if c.comparison is not None]
+    lowest = min((c.sqnr_db for c in compared if c.profile.startswith("float")), default=float("inf"))
+    verdict = "MATCH" if not checked.failures else f"{len(checked.failures)} OUTSIDE TOLERANCE"
+    busiest = ", ".join(path_line.split(", ")[:2])
+    return (path.stem, report.cycles, estimate, busiest, len(compared), f"{lowest:.0f}", verdict)
+
+
 def example_inputs(path: Path, model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """`<stem>.inputs.npz` next to the model (token ids and masks), else seeded random inputs."""
     saved = path.with_suffix(".inputs.npz")
@@ -120,7 +142,7 @@ def _verdict(error: float) -> str:
 
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    graph_rows, npu_rows, multi_rows = [], [], []
+    graph_rows, npu_rows, multi_rows, verify_rows = [], [], [], []
     for path in sorted((HERE / "models").glob("*.onnx")):
         model = onnx.load(path)
         inputs = example_inputs(path, model)
@@ -128,6 +150,7 @@ def main() -> None:
         graph_rows.append(graph_level(path, model, inputs, reference))
         npu_rows.append(npu_level(path, model, inputs, reference))
         multi_rows.append(multicore_level(path, model, inputs, reference, int(npu_rows[-1][5])))
+        verify_rows.append(verification(path, model, inputs))
     print("aitc demo: the bundled ONNX models through the toolchain, checked against onnxruntime\n")
     print("1. graph level: import -> graph-optimize -> numpy reference interpreter")
     graph_headers = ["model", "ONNX nodes", "graph ops", "optimised", "optimise ms", "rel. error", "result"]
@@ -156,10 +179,14 @@ def main() -> None:
         print(f"\nthe plan for {transformer.stem} on {cores} cores, as `aitc compile {flags}` reports it:")
         options = CompileOptions(target=TARGET, cores=cores, emit="graph")
         print(shard_plan_report(compile_module(onnx.load(transformer), options).module))
+    print(f"\n4. verified on one core of '{TARGET}' (aitc perf MODEL --cores 1; aitc verify MODEL)")
+    verify_headers = ["model", "cycles", "est. error median / p90", "critical path (busiest)",
+                      "tensors vs onnxruntime", "lowest SQNR dB", "result"]  # fmt: skip
+    print(format_table(verify_headers, verify_rows))
     shown = OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT
     print(f"\nwritten to {shown}/: optimised graph IR (*.mlir), binaries (*.aitb), traces (*.trace.json:")
     print("open in https://ui.perfetto.dev or chrome://tracing)")
-    if any(row[-1] != "MATCH" for row in graph_rows + npu_rows) or any(
+    if any(row[-1] != "MATCH" for row in graph_rows + npu_rows + verify_rows) or any(
         row[-1] == "MISMATCH" for row in multi_rows
     ):
         raise SystemExit(1)
