@@ -526,15 +526,12 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
             if isinstance(op, KernelOp) and op.sym is not None:
                 row: dict[str, object] = {"kernel": op.sym.data}
                 row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
-                row["nodes"] = list(dict.fromkeys([op.sym.data, *filter(None, map(_location, op.walk()))]))
+                carried = (location_name(inner.location) for inner in op.walk())
+                row["nodes"] = list(dict.fromkeys([op.sym.data, *filter(None, carried)]))
                 if split:
                     row.update(on="npu", **segment)
                 rows.append(row)
     return rows
-
-
-def _location(op) -> str | None:
-    return location_name(op.location)
 
 
 def segment_report(module: ModuleOp) -> list[dict[str, object]]:

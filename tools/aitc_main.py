@@ -657,9 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--conv-layout", choices=("auto", "nchw", "nhwc"), default="auto", help="as for aitc compile"
     )
-    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
-    p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
-    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
+    _add_model_inputs(p)
     p.add_argument("--top", type=_positive_int, default=25, help="rows printed, longest first (default 25)")
     p.set_defaults(handler=cmd_perf)
 
@@ -684,9 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="entire: one run, errors accumulate; single: each node alone on the reference's inputs",
     )
     p.add_argument("--cores", type=_positive_int, default=1, help="cores to compile for (default 1)")
-    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
-    p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
-    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
+    _add_model_inputs(p)
     p.add_argument("--all", action="store_true", help="print every tensor's row (default: the worst)")
     p.add_argument(
         "--bisect",
@@ -724,6 +720,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_quantize)
     _add_binary_commands(sub)
     return parser
+
+
+def _add_model_inputs(p: argparse.ArgumentParser) -> None:
+    """--input-shape, --inputs and --seed of the commands that run a model on inputs of its own."""
+    p.add_argument("--input-shape", action="append", type=_parse_shape, metavar="NAME=1x3x224x224")
+    p.add_argument("--inputs", help=".npz whose keys are the model input names (default: random)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs when --inputs is absent")
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:

@@ -353,7 +353,7 @@ def _type_name(elem_type: int) -> str:
 def _type_problems(model: onnx.ModelProto) -> list[str]:
     """Graph inputs/outputs must be tensors, and every boundary tensor of a supported element type."""
     problems = []
-    values = [("input", v) for v in _graph_inputs(model)] + [("output", v) for v in model.graph.output]
+    values = [("input", v) for v in graph_inputs(model)] + [("output", v) for v in model.graph.output]
     for kind, value in values:
         if not value.type.HasField("tensor_type"):
             problems.append(
@@ -484,7 +484,8 @@ def _checker_node_label(model: onnx.ModelProto, name: str, op_type: str) -> str:
 # --------------------------------------------------------------------------- shapes
 
 
-def _graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The model's inputs that are not initializers: the values a run is given."""
     initializers = {t.name for t in model.graph.initializer}
     return [i for i in model.graph.input if i.name not in initializers]
 
@@ -498,7 +499,7 @@ def _dims(value: onnx.ValueInfoProto) -> list[int | str]:
 
 def pin_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> None:
     """Writes static shapes into the graph inputs; every dim must end up static and sane."""
-    inputs = {i.name: i for i in _graph_inputs(model)}
+    inputs = {i.name: i for i in graph_inputs(model)}
     problems = [
         f"--input-shape names '{n}', which is not a model input (inputs: {', '.join(inputs)})"
         for n in input_shapes
@@ -715,7 +716,7 @@ def _lower_model(model: onnx.ModelProto, inferred: onnx.ModelProto) -> ModuleOp:
     env: dict[str, Value] = dict(_initializers(model))
     block = Block()
     arg_names = []
-    for value in _graph_inputs(model):
+    for value in graph_inputs(model):
         dtype = onnx_to_numpy(value.type.tensor_type.elem_type)
         shape = [int(d) for d in _dims(value)]
         env[value.name] = block.insert_arg(TensorType(element_type_of(dtype), shape), len(block.args))

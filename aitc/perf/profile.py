@@ -27,9 +27,11 @@ from typing import Any
 
 import onnx
 
+from aitc.diagnostics import AitcError
 from aitc.perf.critical import CriticalPath, critical_path
 from aitc.perf.timeline import NO_NODE, Timeline
 from aitc.target import Target
+from aitc.verify import prepared_model
 
 ESTIMATE_TOLERANCE = 0.05
 """An estimate within 5% of the simulated cycles counts as accurate (issue 13's aim: median
@@ -172,25 +174,15 @@ class PerfReport:
 def node_shapes(
     model: onnx.ModelProto | None, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> dict[str, tuple[str, list[TensorInfo], list[TensorInfo]]]:
-    """Per ONNX node name: (op type, its inputs, its outputs), types and shapes from onnx's
-    shape inference with the inputs pinned to `input_shapes` (as `--input-shape` pins them;
-    an unknown dim is 0; only names and op types for a model it rejects)."""
+    """Per ONNX node name: (op type, its inputs, its outputs), types and shapes as `aitc verify`
+    prepares the model (`prepared_model`: the inputs pinned to `input_shapes`, as
+    `--input-shape` pins them, and onnx's shape inference); an unknown dim is 0; only names
+    and op types for a model it rejects."""
     if model is None:
         return {}
-    if input_shapes:
-        pinned = onnx.ModelProto()
-        pinned.CopyFrom(model)
-        for value in pinned.graph.input:
-            if value.name in input_shapes:
-                dims = value.type.tensor_type.shape.dim
-                del dims[:]
-                dims.extend(
-                    onnx.TensorShapeProto.Dimension(dim_value=int(d)) for d in input_shapes[value.name]
-                )
-        model = pinned
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception:  # shapes are decoration; the compile already checked the model
+        inferred = prepared_model(model, input_shapes or {})
+    except AitcError:  # shapes are decoration; the compile already checked the model
         inferred = model
     graph = inferred.graph
     known: dict[str, TensorInfo] = {}

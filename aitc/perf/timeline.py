@@ -107,10 +107,6 @@ class Timeline:
         self.core_busy = {key: union(spans) for key, spans in self.core_busy.items()}
         self.spans = _spans(per_node)
 
-    def share(self, engine: str, lo: int, hi: int) -> float:
-        """The share of [lo, hi) in which `engine` (on any core) was busy."""
-        return length(self.busy.get(engine, []), lo, hi) / max(hi - lo, 1)
-
     def busiest(self, lo: int, hi: int, core: int | None = None) -> tuple[str, float]:
         """The engine busiest over [lo, hi) (of `core`, or averaged over the cores) and its
         busy share."""

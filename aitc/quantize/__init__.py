@@ -33,6 +33,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from aitc.diagnostics import AitcError
+from aitc.files import write_atomic
 from aitc.quantize.calibrate import METHODS, Range, calibrate
 
 QUANTIZED_OPS = {"Conv": (0, 1, 2), "MatMul": (0, 1, None), "Gemm": (0, 1, 2)}
@@ -166,8 +167,6 @@ def calibrated_ranges(
     ranges = calibrate(model, samples, tensors, method, percentile)
     if path is not None:
         try:
-            from aitc.files import write_atomic
-
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps({n: [r.low, r.high] for n, r in ranges.items()}, sort_keys=True))
         except OSError:

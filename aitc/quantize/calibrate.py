@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 
 from aitc.diagnostics import AitcError
+from aitc.frontend.onnx_import import graph_inputs
 from aitc.reference import onnxruntime_session
 
 METHODS = ("minmax", "percentile", "entropy")
@@ -47,8 +48,7 @@ class Range:
 def batches(model: onnx.ModelProto, samples: Mapping[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
     """The calibration samples in runs the model accepts (module docstring); an AitcError when
     the samples do not fit the model's inputs."""
-    initializers = {t.name for t in model.graph.initializer}
-    inputs = [v for v in model.graph.input if v.name not in initializers]
+    inputs = graph_inputs(model)
     missing = [v.name for v in inputs if v.name not in samples]
     extra = [name for name in samples if name not in {v.name for v in inputs}]
     problems = [f"the calibration data has no '{name}' (one array per model input)" for name in missing]

@@ -32,16 +32,15 @@ from xdsl.passes import ModulePass
 
 from aitc.compiler import CompileOptions, compile_module, load_input, record_compile_target
 from aitc.diagnostics import AitcError
-from aitc.frontend.onnx_import import load_model, typed_model
+from aitc.frontend.onnx_import import graph_inputs, load_model, typed_model
 from aitc.interp.run import random_tensor, run_any_level
 from aitc.passes.runner import run_pipeline_reporting
 from aitc.reference import onnxruntime_outputs
 from aitc.report import format_table
 from aitc.verify.bisect import BisectResult, Log, bisect_passes, pipeline_passes
-from aitc.verify.metrics import TOLERANCES, Comparison, compare
+from aitc.verify.metrics import TOLERANCES, Comparison, Tolerance, compare
 
 LEVELS = ("graph", "tile", "sync", "hw")
-MODES = ("entire", "single")
 
 
 @dataclass(frozen=True)
@@ -155,44 +154,48 @@ def reference_inputs(
 ) -> dict[str, np.ndarray]:
     """`given`, else seeded random values for the model's inputs (a prepared model: static
     shapes; a dim still unknown is an error naming it)."""
-    initializers = {t.name for t in model.graph.initializer}
     if given is not None:
-        return _checked(model, initializers, given)
+        return _checked(model, given)
     rng = np.random.default_rng(seed)
     found = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        tensor = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    for value in graph_inputs(model):
+        dims = _dims(value)
         if any(d is None for d in dims):
-            shown = "x".join("?" if d is None else str(d) for d in dims)
-            raise AitcError(f"input '{value.name}' has dynamic dims ({shown}): pin them with --input-shape")
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+            raise AitcError(
+                f"input '{value.name}' has dynamic dims ({_shown(dims)}): pin them with --input-shape"
+            )
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
         found[value.name] = random_tensor(rng, dims, dtype)  # type: ignore[arg-type]
     return found
 
 
-def _checked(
-    model: onnx.ModelProto, initializers: set[str], given: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
+def _dims(value: onnx.ValueInfoProto) -> list[int | None]:
+    """A value's dims, None where unknown."""
+    return [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+
+
+def _shown(dims: Sequence[int | None]) -> str:
+    return "x".join("?" if d is None else str(d) for d in dims)
+
+
+def _checked(model: onnx.ModelProto, given: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """`given`, when it holds exactly the model's inputs with their element types and (known)
     dims; else an AitcError listing what is wrong."""
     problems = []
-    declared = [v for v in model.graph.input if v.name not in initializers]
+    declared = graph_inputs(model)
     for value in declared:
         if value.name not in given:
             problems.append(f"input '{value.name}' is missing from --inputs")
             continue
-        tensor = value.type.tensor_type
-        want = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        want = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
         array = np.asarray(given[value.name])
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        dims = _dims(value)
         if array.dtype != want:
             problems.append(f"input '{value.name}' is {array.dtype}, the model takes {want}")
         elif len(dims) != array.ndim or any(d is not None and d != n for d, n in zip(dims, array.shape)):
-            shown = "x".join("?" if d is None else str(d) for d in dims)
-            problems.append(f"input '{value.name}' has shape {list(array.shape)}, the model takes {shown}")
+            problems.append(
+                f"input '{value.name}' has shape {list(array.shape)}, the model takes {_shown(dims)}"
+            )
     known = {v.name for v in declared}
     problems += [
         f"--inputs has '{name}', which is no input of the model" for name in given if name not in known
@@ -219,30 +222,22 @@ def compiled_outputs(
     return run_any_level(module, inputs)
 
 
-def verify_entire(
-    model: onnx.ModelProto,
-    level: str,
-    options: CompileOptions,
-    inputs: Mapping[str, np.ndarray],
-    passes: Sequence[ModulePass] | None = None,
-) -> tuple[list[TensorCheck], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Entire mode (module docstring): the checks, the reference and the compiled tensors."""
-    exposed, tensors = exposed_model(model)
-    reference = onnxruntime_outputs(exposed, inputs)
-    compiled = compiled_outputs(exposed, level, options, inputs, passes)
+def tensor_checks(
+    tensors: Sequence[tuple[str, str, str]],
+    reference: Mapping[str, np.ndarray],
+    compiled: Mapping[str, np.ndarray],
+    mode: str = "entire",
+    profiles: Mapping[str, Tolerance] | None = None,
+) -> list[TensorCheck]:
+    """One check per (tensor, node, op type) of `tensors`: its compiled value against its
+    reference (skipped when the compiled run does not output it)."""
     checks = []
     for tensor, node, op_type in tensors:
-        want = reference[tensor]
-        got = compiled.get(tensor)
-        if got is None:
-            checks.append(
-                TensorCheck("entire", node, op_type, tensor, str(want.dtype), None, "not an output")
-            )
-            continue
-        checks.append(
-            TensorCheck("entire", node, op_type, tensor, str(want.dtype), compare(np.asarray(got), want))
-        )
-    return checks, reference, compiled
+        want, got = reference[tensor], compiled.get(tensor)
+        comparison = None if got is None else compare(np.asarray(got), want, profiles)
+        skipped = "not an output" if got is None else ""
+        checks.append(TensorCheck(mode, node, op_type, tensor, str(want.dtype), comparison, skipped))
+    return checks
 
 
 def _single_node_model(
@@ -355,8 +350,13 @@ def verify_model(
         options.target or "edge",
         [],
     )
-    checks, reference, compiled = verify_entire(prepared, level, options, run_inputs, passes)
+    exposed, tensors = exposed_model(prepared)
+    reference = onnxruntime_outputs(exposed, run_inputs)
     report.reference = {**run_inputs, **reference}
+    checks: list[TensorCheck] = []
+    if "entire" in modes or bisect:  # --bisect starts from entire mode's disagreement
+        compiled = compiled_outputs(exposed, level, options, run_inputs, passes)
+        checks = tensor_checks(tensors, reference, compiled)
     if "entire" in modes:
         report.checks += checks
         report.compiled["entire"] = compiled
@@ -365,9 +365,8 @@ def verify_model(
         report.checks += single
         report.compiled["single"] = outputs
     if bisect and any(check.failed for check in checks):
-        exposed, tensors = exposed_model(prepared)
         chosen = list(passes) if passes is not None else pipeline_passes(options, level)
-        report.bisect = bisect_passes(exposed, tensors, options, run_inputs, chosen, log)
+        report.bisect = bisect_passes(exposed, tensors, reference, options, run_inputs, chosen, log)
     return report
 
 

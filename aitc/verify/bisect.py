@@ -24,7 +24,6 @@ from aitc.compiler import CompileOptions, load_input, record_compile_target, sta
 from aitc.diagnostics import AitcError
 from aitc.interp.run import run_any_level
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.reference import onnxruntime_outputs
 from aitc.verify.metrics import compare
 
 Log = Callable[[str], None]
@@ -85,16 +84,18 @@ def pipeline_passes(options: CompileOptions, level: str) -> list[ModulePass]:
 def bisect_passes(
     exposed: onnx.ModelProto,
     tensors: Sequence[tuple[str, str, str]],
+    reference: Mapping[str, np.ndarray],
     options: CompileOptions,
     inputs: Mapping[str, np.ndarray],
     passes: Sequence[ModulePass],
     log: Log = print,
 ) -> BisectResult:
     """The first of `passes` after which the exposed model's `tensors` ((tensor, node, op type)
-    in node order) disagree with onnxruntime's (module docstring)."""
+    in node order) disagree with `reference`, onnxruntime's values of them on `inputs`
+    (module docstring)."""
     if (options.cores or 1) > 1:
         raise AitcError("--bisect checks the single-core pipeline: use --cores 1")
-    probe = _Probe(exposed, tensors, options, inputs, passes, log)
+    probe = _Probe(exposed, tensors, reference, options, inputs, passes, log)
     names = [p.name for p in passes]
     last = probe(len(passes))
     if isinstance(last, Unrunnable):
@@ -147,14 +148,14 @@ class _Probe:
         self,
         exposed: onnx.ModelProto,
         tensors: Sequence[tuple[str, str, str]],
+        reference: Mapping[str, np.ndarray],
         options: CompileOptions,
         inputs: Mapping[str, np.ndarray],
         passes: Sequence[ModulePass],
         log: Log,
     ):
-        self.exposed, self.tensors, self.options, self.inputs = exposed, tensors, options, inputs
-        self.passes, self.log = list(passes), log
-        self.reference = onnxruntime_outputs(exposed, inputs)
+        self.exposed, self.tensors, self.reference = exposed, tensors, reference
+        self.options, self.inputs, self.passes, self.log = options, inputs, list(passes), log
         self.seen: dict[int, Divergence | Unrunnable | None] = {}
         self.count = 0
 

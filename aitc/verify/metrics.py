@@ -18,6 +18,7 @@ where the reference has NaN is a match, anywhere else a failure.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +102,7 @@ def _finite(value: float) -> float | str:
     return round(value, 9) if math.isfinite(value) else str(value)
 
 
-def compare(got: np.ndarray, want: np.ndarray, profiles: dict[str, Tolerance] | None = None) -> Comparison:
+def compare(got: np.ndarray, want: np.ndarray, profiles: Mapping[str, Tolerance] | None = None) -> Comparison:
     """The metrics of `got` against `want` and whether they meet want's dtype profile."""
     profiles = TOLERANCES if profiles is None else profiles
     profile = profile_of(want.dtype)

@@ -22,18 +22,20 @@ import onnx
 
 from aitc.compiler import CompileOptions
 from aitc.diagnostics import AitcError
+from aitc.frontend.onnx_import import graph_inputs
 from aitc.reference import onnxruntime_outputs
+from aitc.report import format_table
 from aitc.verify import (
     LEVELS,
-    TensorCheck,
     VerifyReport,
     compiled_outputs,
     exposed_model,
     load_checked,
     prepared_model,
     reference_inputs,
+    tensor_checks,
 )
-from aitc.verify.metrics import TOLERANCES, compare
+from aitc.verify.metrics import TOLERANCES, Tolerance, compare
 
 QUANTIZED_OPS = ("Conv", "MatMul", "Gemm")
 
@@ -49,7 +51,7 @@ class Exclusion:
     gain_db: float
 
 
-def _float_profiles() -> dict[str, object]:
+def _float_profiles() -> dict[str, Tolerance]:
     """TOLERANCES with float tensors judged as int8 results (they are dequantized int8)."""
     return {**TOLERANCES, "float32": TOLERANCES["int8"], "float16": TOLERANCES["int8"]}
 
@@ -130,8 +132,8 @@ def verify_against_float(
     except AitcError as error:  # name the file: the diagnostic's prefix is the quantized model's
         shown = float_source if isinstance(float_source, str) else "the float model"
         raise AitcError([f"--float {shown}: {p}" for p in error.problems], hint=error.hint) from None
-    float_inputs = {v.name for v in float_model.graph.input} - {t.name for t in float_model.graph.initializer}
-    quantized_inputs = {v.name for v in quantized.graph.input} - {t.name for t in quantized.graph.initializer}
+    float_inputs = {v.name for v in graph_inputs(float_model)}
+    quantized_inputs = {v.name for v in graph_inputs(quantized)}
     if float_inputs != quantized_inputs:
         both = f"{sorted(quantized_inputs)} and {sorted(float_inputs)}"
         raise AitcError(f"--float: the models take different inputs ({both})")
@@ -140,16 +142,11 @@ def verify_against_float(
     want = onnxruntime_outputs(exposed_float, run_inputs)
     exposed, tensors = exposed_model(quantized)
     got = compiled_outputs(exposed, level, options, run_inputs)
-    profiles = _float_profiles()
-    checks = []
     shared = {name for name, _, _ in float_tensors}
-    for tensor, node, op_type in tensors:
-        if tensor not in shared or tensor not in got or np.shape(got[tensor]) != np.shape(want[tensor]):
-            continue
-        comparison = compare(np.asarray(got[tensor]), want[tensor], profiles)  # type: ignore[arg-type]
-        checks.append(
-            TensorCheck("int8 vs float", node, op_type, tensor, str(want[tensor].dtype), comparison)
-        )
+    both = [
+        t for t in tensors if t[0] in shared and t[0] in got and np.shape(got[t[0]]) == np.shape(want[t[0]])
+    ]
+    checks = tensor_checks(both, want, got, "int8 vs float", _float_profiles())
     name = quantized_source if isinstance(quantized_source, str) else (quantized.graph.name or "model")
     report = VerifyReport(str(name).rsplit("/", 1)[-1], level, options.target or "edge", checks)
     report.reference = {**run_inputs, **{t: want[t] for t in shared if t in want}}
@@ -162,8 +159,6 @@ def verify_against_float(
 
 def format_exclusions(gains: Sequence[Exclusion]) -> str:
     """The exclusion ranking as a table, largest gain first."""
-    from aitc.report import format_table
-
     if not gains:
         return "no quantized Conv, MatMul or Gemm node to leave float"
     rows = [[g.node, g.op_type, f"{g.sqnr_db:.1f}", f"{g.gain_db:+.1f}"] for g in gains]
