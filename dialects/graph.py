@@ -24,7 +24,9 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f32,
     f64,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -899,6 +901,89 @@ class CastOp(IRDLOperation):
         _check(_shape(self.input) == _shape(self.output), "cast keeps the shape")
 
 
+@irdl_op_definition
+class QuantizeOp(IRDLOperation):
+    """Affine quantization with ONNX QuantizeLinear semantics: saturate(round_half_even(x / scale)
+    + zero_point) into the zero point's integer type. `scale` (f32) and `zero_point` broadcast
+    against `input` (a scalar, or per axis: the axis's size at that dim, ones elsewhere).
+
+    ```mlir
+    %q = graph.quantize %x, %s, %z : tensor<8x64xf32>, tensor<f32>, tensor<i8> -> tensor<8x64xi8>
+    ```
+    """
+
+    name = "graph.quantize"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale `,` $zero_point attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($zero_point) `->` type($output)"
+    )
+
+    def __init__(self, input: SSAValue, scale: SSAValue, zero_point: SSAValue):
+        result = TensorType(_elem(zero_point), _shape(input))
+        super().__init__(operands=[input, scale, zero_point], result_types=[result])
+
+    def verify_(self) -> None:
+        _check(_elem(self.input) == f32, "graph.quantize takes an f32 input")
+        _verify_quantization(self, self.input, _elem(self.zero_point))
+
+
+@irdl_op_definition
+class DequantizeOp(IRDLOperation):
+    """Affine dequantization with ONNX DequantizeLinear semantics: (x - zero_point) * scale as
+    f32, the difference taken exactly. `scale` (f32) and `zero_point` (the input's integer type)
+    broadcast against `input` as in graph.quantize.
+
+    ```mlir
+    %x = graph.dequantize %q, %s, %z : tensor<8x64xi8>, tensor<f32>, tensor<i8> -> tensor<8x64xf32>
+    ```
+    """
+
+    name = "graph.dequantize"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale `,` $zero_point attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($zero_point) `->` type($output)"
+    )
+
+    def __init__(self, input: SSAValue, scale: SSAValue, zero_point: SSAValue):
+        super().__init__(operands=[input, scale, zero_point], result_types=[TensorType(f32, _shape(input))])
+
+    def verify_(self) -> None:
+        _check(_elem(self.output) == f32, "graph.dequantize makes an f32 result")
+        _verify_quantization(self, self.input, _elem(self.input))
+
+
+QUANTIZED_TYPES = ("i8", "ui8", "i16", "ui16", "i32")
+"""Integer element types graph.quantize makes (not i32) and graph.dequantize takes."""
+
+
+def _verify_quantization(op: QuantizeOp | DequantizeOp, input: SSAValue, integer: Attribute) -> None:
+    _check(_elem(op.scale) == f32, f"{op.name}: the scale must be f32")
+    _check(
+        str(integer) in QUANTIZED_TYPES and not (isinstance(op, QuantizeOp) and str(integer) == "i32"),
+        f"{op.name}: the quantized type must be one of {', '.join(QUANTIZED_TYPES)}, got {integer}",
+    )
+    _check(_elem(op.zero_point) == integer, f"{op.name}: the zero point must be {integer}")
+    shape = _shape(input)
+    for what, value in (("scale", op.scale), ("zero point", op.zero_point)):
+        try:
+            fits = broadcast_shapes(_shape(value), shape) == shape
+        except ValueError:
+            fits = False
+        fits = fits and len(_shape(value)) <= len(shape)
+        _check(fits, f"{op.name}: the {what} must broadcast to the input")
+    _check(_shape(op.output) == shape, f"{op.name} keeps the shape")
+
+
 # --------------------------------------------------------------------------- linear algebra
 
 
@@ -906,7 +991,9 @@ class CastOp(IRDLOperation):
 class MatMulOp(IRDLOperation):
     """Matrix product with numpy `matmul` semantics: batched, broadcast over leading dims,
     1-D operands promoted and their unit dim dropped. An optional `bias` (one value per output
-    column) is added and an optional fused `activation` applied, in that order.
+    column) is added and an optional fused `activation` applied, in that order. i8 operands
+    multiply exactly into an i32 result (ONNX MatMulInteger without zero points; no bias or
+    activation), as `graph-quantized-matmul` makes them.
 
     ```mlir
     %y = graph.matmul %a, %b : tensor<8x128x64xf32>, tensor<64x32xf32> -> tensor<8x128x32xf32>
@@ -939,7 +1026,7 @@ class MatMulOp(IRDLOperation):
             raise ValueError(f"contraction dims differ: {shape_str(a)} @ {shape_str(b)}")
         batch = broadcast_shapes(a2[:-2], b2[:-2])
         out = [*batch] + ([a2[-2]] if len(a) > 1 else []) + ([b2[-1]] if len(b) > 1 else [])
-        return TensorType(_elem(lhs), out)
+        return TensorType(i32 if str(_elem(lhs)) == "i8" else _elem(lhs), out)
 
     def verify_(self) -> None:
         _check(_elem(self.lhs) == _elem(self.rhs), "matmul operands need one element type")
@@ -948,6 +1035,8 @@ class MatMulOp(IRDLOperation):
         except ValueError as error:
             raise VerifyException(str(error)) from error
         _check(self.output.type == expected, f"result type should be {expected}")
+        if str(_elem(self.lhs)) == "i8":
+            _check(self.bias is None and self.activation is None, "an i8 matmul has no bias or activation")
         if self.bias is not None:
             bias = TensorType(_elem(self.lhs), _shape(self.output)[-1:])
             _check(self.bias.type == bias, f"bias must be {bias}, one value per output column")
@@ -1842,6 +1931,7 @@ Graph = Dialect(
         NotOp, LeakyReluOp, EluOp, SeluOp, HardSigmoidOp, ClipOp, GeluOp,
         AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
         EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, CastOp,
+        QuantizeOp, DequantizeOp,
         MatMulOp, ConvOp, MaxPoolOp, AvgPoolOp, BatchNormOp, LayerNormOp, SoftmaxOp, LogSoftmaxOp,
         AttentionOp,
         ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ArgMaxOp, ArgMinOp,

@@ -23,6 +23,12 @@ def _graph_fold_constants() -> type[ModulePass]:
     return GraphFoldConstantsPass
 
 
+def _graph_quantized_matmul() -> type[ModulePass]:
+    from aitc.passes.graph.graph_quantized_matmul import GraphQuantizedMatmulPass
+
+    return GraphQuantizedMatmulPass
+
+
 def _graph_fold_batch_norm() -> type[ModulePass]:
     from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
 
@@ -147,6 +153,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-canonicalize": _graph_canonicalize,
     "graph-fold-constants": _graph_fold_constants,
     "graph-fold-batch-norm": _graph_fold_batch_norm,
+    "graph-quantized-matmul": _graph_quantized_matmul,
     "graph-fuse-bias-activation": _graph_fuse_bias_activation,
     "graph-fuse-attention": _graph_fuse_attention,
     "graph-polyphase-conv": _graph_polyphase_conv,

@@ -83,6 +83,16 @@ class Lowering:
         self._place(op)
         return list(op.results)
 
+    def emit_kept(self, op: Operation) -> list[Value]:
+        """Adds `op` even when every operand is constant (a dequantized int8 weight stays int8 for
+        the matrix engine); its values are still known at import, so a consumer that needs
+        them (`const`) or folds gets them, and an op left without users is dead code."""
+        folded = self._fold(op)
+        self._place(op)
+        for result, value in zip(op.results, folded or (), strict=False):
+            self._constants[result] = value
+        return list(op.results)
+
     def emit_inferred(
         self, op_type: type, operands: Sequence, attributes: dict, dtype: np.dtype
     ) -> list[Value]:

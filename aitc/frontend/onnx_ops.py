@@ -398,8 +398,8 @@ def _quantization(lw: Lowering, node: onnx.NodeProto, inputs: Sequence[Value | N
 
 
 @_register(
-    ["QuantizeLinear"], "decomposed", _qdq_precheck, static_inputs=(1, 2),
-    note="x / scale, graph.round (half to even), + zero point, clipped, graph.cast to int8/uint8",
+    ["QuantizeLinear"], "supported", _qdq_precheck, static_inputs=(1, 2),
+    note="graph.quantize: x / scale, round half to even, + zero point, saturated to int8/uint8",
 )  # fmt: skip
 def _lower_quantize_linear(lw: Lowering, node, inputs):
     x = inputs[0]
@@ -408,31 +408,19 @@ def _lower_quantize_linear(lw: Lowering, node, inputs):
     scale, zero, dtype = _quantization(lw, node, inputs, len(_shape(x)))
     if dtype not in _QUANTIZED_TYPES:
         raise Unsupported(f"QuantizeLinear to {dtype} is not supported (8- and 16-bit integers)")
-    low, high = _QUANTIZED_TYPES[dtype]
-    scaled = lw.emit(graph.DivOp(lw.ssa(x), lw.ssa(scale)))[0]
-    rounded = lw.emit(graph.RoundOp(lw.ssa(scaled)))[0]
-    shifted = lw.emit(graph.AddOp(lw.ssa(rounded), lw.ssa(zero.astype(np.float32))))[0]
-    clipped = lw.emit(graph.MaxOp(lw.ssa(shifted), lw.ssa(np.array(low, np.float32))))[0]
-    clipped = lw.emit(graph.MinOp(lw.ssa(clipped), lw.ssa(np.array(high, np.float32))))[0]
-    return [lw.cast(clipped, dtype)]
+    return lw.emit(graph.QuantizeOp(lw.ssa(x), lw.ssa(scale), lw.ssa(zero.astype(dtype))))
 
 
 @_register(
-    ["DequantizeLinear"], "decomposed", _qdq_precheck, static_inputs=(1, 2),
-    note="graph.cast to float32, - zero point, * scale (of constant weights: folded at import)",
+    ["DequantizeLinear"], "supported", _qdq_precheck, static_inputs=(1, 2),
+    note="graph.dequantize: (x - zero point) * scale; constant int8 weights stay int8 (matrix engine)",
 )  # fmt: skip
 def _lower_dequantize_linear(lw: Lowering, node, inputs):
     x = inputs[0]
     if _dtype(x) not in (*_QUANTIZED_TYPES, np.dtype(np.int32)):
         raise Unsupported(f"DequantizeLinear of {_dtype(x)} is not supported (8- and 16-bit integers, int32)")
     scale, zero, _ = _quantization(lw, node, inputs, len(_shape(x)))
-    if isinstance(x, np.ndarray):  # a quantized weight: exactly as onnxruntime computes it
-        difference = x.astype(np.int32) - zero.astype(np.int32)
-        return [(difference.astype(np.float32) * scale).astype(np.float32)]
-    value = lw.cast(x, np.dtype(np.float32))
-    if np.any(zero):
-        value = lw.emit(graph.SubOp(lw.ssa(value), lw.ssa(zero.astype(np.float32))))[0]
-    return lw.emit(graph.MulOp(lw.ssa(value), lw.ssa(scale)))
+    return lw.emit_kept(graph.DequantizeOp(lw.ssa(x), lw.ssa(scale), lw.ssa(zero.astype(_dtype(x)))))
 
 
 # --------------------------------------------------------------------------- linear algebra

@@ -169,10 +169,26 @@ def _cast(op: graph.CastOp, x: np.ndarray) -> np.ndarray:
     return x.astype(dtype)
 
 
+def _quantize(op: graph.QuantizeOp, x: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """ONNX QuantizeLinear: x / scale rounded half to even (np.rint), + zero point, saturated."""
+    info = np.iinfo(zero.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rounded = np.rint(x / scale) + zero.astype(np.float32)
+    return np.clip(np.nan_to_num(rounded, nan=0.0), info.min, info.max).astype(zero.dtype)
+
+
+def _dequantize(op: graph.DequantizeOp, x: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """ONNX DequantizeLinear: (x - zero point) exactly (in int64), then * scale in f32."""
+    difference = x.astype(np.int64) - zero.astype(np.int64)
+    return (difference.astype(np.float32) * scale).astype(np.float32)
+
+
 # --------------------------------------------------------------------------- linear algebra
 
 
 def _matmul(op: graph.MatMulOp, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None):
+    if a.dtype == np.int8:  # i8 x i8 -> i32, exactly (MatMulInteger)
+        return np.matmul(a.astype(np.int32), b.astype(np.int32))
     out = np.matmul(a, b)
     if bias is not None:
         out = out + bias
@@ -445,6 +461,8 @@ KERNELS: dict[type[Operation], Kernel] = {
     # constants and casts
     graph.ConstantOp: _constant,
     graph.CastOp: _cast,
+    graph.QuantizeOp: _quantize,
+    graph.DequantizeOp: _dequantize,
     # elementwise unary
     graph.NegOp: _unary(np.negative),
     graph.AbsOp: _unary(np.abs),

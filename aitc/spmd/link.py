@@ -211,9 +211,9 @@ class Linker:
             if rows != 1 or placed or any(step.source in b for b in self.buffers):
                 continue
             shared = self.dram.take(tensor_bytes(step.result_type))
-            layout = Layout(0, rows, row_elements, 0, self.cores)
+            layout = Layout(0, rows, row_elements, 0, self.cores, _element(step))
             for core in range(self.cores):
-                self.buffers[core][step.source] = shared + layout.columns(core)[0] * F32
+                self.buffers[core][step.source] = shared + layout.columns(core)[0] * layout.element
                 self.buffers[core][step.result] = shared
             self.in_dram.add(step.result)
             gathered[step.source] = shared
@@ -232,9 +232,11 @@ class Linker:
             rows, row_elements = _matrix(step)
             if rows != 1:
                 continue
-            layout = Layout(0, rows, row_elements, 0, self.cores)
+            layout = Layout(0, rows, row_elements, 0, self.cores, _element(step))
             for core in range(self.cores):
-                self.buffers[core][step.source] = self.outputs[step.result] + layout.columns(core)[0] * F32
+                self.buffers[core][step.source] = (
+                    self.outputs[step.result] + layout.columns(core)[0] * layout.element
+                )
             self.aliased.add(step.result)
 
     def buffer(self, core: int, name: str, type_: TensorType) -> int:
@@ -319,7 +321,7 @@ class Linker:
             {"all_reduce": "reduce_scatter", "all_gather": "write_parts"}[step.kind] if final else step.kind
         )
         kind = "reduce_to_core0" if root else kind
-        label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * F32}B {step.node}"
+        label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * _element(step)}B {step.node}"
         where = NameLoc(StringAttr(label), NoneAttr())
         for piece in pieces:
             self.fence(core, barrier=not (final and step.kind == "all_gather"))
@@ -371,27 +373,27 @@ class Linker:
         later step reads, so each core writes only its own part of it into the shared output
         (an all_gather needs no exchange at all, an all_reduce only its reduce-scatter half).
         `root`: an all_reduce only core 0 needs: reduce-scatter, then each chunk to core 0."""
-        layout = piece.layout(self.cores)
+        layout = piece.layout(self.cores, _element(step))
         start, width = layout.columns(core)
-        whole = layout.nbytes
+        whole, element = layout.nbytes, layout.element
         if step.kind == "all_reduce":  # a column range of the one-row value
-            load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * F32, 1, whole)
-            store = _dma(DmaOutOp, "dram", result + piece.first * F32, "sram", 0, 1, whole)
+            load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * element, 1, whole)
+            store = _dma(DmaOutOp, "dram", result + piece.first * element, "sram", 0, 1, whole)
             if final:
-                store = _dma(DmaOutOp, "dram", result + (piece.first + start) * F32, "sram", start * F32,
-                             1, width * F32)  # fmt: skip
+                at = result + (piece.first + start) * element
+                store = _dma(DmaOutOp, "dram", at, "sram", start * element, 1, width * element)
         elif step.kind == "all_gather":  # this core's column block in, every row whole out
-            load = _dma(DmaInOp, "sram", start * F32, "dram", source + piece.first * width * F32,
-                        layout.rows, width * F32, dst_stride=layout.row_bytes)  # fmt: skip
+            load = _dma(DmaInOp, "sram", start * element, "dram", source + piece.first * width * element,
+                        layout.rows, width * element, dst_stride=layout.row_bytes)  # fmt: skip
             store = _dma(DmaOutOp, "dram", result + piece.first * layout.row_bytes, "sram", 0, 1, whole)
             if final:
-                at = result + piece.first * layout.row_bytes + start * F32
-                store = _dma(DmaOutOp, "dram", at, "sram", start * F32, layout.rows, width * F32,
+                at = result + piece.first * layout.row_bytes + start * element
+                store = _dma(DmaOutOp, "dram", at, "sram", start * element, layout.rows, width * element,
                              layout.row_bytes, layout.row_bytes)  # fmt: skip
         else:  # reduce_scatter: every row whole in, this core's column block out
             load = _dma(DmaInOp, "sram", 0, "dram", source + piece.first * layout.row_bytes, 1, whole)
-            store = _dma(DmaOutOp, "dram", result + piece.first * width * F32, "sram", start * F32,
-                         layout.rows, width * F32, src_stride=layout.row_bytes)  # fmt: skip
+            store = _dma(DmaOutOp, "dram", result + piece.first * width * element, "sram", start * element,
+                         layout.rows, width * element, src_stride=layout.row_bytes)  # fmt: skip
         if final and step.kind == "all_gather":
             ready = [SemSignalOp(sem=READY, engine="dma0"), SemWaitOp(sem=READY, engine=SEND_ENGINE)]
             return [load, *ready, store]
@@ -413,7 +415,7 @@ class Linker:
         _, width = layout.columns(core)
         send = DmaPeerOp(
             dst=AddressAttr("sram", at), src=AddressAttr("sram", at), peer=0, rows=layout.rows,
-            row_bytes=width * F32, src_stride=layout.row_bytes, dst_stride=layout.row_bytes,
+            row_bytes=width * layout.element, src_stride=layout.row_bytes, dst_stride=layout.row_bytes,
         )  # fmt: skip
         return [send, SemSignalOp(sem=COLLECTIVE_SEMS.data, engine=SEND_ENGINE, peer=0)]
 
@@ -421,25 +423,35 @@ class Linker:
         """The pieces `step` is exchanged in through SRAM (its cost model's algorithm, else a
         ring); an AitcError when not even one row fits."""
         rows, row_elements = _matrix(step)
-        algorithm = collective_cycles(self.target, step.kind, rows * row_elements * F32, self.cores).algorithm
-        pieces = self._pieces(step.kind, algorithm, rows, row_elements) or self._pieces(
-            step.kind, "ring", rows, row_elements
+        element = _element(step)
+        if step.kind != "all_gather" and str(step.source_type.element_type) != "f32":
+            raise AitcError(
+                f"shard.{step.kind} (node {step.node}) of {step.source_type}: the cores combine f32 "
+                "values only; compile with --cores 1 or --shard layerwise"
+            )
+        algorithm = collective_cycles(
+            self.target, step.kind, rows * row_elements * element, self.cores
+        ).algorithm
+        pieces = self._pieces(step.kind, algorithm, rows, row_elements, element) or self._pieces(
+            step.kind, "ring", rows, row_elements, element
         )
         if pieces is None:
             raise AitcError(
                 f"shard.{step.kind} (node {step.node}) of {step.source_type}: not even one row of "
-                f"{row_elements * F32} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
+                f"{row_elements * element} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
                 "receive slots"
             )
         return pieces
 
-    def _pieces(self, kind: str, algorithm: str, rows: int, row_elements: int) -> list[Piece] | None:
+    def _pieces(
+        self, kind: str, algorithm: str, rows: int, row_elements: int, element: int
+    ) -> list[Piece] | None:
         """The pieces the value is exchanged in, each fitting in SRAM with its receive slots
         (None when even the smallest piece does not fit): an all_reduce is cut into column
         ranges of its one row, a gather or scatter into groups of rows."""
 
         def fits(piece_rows: int, piece_columns: int) -> bool:
-            layout = Layout(0, piece_rows, piece_columns, 0, self.cores)
+            layout = Layout(0, piece_rows, piece_columns, 0, self.cores, element)
             need = _aligned(layout.nbytes) + layout.slot_bytes(kind, algorithm)
             return need <= self.target.sram_bytes
 
@@ -479,9 +491,14 @@ class Piece:
     rows: int
     columns: int
 
-    def layout(self, cores: int) -> Layout:
-        value_bytes = self.rows * self.columns * F32
-        return Layout(0, self.rows, self.columns, _aligned(value_bytes), cores)
+    def layout(self, cores: int, element: int = F32) -> Layout:
+        value_bytes = self.rows * self.columns * element
+        return Layout(0, self.rows, self.columns, _aligned(value_bytes), cores, element)
+
+
+def _element(step: Collective) -> int:
+    """Bytes of an element of the collective's value."""
+    return element_bytes(step.source_type.element_type)
 
 
 def _matrix(step: Collective) -> tuple[int, int]:

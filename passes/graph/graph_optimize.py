@@ -15,6 +15,7 @@ from aitc.passes.graph.graph_fold_batch_norm import GraphFoldBatchNormPass
 from aitc.passes.graph.graph_fold_constants import GraphFoldConstantsPass
 from aitc.passes.graph.graph_fuse_attention import GraphFuseAttentionPass
 from aitc.passes.graph.graph_fuse_bias_activation import GraphFuseBiasActivationPass
+from aitc.passes.graph.graph_quantized_matmul import GraphQuantizedMatmulPass
 from aitc.passes.graph.graph_recognize_patterns import GraphRecognizePatternsPass
 from aitc.passes.runner import run_pipeline
 
@@ -24,6 +25,7 @@ def graph_optimize_pipeline() -> list[ModulePass]:
     return [
         GraphRecognizePatternsPass(),  # decomposed GELU / LayerNorm -> one op (before anything reorders)
         GraphCanonicalizePass(),  # drop no-op reshapes/transposes/casts, merge chains
+        GraphQuantizedMatmulPass(),  # matmul of dequantized int8 -> i8 x i8 -> i32 matmul (QDQ models)
         GraphFoldConstantsPass(),  # shape arithmetic and weight preprocessing become constants
         GraphFoldBatchNormPass(),  # conv + batch_norm -> conv, while the conv has no activation
         GraphFuseBiasActivationPass(),  # matmul/conv + bias add + activation -> one op
@@ -42,8 +44,8 @@ class GraphOptimizePass(ModulePass):
       Any module with graph ops (typically straight from the ONNX frontend).
     Output:
       What the passes of `graph_optimize_pipeline` produce, in that order: recognised
-      GELU/LayerNorm, no no-op ops, folded constants and batch norms, fused bias/activations,
-      fused attention, no common subexpressions and no dead ops.
+      GELU/LayerNorm, no no-op ops, int8 matmuls of QDQ operands, folded constants and batch
+      norms, fused bias/activations, fused attention, no common subexpressions and no dead ops.
     Invariants:
       The module verifies after every pass (the first pass that breaks it is named in the
       error). The order lives in `graph_optimize_pipeline` only; `aitc compile` runs the same

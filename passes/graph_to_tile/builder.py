@@ -281,8 +281,10 @@ class KernelBuilder:
         self._window_op(tile.ReduceOp, [a, dst], sizes, op=StringAttr(op))
         self._charge_vector("reduce", sizes)
 
-    def cast(self, a: Win, dst: Win, sizes: Sequence[int]) -> None:
-        self._window_op(tile.CastOp, [a, dst], sizes)
+    def cast(self, a: Win, dst: Win, sizes: Sequence[int], scale: float = 1.0) -> None:
+        """dst = convert(a * scale) (tile.cast: to integers rounding half to even, saturating)."""
+        attrs = {"scale": FloatAttr(float(scale), f64)} if scale != 1.0 else {}
+        self._window_op(tile.CastOp, [a, dst], sizes, **attrs)
         self._charge_vector("cast", sizes)
 
     def acc_read(self, a: Win, dst: Win, sizes: Sequence[int], activation: str | None = None) -> None:

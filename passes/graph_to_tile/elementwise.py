@@ -281,6 +281,43 @@ def _emit_cast(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps,
         kb.unary("copy", x, dst, sizes)
 
 
+QUANTIZE_CLAMP = float(1 << 30)
+"""|x / scale| is clamped to this before rounding to i32, so adding the zero point cannot wrap
+(the int8 result saturates the same)."""
+
+
+def _emit_quantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
+    """saturate(round_half_even(x / scale) + zero point) into the i8 dst: the division as ONNX
+    writes it (not a multiply by 1/scale), then the vector engine's rounding, saturating casts."""
+    x, scale, zero = xs
+    scaled = temps[0]  # f32
+    binary(kb, "div", x, scale, scaled, None, sizes)
+    if not zero.value:
+        kb.cast(scaled, dst, sizes)  # f32 -> i8 rounds half to even and saturates
+        return
+    rounded = temps[1]  # i32
+    kb.binary_imm("max", scaled, -QUANTIZE_CLAMP, scaled, sizes)
+    kb.binary_imm("min", scaled, QUANTIZE_CLAMP, scaled, sizes)
+    kb.cast(scaled, rounded, sizes)
+    kb.binary_imm("add", rounded, zero.value, rounded, sizes)
+    kb.cast(rounded, dst, sizes)  # i32 -> i8 saturates
+
+
+def _emit_dequantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
+    """(x - zero point) * scale: both f32 steps are exact for 8/16-bit x, so the result equals
+    ONNX's f32(x - zero point) * scale; a lone scalar scale rides on the cast (one rounding of
+    the exact product, the same value)."""
+    x, scale, zero = xs
+    assert x.win is not None  # the input has the result's shape: always a full tile
+    if not zero.value and scale.kind == "imm":
+        kb.cast(x.win, dst, sizes, scale.value)
+        return
+    kb.cast(x.win, dst, sizes)
+    if zero.value:
+        kb.binary_imm("sub", dst, zero.value, dst, sizes)
+    binary(kb, "mul", Operand("full", dst), scale, dst, None, sizes)
+
+
 def _emit_broadcast(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     if xs[0].kind == "full":
         assert xs[0].win is not None
@@ -340,8 +377,18 @@ EMITTERS: dict[type[Operation], tuple[Emit, int]] = {
     graph.GeluOp: (_emit_gelu, 1),
     graph.CastOp: (_emit_cast, 0),
     graph.BroadcastOp: (_emit_broadcast, 0),
+    graph.QuantizeOp: (_emit_quantize, 2),
+    graph.DequantizeOp: (_emit_dequantize, 0),
 }
 """Elementwise op class -> (emitter, scratch tiles it needs at most; see `temps_needed`)."""
+
+
+def temp_types(op: Operation, kinds: list[str], result_type: str) -> list[str]:
+    """The element type of each scratch tile `op` needs (`temps_needed` of them): the result's
+    compute type, except graph.quantize's f32 quotient and i32 rounded value."""
+    if isinstance(op, graph.QuantizeOp):
+        return ["f32", "i32"] if splat_value(op.zero_point) else ["f32"]
+    return [result_type] * temps_needed(op, kinds)
 
 
 def temps_needed(op: Operation, kinds: list[str]) -> int:

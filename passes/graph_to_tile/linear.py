@@ -81,7 +81,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     steps_alternate,
 )
 from aitc.passes.graph_to_tile.tuning import choose, noted
-from aitc.types import broadcast_shapes
+from aitc.types import broadcast_shapes, element_bytes
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,8 @@ class MatmulGeometry:
 
 def matmul_unsupported(op: Operation) -> str | None:
     assert isinstance(op, graph.MatMulOp)
-    if str(tensor_element(op.lhs)) != "f32":
-        return f"only f32 matmuls are lowered (got {tensor_element(op.lhs)}; i8 comes with quantization)"
+    if str(tensor_element(op.lhs)) not in ("f32", "i8"):
+        return f"the matrix engine multiplies f32 or i8 (got {tensor_element(op.lhs)})"
     return None
 
 
@@ -149,8 +149,11 @@ class _MatmulEmitter:
         self.kb, self.g, self.p, self.plan, self.views = kb, g, p, plan, views
         self.activation: str | None = None
         shapes = matmul_buffers(p, plan.tm, plan.tk, plan.tn, plan.bn, plan.mode, plan.keep)
-        f32 = buffer_element(views.lhs)
-        self.bufs = {role: kb.alloc(shape, f32, space) for role, (shape, space) in shapes.items()}
+        operand, result = buffer_element(views.lhs), buffer_element(views.out)  # f32, f32 or i8, i32
+        self.bufs = {
+            role: kb.alloc(spec[0], operand if len(spec) > 2 else result, spec[1])
+            for role, spec in shapes.items()
+        }
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
         self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
         self.panels = 0  # kept panels emitted so far
@@ -190,7 +193,7 @@ class _MatmulEmitter:
         """A kept panel's load (and the stall `charge_panel` models)."""
         kb = self.kb
         kb.copy(src, dst, sizes)
-        once = dma_instruction_cycles(kb.target, F32 * sizes[0] * sizes[1])
+        once = dma_instruction_cycles(kb.target, self.p.operand_bytes * sizes[0] * sizes[1])
         kb.cost.add_wait(once, kb.times - (not self.panels))
         self.panels += 1
 
@@ -324,11 +327,12 @@ def _problem(op: graph.MatMulOp, g: MatmulGeometry, residual: bool) -> MatmulPro
     activation = op.activation.data if op.activation else None
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
     batches = math.prod(g.batch)
+    element = element_bytes(tensor_element(op.lhs))
     if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
         epilogue = (activation or "acc_read",)
-        return MatmulProblem(batches, g.m, g.k, g.n, False, temps, epilogue, residual)
+        return MatmulProblem(batches, g.m, g.k, g.n, False, temps, epilogue, residual, element)
     epilogue = ("add", *activation_ops(activation))
-    return MatmulProblem(batches, g.m, g.k, g.n, True, temps, epilogue, residual)
+    return MatmulProblem(batches, g.m, g.k, g.n, True, temps, epilogue, residual, element)
 
 
 def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, add: graph.AddOp | None) -> _Views:
@@ -345,7 +349,11 @@ def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, add: gra
 def residual_add(matmul: Operation, add: Operation) -> bool:
     """Whether `add` adds a residual to `matmul`'s result that the matmul kernel can fuse
     (`residual_operand`) and the matmul has no activation (it would come before the add)."""
-    if not isinstance(matmul, graph.MatMulOp) or matmul.activation:
+    if (
+        not isinstance(matmul, graph.MatMulOp)
+        or matmul.activation
+        or str(tensor_element(matmul.lhs)) != "f32"
+    ):
         return False
     return residual_operand(matmul.output, add) is not None
 

@@ -24,6 +24,7 @@ from aitc.passes.graph_to_tile.costs import (
     vector_cycles,
 )
 from aitc.passes.graph_to_tile.matmul_tiling import (
+    Buffer,
     MatmulPlan,
     MatmulProblem,
     block_rotates,
@@ -53,14 +54,20 @@ def _flush_ops(p: MatmulProblem, kind: str) -> tuple[str, ...]:
 
 
 def _step_loads(
-    cost: Cost, target: Target, shape: tuple[int, int, int], keep: str, times: int, ahead: bool
+    cost: Cost,
+    p: MatmulProblem,
+    target: Target,
+    shape: tuple[int, int, int],
+    keep: str,
+    times: int,
+    ahead: bool,
 ) -> None:
     """Charges the A and B tiles of one K step (`ahead`: into the tiles of a peeled step)."""
     msz, ks, nsz = shape
     if keep != "lhs":
-        cost.add_dma(target, F32 * msz * ks, "dram", "sram", times, ahead)
+        cost.add_dma(target, p.operand_bytes * msz * ks, "dram", "sram", times, ahead)
     if keep != "rhs":
-        cost.add_dma(target, F32 * ks * nsz, "dram", "sram", times, ahead)
+        cost.add_dma(target, p.operand_bytes * ks * nsz, "dram", "sram", times, ahead)
 
 
 def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, kind: str, times: int) -> None:
@@ -96,14 +103,14 @@ def _charge_block(
     hoisted = "last" in peeled
     for kind, ks, kc in steps:
         if kind != "last" or not hoisted:
-            _step_loads(cost, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
+            _step_loads(cost, p, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
         if kind in ("first", "only") and p.residual:  # the block's residual, after those tiles
             cost.add_dma(target, F32 * msz * nsz, "dram", "sram", times)
         step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)
         if kind == "first" and hoisted:  # the last step's tiles, loaded before the loop
-            _step_loads(cost, target, (msz, steps[-1][1], nsz), keep, times, True)
+            _step_loads(cost, p, target, (msz, steps[-1][1], nsz), keep, times, True)
     if steps[0][0] == "only":
         return
     if mode == "acc":
@@ -134,8 +141,8 @@ def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int,
         [(min(budget.rows, tk), 1), *split(tk - budget.rows, budget.rows)] if tk > budget.rows else [(tk, 1)]
     )
     step = sum(gc * kc * matmul_cycles(target, msz, kk) for _, _, gc in groups for kk, kc in chunks)
-    loads = (dma_instruction_cycles(target, F32 * msz * tk) if keep != "lhs" else 0) + (
-        dma_instruction_cycles(target, F32 * tk * nsz) if keep != "rhs" else 0
+    loads = (dma_instruction_cycles(target, p.operand_bytes * msz * tk) if keep != "lhs" else 0) + (
+        dma_instruction_cycles(target, p.operand_bytes * tk * nsz) if keep != "rhs" else 0
     )
     looped = any(kind == "next" and count > 1 for kind, _, count in steps)
     drain = step if looped else 0
@@ -166,7 +173,7 @@ def charge_matmul(
     for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc
         if keep != "none":
-            charge_panel(cost, budget, F32 * osz * p.k, times, i == 0)
+            charge_panel(cost, budget, p.operand_bytes * osz * p.k, times, i == 0)
         for isz, ic in inner:
             shape = (osz, isz) if order == "m" else (isz, osz)
             _charge_block(cost, p, budget, shape, times * ic, (tk, tn, mode, keep, rotates))
@@ -266,7 +273,7 @@ def matmul_busy(p: MatmulProblem, budget: Budget, option: tuple[int, int, int, s
     return busy
 
 
-def matmul_fits(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
+def matmul_fits(buffers: dict[str, Buffer], budget: Budget, keep: str) -> bool:
     """ACC within its budget; SRAM: the buffers with their rotated copies (`sram_need`) within
     the target's SRAM."""
     need = sram_need(buffers, budget.depth, keep)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from aitc.passes.graph_to_tile.costs import F32, Budget, split
 
@@ -30,6 +31,8 @@ class MatmulProblem:
     temps: int = 0
     epilogue: tuple[str, ...] = ("acc_read",)
     residual: bool = False
+    operand_bytes: int = F32
+    """Bytes of an A or B element: 4 (f32), 1 (i8, accumulating in i32; the result is i32)."""
 
     @property
     def activation(self) -> tuple[str, ...]:
@@ -175,40 +178,52 @@ def step_tile(role: str, kind: str, peeled: tuple[str, ...]) -> str:
     return f"{role}_{kind}" if kind in peeled else role
 
 
+class Buffer(NamedTuple):
+    """A buffer of a matmul kernel: its shape, its space ("sram" or "acc") and the bytes of an
+    element; `operand`: an A/B tile (of the operands' type, `operand_bytes` an element), else
+    of the result's type (f32, or i32 for i8 operands)."""
+
+    shape: tuple[int, ...]
+    space: str
+    element: int = F32
+    operand: bool = False
+
+
 def matmul_buffers(
     p: MatmulProblem, tm: int, tk: int, tn: int, bn: int, mode: str, keep: str
-) -> dict[str, tuple]:
-    """The kernel's SRAM/ACC buffers by role: (shape, space); graph_to_tile_linear allocates
+) -> dict[str, Buffer]:
+    """The kernel's SRAM/ACC buffers by role (`Buffer`); graph_to_tile_linear allocates
     exactly these ("acc1", "y1", ..: the tiles unrolled groups take turns on; "a_first", ..:
     the tiles of peeled steps, `peeled_tiles`)."""
     ktile = min(tk, p.k)
     single = ktile == p.k
     slots = group_slots(bn, tn)
-    buffers: dict[str, tuple] = {
-        "a": ((tm, p.k if keep == "lhs" else ktile), "sram"),
-        "b": ((p.k if keep == "rhs" else ktile, bn), "sram"),
+    element = p.operand_bytes
+    buffers: dict[str, Buffer] = {
+        "a": Buffer((tm, p.k if keep == "lhs" else ktile), "sram", element, True),
+        "b": Buffer((p.k if keep == "rhs" else ktile, bn), "sram", element, True),
     }
     for kind in peeled_tiles(p.k, tk, mode):
         if keep != "lhs":
-            buffers[f"a_{kind}"] = ((tm, ktile), "sram")
+            buffers[f"a_{kind}"] = Buffer((tm, ktile), "sram", element, True)
         if keep != "rhs":
-            buffers[f"b_{kind}"] = ((ktile, bn), "sram")
+            buffers[f"b_{kind}"] = Buffer((ktile, bn), "sram", element, True)
     if mode == "sram" and not single:
-        buffers["c"] = ((tm, bn), "sram")
+        buffers["c"] = Buffer((tm, bn), "sram")
         slots = 2 if steps_alternate(p.k, tk, bn, tn, mode) else slots
-        buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
+        buffers.update((slot_role("acc", s), Buffer((tm, tn), "acc")) for s in range(slots))
     else:
         if single:
-            buffers.update((slot_role("acc", s), ((tm, tn), "acc")) for s in range(slots))
+            buffers.update((slot_role("acc", s), Buffer((tm, tn), "acc")) for s in range(slots))
         else:
-            buffers["acc"] = ((tm, bn), "acc")
-        buffers.update((slot_role("y", s), ((tm, tn), "sram")) for s in range(slots))
+            buffers["acc"] = Buffer((tm, bn), "acc")
+        buffers.update((slot_role("y", s), Buffer((tm, tn), "sram")) for s in range(slots))
     if p.residual:  # the block's residual, loaded when the block starts
-        buffers["r"] = ((tm, bn), "sram")
+        buffers["r"] = Buffer((tm, bn), "sram")
     if p.bias:
-        buffers["bias"] = ((1, p.n), "sram")
+        buffers["bias"] = Buffer((1, p.n), "sram")
     if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
-        buffers.update((f"temp{t}", ((tm, tn), "sram")) for t in range(p.temps))
+        buffers.update((f"temp{t}", Buffer((tm, tn), "sram")) for t in range(p.temps))
     return buffers
 
 
@@ -217,16 +232,20 @@ def slot_role(role: str, slot: int) -> str:
     return role if slot == 0 else f"{role}{slot}"
 
 
-def footprint(buffers: dict[str, tuple], space: str) -> int:
-    """Bytes of the buffers in `space` ("sram" or "acc")."""
-    return sum(F32 * math.prod(shape) for shape, where in buffers.values() if where == space)
+def footprint(buffers: dict[str, Buffer], space: str) -> int:
+    """Bytes of the buffers in `space` ("sram" or "acc"), by their element size (`matmul_buffers`)."""
+    return sum(
+        (spec[2] if len(spec) > 2 else F32) * math.prod(spec[0])
+        for spec in buffers.values()
+        if spec[1] == space
+    )
 
 
-def _bytes(buffers: dict[str, tuple], roles: Sequence[str]) -> int:
+def _bytes(buffers: dict[str, Buffer], roles: Sequence[str]) -> int:
     return footprint({role: buffers[role] for role in roles if role in buffers}, "sram")
 
 
-def sram_need(buffers: dict[str, tuple], depth: int, keep: str = "none") -> int:
+def sram_need(buffers: dict[str, Buffer], depth: int, keep: str = "none") -> int:
     """SRAM the kernel needs once multi-buffer has rotated the tiles its step loop loads (A and
     B unless kept as a panel, `depth` copies): that must fit the target's SRAM. (Other kernels
     get half of it for one copy of everything; a matmul's block in SRAM and its panels are too
@@ -235,7 +254,7 @@ def sram_need(buffers: dict[str, tuple], depth: int, keep: str = "none") -> int:
     return footprint(buffers, "sram") + (depth - 1) * _bytes(buffers, streamed)
 
 
-def block_rotates(buffers: dict[str, tuple], budget: Budget, keep: str) -> bool:
+def block_rotates(buffers: dict[str, Buffer], budget: Budget, keep: str) -> bool:
     """Whether multi-buffer can also give the block summed in SRAM a second copy (the next
     block then never waits for this one's stores)."""
     need = sram_need(buffers, budget.depth, keep) + _bytes(buffers, ["c"])

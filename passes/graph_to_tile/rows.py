@@ -72,7 +72,7 @@ class _RowInput:
 
     def footprint(self) -> RowFootprint:
         """SRAM of the input side per tile: the input tile, or the chain's tiles and inputs."""
-        return RowFootprint(F32) if self.chain is None else self.chain.footprint(F32)
+        return RowFootprint(F32) if self.chain is None else self.chain.footprint()
 
     def start(self, kb: KernelBuilder, tr: int) -> Callable[[Index, int], Win]:
         """Allocates the input side's buffers (loads what the chain needs once) and returns `load`."""
@@ -293,7 +293,7 @@ def prologue_fits(chain: list[Operation], op: Operation, budget: Budget) -> bool
     if _first_axis(op) != len(shape) - 1 or planned.layout.split != 0 or planned.layout.cols != shape[-1]:
         return False
     rows, cols = _rows_cols(value, len(shape) - 1)
-    need = _plus(body_footprint(op), planned.footprint(F32))
+    need = _plus(body_footprint(op), planned.footprint())
     return plan_rows(rows, cols, need, budget.sram, True) is not None
 
 

@@ -22,20 +22,24 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import f32, i8, i32
 from xdsl.ir import Block, Operation, SSAValue
 
 from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
+from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, element_bytes
 from aitc.passes.graph_to_tile.costs import RowFootprint, plan_rows
-from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand, pow_exponent, temps_needed
+from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand, pow_exponent, temp_types
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
     tensor_element,
     tensor_shape,
 )
+
+SLOT_TYPES = {"f32": f32, "i32": i32, "i8": i8}
+"""Element type of a working tile, by its compute type's name."""
 
 FLOAT_ONLY_NAMES = {"exp", "log", "sqrt", "recip", "tanh", "sigmoid", "erf", "div"}
 
@@ -47,15 +51,17 @@ def compute_type(value: SSAValue) -> str:
 
 
 def fuses_into(value: SSAValue, consumer: Operation) -> bool:
-    """Whether `value`'s producer joins `consumer`'s chain (no DRAM round trip between them)."""
+    """Whether `value`'s producer joins `consumer`'s chain (no DRAM round trip between them):
+    results of one compute type, or the input of a graph.quantize/dequantize (which convert)."""
     producer = value.owner
+    converts = isinstance(consumer, graph.QuantizeOp | graph.DequantizeOp) and value is consumer.input
     return (
         isinstance(producer, Operation)
         and type(producer) in EMITTERS
         and type(consumer) in EMITTERS
         and value.has_one_use()
         and tensor_shape(value) == tensor_shape(consumer.results[0])
-        and compute_type(value) == compute_type(consumer.results[0])
+        and (converts or compute_type(value) == compute_type(consumer.results[0]))
     )
 
 
@@ -96,7 +102,19 @@ def _i1_problem(op: Operation) -> str | None:
     return None
 
 
+def _quantization_problem(op: graph.QuantizeOp | graph.DequantizeOp) -> str | None:
+    integer = str(tensor_element(op.output if isinstance(op, graph.QuantizeOp) else op.input))
+    allowed = ("i8",) if isinstance(op, graph.QuantizeOp) else ("i8", "i32")
+    if integer not in allowed:
+        return f"{op.name} of {integer}: the NPU holds {' and '.join(allowed)} (uint8/16-bit run on the host)"
+    if splat_value(op.zero_point) is None:
+        return f"{op.name} with a zero point per channel: the vector engine takes one zero point per tensor"
+    return None
+
+
 def _type_problem(op: Operation) -> str | None:
+    if isinstance(op, graph.QuantizeOp | graph.DequantizeOp):
+        return _quantization_problem(op)
     types = {str(tensor_element(v)) for v in (*op.operands, *op.results)} - {"i1"}
     if isinstance(op, graph.CastOp):
         pair = (str(tensor_element(op.input)), str(tensor_element(op.output)))
@@ -217,30 +235,34 @@ def _externals(ops: list[Operation], rank: int) -> list[External]:
 
 def plan_slots(
     ops: list[Operation], kinds: dict[SSAValue, str]
-) -> tuple[dict[SSAValue, int], dict[Operation, list[int]], int]:
-    """Working tiles: (slot of each result, scratch slots of each op, number of slots), given the
-    broadcast kind of each external operand. A result never shares a slot with an operand of
-    its own op; a slot is reused once its value is dead."""
+) -> tuple[dict[SSAValue, int], dict[Operation, list[int]], list[str]]:
+    """Working tiles: (slot of each result, scratch slots of each op, the element type of each
+    slot), given the broadcast kind of each external operand. A result never shares a slot
+    with an operand of its own op; a slot is reused, by a value of its type, once its value
+    is dead."""
     produced = {r: i for i, op in enumerate(ops) for r in op.results}
     last_use = {v: i for i, op in enumerate(ops) for v in op.operands if v in produced}
     slot_of: dict[SSAValue, int] = {}
     temps_of: dict[Operation, list[int]] = {}
     free: list[int] = []
-    count = 0
+    types: list[str] = []
 
-    def take() -> int:
-        nonlocal count
-        if free:
-            return free.pop()
-        count += 1
-        return count - 1
+    def take(element: str) -> int:
+        for slot in reversed(free):
+            if types[slot] == element:
+                free.remove(slot)
+                return slot
+        types.append(element)
+        return len(types) - 1
 
     for i, op in enumerate(ops):
-        slot_of[op.results[0]] = take()
-        needed = temps_needed(op, [kinds.get(v, "full") for v in op.operands])
-        temps_of[op] = [take() for _ in range(needed)]
+        result_type = compute_type(op.results[0])
+        slot_of[op.results[0]] = take(result_type)
+        temps_of[op] = [
+            take(t) for t in temp_types(op, [kinds.get(v, "full") for v in op.operands], result_type)
+        ]
         free += temps_of[op] + [slot_of[v] for v in dict.fromkeys(op.operands) if last_use.get(v) == i]
-    return slot_of, temps_of, count
+    return slot_of, temps_of, types
 
 
 # --------------------------------------------------------------------------- lowering
@@ -253,7 +275,11 @@ class Chain:
     externals: list[External]
     slot_of: dict[SSAValue, int]
     temps_of: dict[Operation, list[int]]
-    slots: int
+    slot_types: list[str]
+
+    @property
+    def slots(self) -> int:
+        return len(self.slot_types)
 
     @staticmethod
     def of(ops: list[Operation]) -> Chain:
@@ -269,9 +295,9 @@ class Chain:
         kinds = {e.value: e.kind for e in externals}
         return Chain(ops, layout, externals, *plan_slots(ops, kinds))
 
-    def footprint(self, element: int) -> RowFootprint:
+    def footprint(self) -> RowFootprint:
         """SRAM per tile: the working slots, plus each loaded input by its broadcast kind."""
-        totals = {"full": self.slots * element, "col": 0, "row": 0, "scalar": 0}
+        totals = {"full": sum(DTYPES[t] for t in self.slot_types), "col": 0, "row": 0, "scalar": 0}
         for e in self.externals:
             if e.kind != "imm":
                 totals[e.kind] += element_bytes(tensor_element(e.value))
@@ -284,8 +310,7 @@ class ChainEmitter:
     def __init__(self, ctx: LoweringContext, kb: KernelBuilder, chain: Chain, tiles: tuple[int, int]):
         self.kb, self.chain, self.layout = kb, chain, chain.layout
         result = chain.ops[-1].results[0]
-        slot_type = f32 if compute_type(result) == "f32" else tensor_element(result)
-        self.slots = [kb.alloc(tiles, slot_type, "sram") for _ in range(chain.slots)]
+        self.slots = [kb.alloc(tiles, SLOT_TYPES[t], "sram") for t in chain.slot_types]
         self.views: dict[SSAValue, SSAValue] = {}
         self.stage: dict[SSAValue, SSAValue] = {}
         for e in chain.externals:
@@ -359,9 +384,8 @@ def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
 
 def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
     chain = Chain.of(ops)
-    layout, result = chain.layout, ops[-1].results[0]
-    element = 4 if compute_type(result) == "f32" else element_bytes(tensor_element(result))
-    footprint = chain.footprint(element)
+    layout = chain.layout
+    footprint = chain.footprint()
     tiles = plan_rows(layout.rows, layout.cols, footprint, ctx.budget.sram, False)
     if tiles is None:
         what = f"one column of the fused chain's {chain.slots} working tile(s) and inputs"

@@ -149,7 +149,8 @@ def _matmul(op: graph.MatMulOp) -> Rule | None:
     a_map = (*_broadcast_map(a[:-2], out[:-2]), m, k)
     b_map = (*_broadcast_map(b[:-2], out[:-2]), k, n)
     operands: tuple[DimMap, ...] = (a_map, b_map) + (((n,),) if op.bias is not None else ())
-    if op.activation is not None:  # a partial sum cannot go through the activation
+    integer = str(graph.tensor_of(op.lhs).get_element_type()) == "i8"
+    if op.activation is not None or integer:  # a partial sum cannot go through the activation (or i32)
         loops = (*loops[:-1], PARALLEL)
         operands = tuple(tuple(None if d == k else d for d in dims) for dims in operands)
     return Rule(loops, operands, (tuple(range(batch + 2)),))
@@ -359,7 +360,17 @@ def _axis_of(op: graph.ConcatOp | graph.SplitOp) -> Rule:
 
 
 _RULES: tuple[tuple[type | tuple[type, ...], Callable[[Any], Rule | None]], ...] = (
-    ((graph.ElementwiseUnaryOp, graph.ElementwiseBinaryOp, graph.WhereOp, graph.CastOp), _elementwise),
+    (
+        (
+            graph.ElementwiseUnaryOp,
+            graph.ElementwiseBinaryOp,
+            graph.WhereOp,
+            graph.CastOp,
+            graph.QuantizeOp,
+            graph.DequantizeOp,
+        ),
+        _elementwise,
+    ),
     (graph.BroadcastOp, _broadcast),
     (graph.MatMulOp, _matmul),
     (graph.ConvOp, _conv),

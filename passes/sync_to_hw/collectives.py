@@ -89,6 +89,8 @@ class Layout:
     row_elements: int
     slots: int
     cores: int
+    element: int = F32
+    """Bytes of an element (4: f32 or i32; 1: i8). Reductions combine f32 values."""
 
     def __post_init__(self) -> None:
         if self.rows < 1 or self.cores < 1 or self.row_elements < self.cores:
@@ -99,7 +101,7 @@ class Layout:
     @property
     def row_bytes(self) -> int:
         """Bytes of one row of the value (its row stride)."""
-        return self.row_elements * F32
+        return self.row_elements * self.element
 
     @property
     def nbytes(self) -> int:
@@ -114,12 +116,12 @@ class Layout:
 
     def chunk_address(self, j: int) -> int:
         """Byte address of chunk `j`'s first element (row 0)."""
-        return self.value + self.columns(j)[0] * F32
+        return self.value + self.columns(j)[0] * self.element
 
     @property
     def chunk_slot_bytes(self) -> int:
         """One receive slot of a chunk: `rows` x the widest chunk, dense."""
-        return self.rows * self.columns(0)[1] * F32
+        return self.rows * self.columns(0)[1] * self.element
 
     def slot_bytes(self, kind: str, algorithm: str) -> int:
         """SRAM the receive slots of collective `kind` with `algorithm` take, from `slots`."""
@@ -144,9 +146,9 @@ def _send_chunk(layout: Layout, j: int, peer: int, slot: int | None = None) -> D
     the same columns of the peer's value."""
     width = layout.columns(j)[1]
     src = layout.chunk_address(j)
-    dst, dst_stride = (src, layout.row_bytes) if slot is None else (slot, width * F32)
+    dst, dst_stride = (src, layout.row_bytes) if slot is None else (slot, width * layout.element)
     return DmaPeerOp(
-        dst=_sram(dst), src=_sram(src), peer=peer, rows=layout.rows, row_bytes=width * F32,
+        dst=_sram(dst), src=_sram(src), peer=peer, rows=layout.rows, row_bytes=width * layout.element,
         src_stride=layout.row_bytes, dst_stride=dst_stride,
     )  # fmt: skip
 

@@ -124,3 +124,31 @@ def test_a_quantize_static_model_compiles_and_matches_onnxruntime(ort_quantized,
     logits = next(c for c in report.checks if c.tensor == "logits")
     assert logits.comparison is not None
     assert logits.comparison.sqnr_db > 100
+
+
+def test_int8_matmuls_run_on_the_matrix_engine_through_the_cli(capsys, ort_quantized, tmp_path):
+    """`aitc compile` puts the whole quantize_static model on the NPU with its MatMuls as
+    i8 x i8 -> i32 on the matrix engine (graph-quantized-matmul), the activations in DRAM as
+    int8; `aitc run` of the binary matches onnxruntime on the same QDQ model."""
+    from aitc.tools.aitc_main import main
+
+    model, images = ort_quantized
+    source, binary = tmp_path / "digits.int8.onnx", tmp_path / "digits.aitb"
+    onnx.save(model, source)
+    shape = f"x={images.shape[0]}x{images.shape[1]}"
+    code = main(["compile", str(source), "--input-shape", shape, "--cores", "1", "-o", str(binary)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "placement: every node on the NPU" in out
+    assert main(["disasm", str(binary)]) == 0
+    matmuls = [line for line in capsys.readouterr().out.splitlines() if "hw.matmul" in line]
+    assert matmuls
+    assert all("dtype=i8" in line for line in matmuls), matmuls
+    np.savez(tmp_path / "in.npz", x=images)
+    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
+    code = main([str(a) for a in run])
+    assert code == 0, capsys.readouterr().err
+    got = np.load(tmp_path / "out.npz")["logits"]
+    want = onnxruntime_outputs(model, {"x": images})["logits"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got.argmax(axis=1), want.argmax(axis=1))

@@ -244,3 +244,32 @@ func.func @conv_residual(%x: tensor<1x4x10x10xf32>, %w: tensor<6x4x3x3xf32>, %b:
   %z3 = graph.add %y3, %r : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32> -> tensor<1x6x10x10xf32>
   func.return %z, %z2, %z3 : tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>, tensor<1x6x10x10xf32>
 }
+
+// -----
+
+// Quantization on the vector engine: a relu fused into graph.quantize with a zero point (x /
+// scale, clamp, round to i32, + zero point, saturate to i8), one without (round and saturate
+// in one cast), and graph.dequantize with a zero point and a scale per column, and without.
+func.func @quantize_dequantize(%x: tensor<6x20xf32>, %q: tensor<6x20xi8>) -> (tensor<6x20xi8>, tensor<6x20xi8>, tensor<6x20xf32>, tensor<6x20xf32>) {
+  %r = graph.relu %x : tensor<6x20xf32>
+  %s = graph.constant dense<0.0125> : tensor<f32>
+  %z = graph.constant dense<-7> : tensor<i8>
+  %a = graph.quantize %r, %s, %z : tensor<6x20xf32>, tensor<f32>, tensor<i8> -> tensor<6x20xi8>
+  %z0 = graph.constant dense<0> : tensor<1x1xi8>
+  %b = graph.quantize %x, %s, %z0 : tensor<6x20xf32>, tensor<f32>, tensor<1x1xi8> -> tensor<6x20xi8>
+  %cols = graph.constant dense<[0.5, 0.25, 2.0, 1.0, 0.5, 0.25, 2.0, 1.0, 0.5, 0.25, 2.0, 1.0, 0.5, 0.25, 2.0, 1.0, 0.5, 0.25, 2.0, 1.0]> : tensor<20xf32>
+  %c = graph.dequantize %q, %cols, %z : tensor<6x20xi8>, tensor<20xf32>, tensor<i8> -> tensor<6x20xf32>
+  %d = graph.dequantize %q, %s, %z0 : tensor<6x20xi8>, tensor<f32>, tensor<1x1xi8> -> tensor<6x20xf32>
+  func.return %a, %b, %c, %d : tensor<6x20xi8>, tensor<6x20xi8>, tensor<6x20xf32>, tensor<6x20xf32>
+}
+
+// -----
+
+// i8 x i8 -> i32 on the matrix engine (K in several steps on tiny), scaled back to f32.
+func.func @int8_matmul(%a: tensor<12x80xi8>, %b: tensor<80x24xi8>) -> (tensor<12x24xi32>, tensor<12x24xf32>) {
+  %y = graph.matmul %a, %b : tensor<12x80xi8>, tensor<80x24xi8> -> tensor<12x24xi32>
+  %s = graph.constant dense<0.001> : tensor<f32>
+  %z = graph.constant dense<0> : tensor<i32>
+  %f = graph.dequantize %y, %s, %z : tensor<12x24xi32>, tensor<f32>, tensor<i32> -> tensor<12x24xf32>
+  func.return %y, %f : tensor<12x24xi32>, tensor<12x24xf32>
+}

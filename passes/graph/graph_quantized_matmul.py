@@ -1,0 +1,141 @@
+"""`graph-quantized-matmul`: a matmul of dequantized int8 operands computes on the int8 values.
+
+A QDQ model (as `aitc quantize` or onnxruntime's `quantize_static` write it) multiplies
+dequantized tensors in float:
+
+    %a = graph.dequantize %aq, %sa, %za        (an int8 activation, one scale and zero point)
+    %w = graph.dequantize %wq, %sw, %zw        (a constant int8 weight [K, N], per tensor or per column)
+    %y = graph.matmul %a, %w                   (f32)
+
+Since (aq - za) * sa @ (wq - zw) * sw = sa * sw[n] * (aq @ wq' - za * colsum(wq')[n]) with
+wq' = wq - zw, the product is computed exactly on the int8 values and scaled once:
+
+    %acc = graph.matmul %aq, %wq'              (i8 x i8 -> i32 on the matrix engine)
+    %y   = graph.dequantize %acc, sa * sw, 0   (f32)
+    %y   = graph.sub %y, za * colsum(wq') * sa * sw      (only when za != 0)
+
+The int8 activation stays in DRAM as int8 (4x fewer bytes than f32) and the weight as int8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from aitc.analysis.graph_matching import constant_array, name_hint, new_constant, producer, shape_of
+from aitc.dialects import graph
+
+INT8 = (-128, 127)
+
+
+def _activation(op: graph.MatMulOp) -> tuple[graph.DequantizeOp, float, int] | None:
+    """The lhs's dequantize with its one scale and integer zero point, if it dequantizes int8."""
+    dequantize = producer(op.lhs, graph.DequantizeOp)
+    if dequantize is None or str(graph.tensor_of(dequantize.input).get_element_type()) != "i8":
+        return None
+    scale, zero = constant_array(dequantize.scale), constant_array(dequantize.zero_point)
+    if scale is None or zero is None or np.unique(scale).size != 1 or np.unique(zero).size != 1:
+        return None
+    return dequantize, float(scale.flat[0]), int(zero.flat[0])
+
+
+def _weight(op: graph.MatMulOp) -> tuple[graph.DequantizeOp, np.ndarray, np.ndarray] | None:
+    """The rhs's dequantize, the constant weight minus its zero point as int8 [K, N], and the
+    scale per column [N] (float64), if the weight is one and its scale and zero point are per
+    tensor or per column."""
+    dequantize = producer(op.rhs, graph.DequantizeOp)
+    if dequantize is None or len(shape_of(op.rhs)) != 2:
+        return None
+    weight = constant_array(dequantize.input)
+    scale, zero = constant_array(dequantize.scale), constant_array(dequantize.zero_point)
+    if weight is None or scale is None or zero is None or weight.dtype not in (np.int8, np.uint8):
+        return None
+    k, n = weight.shape
+    scales = np.broadcast_to(scale, (k, n)).astype(np.float64)
+    zeros = np.broadcast_to(zero, (k, n)).astype(np.int64)
+    if np.any(scales != scales[:1]) or np.any(zeros != zeros[:1]):
+        return None  # a scale per row (input channel) does not factor out of the sum
+    centred = weight.astype(np.int64) - zeros
+    if centred.min(initial=0) < INT8[0] or centred.max(initial=0) > INT8[1]:
+        return None
+    return dequantize, centred.astype(np.int8), scales[0]
+
+
+class QuantizedMatmul(RewritePattern):
+    """matmul(dequantize(int8 a), dequantize(constant int8 W)) -> dequantize(i8 matmul)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MatMulOp, rewriter: PatternRewriter) -> None:
+        if op.bias is not None or op.activation is not None:
+            return
+        activation, weight = _activation(op), _weight(op)
+        if activation is None or weight is None:
+            return
+        (lhs, a_scale, a_zero), (rhs, centred, w_scale) = activation, weight
+        hint = name_hint(op)
+        scale = (a_scale * w_scale).astype(np.float32)
+        per_column = np.unique(scale).size > 1
+        new: list[Operation] = [
+            weights := new_constant(centred, f"{hint}_int8", op.location),
+            product := graph.MatMulOp(lhs.input, weights.output),
+            scales := new_constant(
+                scale if per_column else scale[:1].reshape(()), f"{hint}_scale", op.location
+            ),
+            zero := new_constant(np.zeros(1, np.int32), f"{hint}_zero", op.location),
+            result := graph.DequantizeOp(product.output, scales.output, zero.output),
+        ]
+        if a_zero:
+            correction = a_zero * centred.astype(np.int64).sum(axis=0) * (a_scale * w_scale)
+            offsets = new_constant(correction.astype(np.float32), f"{hint}_zero_point_sums", op.location)
+            new += [offsets, result := graph.SubOp(result.output, offsets.output)]
+        for made in new:
+            if not isinstance(made, graph.ConstantOp):
+                made.location = op.location
+        product.output.name_hint, new[4].results[0].name_hint = f"{hint}_acc", f"{hint}_scaled"
+        result.results[0].name_hint = op.output.name_hint
+        rewriter.replace(op, new, [result.results[0]])
+        for dequantize in (lhs, rhs):
+            if not dequantize.output.uses:
+                rewriter.erase(dequantize)
+
+
+@dataclass(frozen=True)
+class GraphQuantizedMatmulPass(ModulePass):
+    """Turns matmuls of dequantized int8 tensors into int8 matmuls with an i32 result, scaled
+    back to f32 once (module docstring).
+
+    Input:
+      A graph module with `graph.dequantize` ops, as the ONNX frontend imports QDQ models
+      (QuantizeLinear/DequantizeLinear): constant int8 weights stay int8 behind a dequantize.
+    Output:
+      Every f32 graph.matmul (no bias or activation yet: run before
+      graph-fuse-bias-activation and graph-fold-constants) whose lhs dequantizes an int8
+      tensor with one scale and zero point, and whose rhs dequantizes a constant 2-D int8
+      (or uint8) weight with a scale and zero point per tensor or per column, whose centred
+      values fit int8, becomes an i8 x i8 -> i32 graph.matmul and a graph.dequantize of the
+      product (scale sa * sw per column), minus the constant za * colsum(W) * sa * sw when the
+      activation's zero point is not 0. Other matmuls are left as they are (they compute the
+      dequantized values in f32).
+    Invariants:
+      The integer product is exact (i32 accumulation, |sum| <= K * 128 * 128); the f32 result
+      equals the float product of the dequantized operands up to float rounding (one scaling
+      of an exact sum instead of K rounded products). The dequantizes left without users are
+      erased.
+    """
+
+    name = "graph-quantized-matmul"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(GreedyRewritePatternApplier([QuantizedMatmul()])).rewrite_module(op)

@@ -1,0 +1,82 @@
+// RUN: aitc-opt %s --split-input-file -p graph-quantized-matmul | filecheck %s
+
+// A symmetric activation and a per-tensor weight: the product is an i8 x i8 -> i32 matmul on
+// the weight as it is, scaled back once by sa * sw = 0.5 * 0.25.
+func.func @symmetric(%x: tensor<2x3xi8>) -> tensor<2x2xf32> {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<0> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<2x3xi8>, tensor<f32>, tensor<i8> -> tensor<2x3xf32>
+  %wq = graph.constant dense<[[1, -2], [3, 4], [-5, 6]]> : tensor<3x2xi8>
+  %sw = graph.constant dense<0.25> : tensor<f32>
+  %w = graph.dequantize %wq, %sw, %za : tensor<3x2xi8>, tensor<f32>, tensor<i8> -> tensor<3x2xf32>
+  %y = graph.matmul %a, %w : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32> loc("fc")
+  func.return %y : tensor<2x2xf32>
+}
+// CHECK-LABEL: func.func @symmetric
+// CHECK:         %fc_int8 = graph.constant dense<{{\[\[}}1, -2], [3, 4], [-5, 6]]> : tensor<3x2xi8>
+// CHECK-NEXT:    %fc_acc = graph.matmul %x, %fc_int8 : tensor<2x3xi8>, tensor<3x2xi8> -> tensor<2x2xi32>
+// CHECK-NEXT:    %fc_scale = graph.constant dense<1.250000e-01> : tensor<1xf32>
+// CHECK-NEXT:    %fc_zero = graph.constant dense<0> : tensor<1xi32>
+// CHECK-NEXT:    %y = graph.dequantize %fc_acc, %fc_scale, %fc_zero : tensor<2x2xi32>, tensor<1xf32>, tensor<1xi32> -> tensor<2x2xf32>
+// CHECK-NEXT:    func.return %y
+// CHECK-NOT:     graph.dequantize %x
+
+// -----
+
+// An activation zero point of 3 and a scale per column: the constant 3 * colsum(W) * sa * sw
+// = [3 * -1 * 1 * 0.5, 3 * 8 * 1 * 2] = [-1.5, 48] is subtracted after the scaling.
+func.func @zero_point_per_column(%x: tensor<4x3xi8>) -> tensor<4x2xf32> {
+  %sa = graph.constant dense<1.0> : tensor<f32>
+  %za = graph.constant dense<3> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<4x3xi8>, tensor<f32>, tensor<i8> -> tensor<4x3xf32>
+  %wq = graph.constant dense<[[1, -2], [3, 4], [-5, 6]]> : tensor<3x2xi8>
+  %sw = graph.constant dense<[[0.5, 2.0]]> : tensor<1x2xf32>
+  %zw = graph.constant dense<0> : tensor<1x2xi8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<3x2xi8>, tensor<1x2xf32>, tensor<1x2xi8> -> tensor<3x2xf32>
+  %y = graph.matmul %a, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32> loc("fc")
+  func.return %y : tensor<4x2xf32>
+}
+// CHECK-LABEL: func.func @zero_point_per_column
+// CHECK:         graph.matmul %x, %fc_int8 : tensor<4x3xi8>, tensor<3x2xi8> -> tensor<4x2xi32>
+// CHECK-NEXT:    %fc_scale = graph.constant dense<[5.000000e-01, 2.000000e+00]> : tensor<2xf32>
+// CHECK:         %fc_scaled = graph.dequantize
+// CHECK-NEXT:    %fc_zero_point_sums = graph.constant dense<[-1.500000e+00, 4.800000e+01]> : tensor<2xf32>
+// CHECK-NEXT:    %y = graph.sub %fc_scaled, %fc_zero_point_sums
+
+// -----
+
+// A uint8 weight with zero point 128 is centred into int8 (129 - 128 = 1, ...).
+func.func @uint8_weight(%x: tensor<1x2xi8>) -> tensor<1x1xf32> {
+  %sa = graph.constant dense<1.0> : tensor<f32>
+  %za = graph.constant dense<0> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<1x2xi8>, tensor<f32>, tensor<i8> -> tensor<1x2xf32>
+  %wq = graph.constant dense<[[129], [0]]> : tensor<2x1xui8>
+  %sw = graph.constant dense<1.0> : tensor<f32>
+  %zw = graph.constant dense<128> : tensor<ui8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<2x1xui8>, tensor<f32>, tensor<ui8> -> tensor<2x1xf32>
+  %y = graph.matmul %a, %w : tensor<1x2xf32>, tensor<2x1xf32> -> tensor<1x1xf32> loc("fc")
+  func.return %y : tensor<1x1xf32>
+}
+// CHECK-LABEL: func.func @uint8_weight
+// CHECK:         %fc_int8 = graph.constant dense<{{\[\[}}1], [-128]]> : tensor<2x1xi8>
+
+// -----
+
+// Left in f32: a scale per row of the weight (it does not factor out of the sum), and a
+// weight computed at run time.
+func.func @not_rewritten(%x: tensor<2x3xi8>, %v: tensor<3x2xi8>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<0> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<2x3xi8>, tensor<f32>, tensor<i8> -> tensor<2x3xf32>
+  %wq = graph.constant dense<1> : tensor<3x2xi8>
+  %rows = graph.constant dense<[[0.5], [1.0], [2.0]]> : tensor<3x1xf32>
+  %w = graph.dequantize %wq, %rows, %za : tensor<3x2xi8>, tensor<3x1xf32>, tensor<i8> -> tensor<3x2xf32>
+  %y = graph.matmul %a, %w : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+  %u = graph.dequantize %v, %sa, %za : tensor<3x2xi8>, tensor<f32>, tensor<i8> -> tensor<3x2xf32>
+  %z = graph.matmul %a, %u : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+  func.return %y, %z : tensor<2x2xf32>, tensor<2x2xf32>
+}
+// CHECK-LABEL: func.func @not_rewritten
+// CHECK-NOT:     xi32>
+// CHECK:         graph.matmul %a, %w : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+// CHECK:         graph.matmul %a, %u : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
