@@ -170,11 +170,12 @@ def _cast(op: graph.CastOp, x: np.ndarray) -> np.ndarray:
 
 
 def _quantize(op: graph.QuantizeOp, x: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
-    """ONNX QuantizeLinear: x / scale rounded half to even (np.rint), + zero point, saturated."""
+    """ONNX QuantizeLinear: x / scale rounded half to even (np.rint), + zero point, saturated
+    (a NaN quotient counts as 0, as the vector engine's rounding cast makes it)."""
     info = np.iinfo(zero.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        rounded = np.rint(x / scale) + zero.astype(np.float32)
-    return np.clip(np.nan_to_num(rounded, nan=0.0), info.min, info.max).astype(zero.dtype)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rounded = np.rint(np.nan_to_num(x / scale, nan=0.0)) + zero.astype(np.float32)
+    return np.clip(rounded, info.min, info.max).astype(zero.dtype)
 
 
 def _dequantize(op: graph.DequantizeOp, x: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
 from aitc.analysis.graph_matching import constant_array, name_hint, new_constant, producer, shape_of
 from aitc.dialects import graph
@@ -73,6 +74,22 @@ def _weight(op: graph.MatMulOp) -> tuple[graph.DequantizeOp, np.ndarray, np.ndar
     return dequantize, centred.astype(np.int8), scales[0]
 
 
+def _bias_add(op: graph.MatMulOp) -> tuple[graph.AddOp, np.ndarray] | None:
+    """The add of a constant f32 row (one value per column) that is the product's only use,
+    and the row."""
+    if not op.output.has_one_use():
+        return None
+    add = next(iter(op.output.uses)).operation
+    if not isinstance(add, graph.AddOp) or shape_of(add.output) != shape_of(op.output):
+        return None
+    other = add.rhs if add.lhs is op.output else add.lhs
+    row = constant_array(other)
+    columns = shape_of(op.output)[-1]
+    if row is None or row.dtype != np.float32 or row.size != columns or row.shape[-1:] != (columns,):
+        return None
+    return add, row
+
+
 class QuantizedMatmul(RewritePattern):
     """matmul(dequantize(int8 a), dequantize(constant int8 W)) -> dequantize(i8 matmul)."""
 
@@ -96,16 +113,27 @@ class QuantizedMatmul(RewritePattern):
             zero := new_constant(np.zeros(1, np.int32), f"{hint}_zero", op.location),
             result := graph.DequantizeOp(product.output, scales.output, zero.output),
         ]
-        if a_zero:
-            correction = a_zero * centred.astype(np.int64).sum(axis=0) * (a_scale * w_scale)
+        correction = a_zero * centred.astype(np.int64).sum(axis=0) * (a_scale * w_scale)
+        bias = _bias_add(op)
+        replaced: Operation = op
+        if a_zero and bias is not None:  # the correction joins the bias: one vector op less
+            replaced, bias_value = bias
+            folded = (bias_value.astype(np.float64) - correction.reshape(bias_value.shape)).astype(np.float32)
+            offsets = new_constant(folded, f"{hint}_bias", replaced.location)
+            new += [offsets, result := graph.AddOp(result.output, offsets.output)]
+        elif a_zero:
             offsets = new_constant(correction.astype(np.float32), f"{hint}_zero_point_sums", op.location)
             new += [offsets, result := graph.SubOp(result.output, offsets.output)]
         for made in new:
             if not isinstance(made, graph.ConstantOp):
                 made.location = op.location
+        result.location = replaced.location
         product.output.name_hint, new[4].results[0].name_hint = f"{hint}_acc", f"{hint}_scaled"
-        result.results[0].name_hint = op.output.name_hint
-        rewriter.replace(op, new, [result.results[0]])
+        result.results[0].name_hint = replaced.results[0].name_hint
+        rewriter.insert_op(new, InsertPoint.before(op))
+        rewriter.replace(replaced, [], [result.results[0]])
+        if replaced is not op:
+            rewriter.erase(op)
         for dequantize in (lhs, rhs):
             if not dequantize.output.uses:
                 rewriter.erase(dequantize)

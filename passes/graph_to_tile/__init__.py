@@ -44,6 +44,7 @@ from aitc.dialects import exec as exec_dialect
 from aitc.dialects import graph, tile
 from aitc.module_target import module_target
 from aitc.passes.graph_to_tile.costs import Budget
+from aitc.passes.graph_to_tile.epilogue import fuse_epilogue_chains
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext
 from aitc.passes.graph_to_tile.movement import copy_value
 from aitc.passes.graph_to_tile.residual import fuse_residuals
@@ -136,7 +137,7 @@ def convert_function(module: ModuleOp, f: func.FuncOp, budget: Budget) -> None:
 
 
 def _lower_units(module: ModuleOp, ctx: LoweringContext, ops: list[Operation]) -> None:
-    units = fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget)
+    units = fuse_epilogue_chains(fuse_residuals(fuse_elementwise(ops, is_fusable), ctx.budget))
     for unit in fuse_row_prologues(units, ctx.budget):
         try:
             # a chain is lowered by its last op's lowering, a matmul or conv with its residual add by its own

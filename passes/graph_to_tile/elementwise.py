@@ -281,14 +281,11 @@ def _emit_cast(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps,
         kb.unary("copy", x, dst, sizes)
 
 
-QUANTIZE_CLAMP = float(1 << 30)
-"""|x / scale| is clamped to this before rounding to i32, so adding the zero point cannot wrap
-(the int8 result saturates the same)."""
-
-
 def _emit_quantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     """saturate(round_half_even(x / scale) + zero point) into the i8 dst: the division as ONNX
-    writes it (not a multiply by 1/scale), then the vector engine's rounding, saturating casts."""
+    writes it (not a multiply by 1/scale), then the vector engine's rounding, saturating casts.
+    With a zero point the rounded value comes back to f32 (exact below 2**24; beyond, every
+    value saturates alike) so that adding the zero point cannot wrap."""
     x, scale, zero = xs
     scaled = temps[0]  # f32
     binary(kb, "div", x, scale, scaled, None, sizes)
@@ -296,11 +293,10 @@ def _emit_quantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Te
         kb.cast(scaled, dst, sizes)  # f32 -> i8 rounds half to even and saturates
         return
     rounded = temps[1]  # i32
-    kb.binary_imm("max", scaled, -QUANTIZE_CLAMP, scaled, sizes)
-    kb.binary_imm("min", scaled, QUANTIZE_CLAMP, scaled, sizes)
     kb.cast(scaled, rounded, sizes)
-    kb.binary_imm("add", rounded, zero.value, rounded, sizes)
-    kb.cast(rounded, dst, sizes)  # i32 -> i8 saturates
+    kb.cast(rounded, scaled, sizes)
+    kb.binary_imm("add", scaled, zero.value, scaled, sizes)
+    kb.cast(scaled, dst, sizes)  # a whole number: saturates only
 
 
 def _emit_dequantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):

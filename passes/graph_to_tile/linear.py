@@ -45,13 +45,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseArrayBase, i64
+from xdsl.dialects.builtin import DenseArrayBase, i32, i64
 from xdsl.ir import Operation, SSAValue
 
+from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles, dma_instruction_cycles
-from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile.elementwise import (
+    ACTIVATION_TEMPS,
+    EMITTERS,
+    Operand,
+    activation_ops,
+    apply_activation,
+)
+from aitc.passes.graph_to_tile.epilogue import EpilogueChain, epilogue_chain, row_types
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
@@ -81,6 +89,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     steps_alternate,
 )
 from aitc.passes.graph_to_tile.tuning import choose, noted
+from aitc.passes.graph_to_tile.vector import SLOT_TYPES
 from aitc.types import broadcast_shapes, element_bytes
 
 
@@ -130,13 +139,15 @@ def matmul_unsupported(op: Operation) -> str | None:
 
 @dataclass
 class _Views:
-    """The DRAM operands as 2-D views (`residual`: added to the result, `out`'s shape)."""
+    """The DRAM operands as 2-D views (`residual`: added to the result, `out`'s shape; `rows`:
+    the 1 x n rows a fused epilogue chain reads)."""
 
     lhs: SSAValue
     rhs: SSAValue
     out: SSAValue
     bias: SSAValue | None
     residual: SSAValue | None = None
+    rows: tuple[SSAValue, ...] = ()
 
 
 class _MatmulEmitter:
@@ -144,15 +155,24 @@ class _MatmulEmitter:
     ops is the one `graph_to_tile_costs.charge_matmul` charges."""
 
     def __init__(
-        self, kb: KernelBuilder, g: MatmulGeometry, p: MatmulProblem, plan: MatmulPlan, views: _Views
+        self,
+        kb: KernelBuilder,
+        g: MatmulGeometry,
+        p: MatmulProblem,
+        plan: MatmulPlan,
+        views: _Views,
+        chain: EpilogueChain | None = None,
     ):
-        self.kb, self.g, self.p, self.plan, self.views = kb, g, p, plan, views
+        self.kb, self.g, self.p, self.plan, self.views, self.chain = kb, g, p, plan, views, chain
         self.activation: str | None = None
         shapes = matmul_buffers(p, plan.tm, plan.tk, plan.tn, plan.bn, plan.mode, plan.keep)
-        operand, result = buffer_element(views.lhs), buffer_element(views.out)  # f32, f32 or i8, i32
+        operand = buffer_element(views.lhs)
+        product = i32 if str(operand) == "i8" else operand
         self.bufs = {
-            role: kb.alloc(spec[0], operand if len(spec) > 2 else result, spec[1])
-            for role, spec in shapes.items()
+            role: kb.alloc(
+                b.shape, SLOT_TYPES[b.dtype] if b.dtype else operand if b.operand else product, b.space
+            )
+            for role, b in shapes.items()
         }
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
         self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
@@ -164,6 +184,8 @@ class _MatmulEmitter:
         self.activation = activation
         if self.views.bias is not None:
             self.kb.copy(Win(self.views.bias, (0, 0)), Win.at(self.bufs["bias"]), [1, self.g.n])
+        for i, row in enumerate(self.views.rows):
+            self.kb.copy(Win(row, (0, 0)), Win.at(self.bufs[f"row{i}"]), [1, self.g.n])
         self.kb.nest(self.g.batch, self.batch)
 
     def batch(self, indices: list[Index]) -> None:
@@ -294,7 +316,9 @@ class _MatmulEmitter:
             kb.acc_read(acc, c, sizes)
         else:
             kb.binary("add", acc, c, c, sizes)
-        if kind == "last":
+        if kind == "last" and self.chain is not None:
+            self.run_chain(c, (m0, n0, j0), sizes)
+        elif kind == "last":
             apply_activation(kb, self.activation, c, self._temp(), sizes)
             self.store(c, (m0, n0, j0), sizes)
 
@@ -303,13 +327,44 @@ class _MatmulEmitter:
         kb, bufs = self.kb, self.bufs
         m0, msz, n0, _ = at
         gsz, slot = group
-        y, sizes = Win.at(bufs[slot_role("y", slot)]), [msz, gsz]
+        sizes = [msz, gsz]
+        if self.chain is not None:
+            self.run_chain(acc, (m0, n0, j0), sizes)
+            return
+        y = Win.at(bufs[slot_role("y", slot)])
         if "bias" not in bufs:
             kb.acc_read(acc, y, sizes, self.activation)
         else:
             kb.binary("add", acc, Win(bufs["bias"], (0, kb.add(n0, j0))), y, sizes, "row")
             apply_activation(kb, self.activation, y, self._temp(), sizes)
         self.store(y, (m0, n0, j0), sizes)
+
+    def run_chain(self, product: Win, at: tuple[Index, Index, Index], sizes: list[int]) -> None:
+        """The fused epilogue chain on one finished output tile (`product`: in ACC or the block
+        in SRAM), in its working tiles; stores the chain's result."""
+        chain, kb = self.chain, self.kb
+        assert chain is not None
+        column = kb.add(at[1], at[2])
+        rows = {row: i for i, row in enumerate(chain.rows)}
+
+        def operand(value: SSAValue) -> Operand:
+            if value is chain.source:
+                return Operand("full", product)
+            if value in rows:
+                return Operand("row", Win(self.bufs[f"row{rows[value]}"], (0, column)))
+            if value in chain.slot_of:
+                return Operand("full", Win.at(self.bufs[f"chain{chain.slot_of[value]}"]))
+            imm = splat_value(value)
+            assert imm is not None  # epilogue_chain admits only these
+            return Operand("imm", value=imm)
+
+        for op in chain.ops:
+            kb.location = op.location
+            temps = [Win.at(self.bufs[f"chain{t}"]) for t in chain.temps_of[op]]
+            result = Win.at(self.bufs[f"chain{chain.slot_of[op.results[0]]}"])
+            EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
+        kb.location = chain.ops[-1].location
+        self.store(Win.at(self.bufs[f"chain{chain.slot_of[chain.result]}"]), at, sizes)
 
     def store(self, tile_: Win, at: tuple[Index, Index, Index], sizes: list[int]) -> None:
         """Output tile `tile_` of column group j0 of block (m0, n0) (+ its part of the block's
@@ -323,11 +378,16 @@ class _MatmulEmitter:
         return Win.at(self.bufs["temp0"]) if "temp0" in self.bufs else None
 
 
-def _problem(op: graph.MatMulOp, g: MatmulGeometry, residual: bool) -> MatmulProblem:
+def _problem(
+    op: graph.MatMulOp, g: MatmulGeometry, residual: bool, chain: EpilogueChain | None = None
+) -> MatmulProblem:
     activation = op.activation.data if op.activation else None
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
     batches = math.prod(g.batch)
     element = element_bytes(tensor_element(op.lhs))
+    if chain is not None:
+        fused = (chain.vector_ops(), tuple(chain.slot_types), row_types(chain))
+        return MatmulProblem(batches, g.m, g.k, g.n, False, 0, ("acc_read",), False, element, *fused)
     if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
         epilogue = (activation or "acc_read",)
         return MatmulProblem(batches, g.m, g.k, g.n, False, temps, epilogue, residual, element)
@@ -335,11 +395,20 @@ def _problem(op: graph.MatMulOp, g: MatmulGeometry, residual: bool) -> MatmulPro
     return MatmulProblem(batches, g.m, g.k, g.n, True, temps, epilogue, residual, element)
 
 
-def _views(ctx: LoweringContext, op: graph.MatMulOp, g: MatmulGeometry, add: graph.AddOp | None) -> _Views:
+def _views(
+    ctx: LoweringContext,
+    op: graph.MatMulOp,
+    g: MatmulGeometry,
+    add: graph.AddOp | None,
+    chain: EpilogueChain | None = None,
+) -> _Views:
     lhs = ctx.value_view(op.lhs, [math.prod(g.lhs_batch) * g.m, g.k])
     rhs = ctx.value_view(op.rhs, [math.prod(g.rhs_batch) * g.k, g.n])
     rows = [math.prod(g.batch) * g.m, g.n]
     bias = ctx.value_view(op.bias, [1, g.n]) if op.bias is not None else None
+    if chain is not None:
+        loaded = tuple(ctx.value_view(row, [1, g.n]) for row in chain.rows)
+        return _Views(lhs, rhs, ctx.value_view(chain.result, rows), bias, rows=loaded)
     if add is None:
         return _Views(lhs, rhs, ctx.value_view(op.output, rows), bias)
     residual = add.rhs if add.lhs is op.output else add.lhs
@@ -394,13 +463,15 @@ def _reason(plan: MatmulPlan, residual: str = "") -> str:
 
 
 def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
-    """One matmul, or a matmul and the residual add fused into it (`fuse_residuals`)."""
+    """One matmul, or a matmul and the residual add fused into it (`fuse_residuals`), or an
+    int8 matmul and the elementwise chain of its epilogue (`fuse_epilogue_chains`)."""
     op, *rest = ops
     assert isinstance(op, graph.MatMulOp)
-    add = rest[0] if rest else None
+    chain = epilogue_chain(op, rest) if rest and isinstance(rest[0], graph.DequantizeOp) else None
+    add = rest[0] if rest and chain is None else None
     assert add is None or isinstance(add, graph.AddOp)
     g = MatmulGeometry.of(op)
-    problem = _problem(op, g, add is not None)
+    problem = _problem(op, g, add is not None, chain)
     plan = plan_matmul(problem, ctx.budget)
     note = ""
     if plan is not None:
@@ -424,10 +495,15 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             ctx.budget,
         )
     kb = ctx.kernel(ops)
-    emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g, add))
+    emitter = _MatmulEmitter(kb, g, problem, plan, _views(ctx, op, g, add, chain), chain)
     emitter.run(op.activation.data if op.activation else None)
     block = {"block": DenseArrayBase.from_list(i64, [plan.tm, plan.bn])}
     fused = ""
+    if chain is not None:
+        fused = (
+            f"the epilogue runs the {len(chain.ops)}-op elementwise chain on each output tile "
+            f"({', '.join(o.name.removeprefix('graph.') for o in chain.ops)}); the i32 product stays on chip"
+        )
     if add is not None:
         estimates = fusion_estimates(op, ctx.budget) or (plan.cycles, 0)
         fused = (

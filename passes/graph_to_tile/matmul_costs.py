@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import product
 
+from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.costs import (
     F32,
     Budget,
@@ -47,7 +48,9 @@ def _flush_ops(p: MatmulProblem, kind: str) -> tuple[str, ...]:
     the block (acc_read, or the bias add), the others add to it and the last one applies the
     activation in place."""
     if kind in ("only", "epilogue"):
-        return p.epilogue
+        return p.chain or p.epilogue
+    if kind == "last" and p.chain:
+        return ("add", *p.chain)
     if kind == "first":
         return ("add",) if p.bias else ("acc_read",)
     return ("add",) + (p.activation if kind == "last" else ())
@@ -169,6 +172,8 @@ def charge_matmul(
     target = budget.target
     if p.bias:
         cost.add_dma(target, F32 * p.n, "dram", "sram")
+    for dtype in p.chain_rows:
+        cost.add_dma(target, DTYPES[dtype] * p.n, "dram", "sram")
     outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
     for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.costs import F32, Budget, split
 
 
@@ -33,6 +34,14 @@ class MatmulProblem:
     residual: bool = False
     operand_bytes: int = F32
     """Bytes of an A or B element: 4 (f32), 1 (i8, accumulating in i32; the result is i32)."""
+    chain: tuple[str, ...] = ()
+    """The vector ops of an elementwise chain fused into the epilogue (an int8 matmul's
+    dequantize, bias, activation, requantize: `linear.epilogue_chain`), run per output tile
+    on the finished product in place of acc_read; its result is what the kernel stores."""
+    chain_slots: tuple[str, ...] = ()
+    """The element type of each tm x tn working tile of the fused chain."""
+    chain_rows: tuple[str, ...] = ()
+    """The element type of each 1 x n row the fused chain reads (scales, biases), loaded once."""
 
     @property
     def activation(self) -> tuple[str, ...]:
@@ -187,6 +196,8 @@ class Buffer(NamedTuple):
     space: str
     element: int = F32
     operand: bool = False
+    dtype: str = ""
+    """The element type when it is neither the operands' nor the result's (a chain tile)."""
 
 
 def matmul_buffers(
@@ -217,14 +228,22 @@ def matmul_buffers(
             buffers.update((slot_role("acc", s), Buffer((tm, tn), "acc")) for s in range(slots))
         else:
             buffers["acc"] = Buffer((tm, bn), "acc")
-        buffers.update((slot_role("y", s), Buffer((tm, tn), "sram")) for s in range(slots))
+        if not p.chain:
+            buffers.update((slot_role("y", s), Buffer((tm, tn), "sram")) for s in range(slots))
     if p.residual:  # the block's residual, loaded when the block starts
         buffers["r"] = Buffer((tm, bn), "sram")
     if p.bias:
         buffers["bias"] = Buffer((1, p.n), "sram")
     if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
         buffers.update((f"temp{t}", Buffer((tm, tn), "sram")) for t in range(p.temps))
-    return buffers
+    return buffers | _chain_buffers(p, tm, tn)
+
+
+def _chain_buffers(p: MatmulProblem, tm: int, tn: int) -> dict[str, Buffer]:
+    """The working tiles and rows of an epilogue chain (`MatmulProblem.chain`)."""
+    tiles = {f"chain{i}": Buffer((tm, tn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_slots)}
+    rows = {f"row{i}": Buffer((1, p.n), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_rows)}
+    return tiles | rows
 
 
 def slot_role(role: str, slot: int) -> str:

@@ -798,3 +798,21 @@ def test_every_table_entry_is_exercised_by_a_test_file(op_type: type[Operation])
     assert re.search(rf"\b{re.escape(op_type.name)}\b", text), (
         f"{op_type.name} has a lowering but no case in {', '.join(p.name for p in _LOWERING_TESTS)}"
     )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_int8_matmul_epilogues_keep_the_product_on_chip(target: str):
+    """An int8 matmul and the chain that dequantizes its product (bias, activation, requantize)
+    are one kernel: the chain reads the product from ACC (or the block in SRAM) and the kernel
+    stores only the chain's result, int8 for a requantized layer (no i32 tensor in DRAM)."""
+    module = differential(parse_mlir(CASES["int8_epilogues"]), target)
+    names = [text_attr(k, "op") for k in kernels(module)]
+    assert names == [
+        "graph.matmul,graph.dequantize,graph.add,graph.relu,graph.quantize",
+        "graph.matmul,graph.dequantize,graph.tanh",
+    ], names
+    dram = [op for op in module.walk() if isinstance(op, tile.AllocOp) and tile.space_of(op.buffer) == "dram"]
+    assert not any("i32" in str(op.buffer.type) for op in dram)
+    casts = [op for op in module.walk() if isinstance(op, tile.CastOp)]
+    from_acc = any(tile.space_of(op.operands[0]) == "acc" for op in casts)
+    assert from_acc or target == "tiny"  # tiny sums the K steps in SRAM: the chain reads the block there

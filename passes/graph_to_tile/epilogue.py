@@ -1,0 +1,132 @@
+"""Elementwise chains fused into the epilogue of an int8 matmul (convert-graph-to-tile).
+
+graph-quantized-matmul leaves an i8 x i8 -> i32 matmul followed by its scaling back to f32
+and whatever the model does next elementwise (a bias, an activation, the next layer's
+quantize):
+
+    %acc = graph.matmul %aq, %wq                  (i32)
+    %y = graph.dequantize %acc, %scale, %zero     \\
+    %b = graph.add %y, %bias                       |  one elementwise chain
+    %h = graph.quantize %b, %s, %z                /
+
+Lowered apart, the i32 product goes to DRAM and comes back. Fused, each finished output tile
+runs the chain straight from the accumulator (tile.cast reads ACC) in SRAM working tiles and
+stores only the chain's result (int8 for a requantized layer): the epilogue of the matmul
+kernel. The chain qualifies when it starts with a dequantize of the product (its only use)
+and every other input is an immediate or one value per output column (a `1 x n` row loaded
+once per kernel).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+
+from aitc.analysis.graph_matching import splat_value
+from aitc.dialects import graph
+from aitc.passes.graph_to_tile.elementwise import BINARY_NAMES, EMITTERS, UNARY_NAMES
+from aitc.passes.graph_to_tile.lowering import tensor_element, tensor_shape
+from aitc.passes.graph_to_tile.vector import elementwise_unsupported, plan_slots
+
+
+@dataclass(frozen=True)
+class EpilogueChain:
+    """An elementwise chain the matmul kernel runs on each output tile: `ops` in order, the
+    product they read (`source`), the 1 x n rows (`rows`, in load order), the working tiles
+    (`slot_of`, `temps_of`, `slot_types` as `vector.plan_slots` plans them)."""
+
+    ops: tuple[Operation, ...]
+    source: SSAValue
+    rows: tuple[SSAValue, ...]
+    slot_of: dict[SSAValue, int]
+    temps_of: dict[Operation, list[int]]
+    slot_types: list[str]
+
+    @property
+    def result(self) -> SSAValue:
+        return self.ops[-1].results[0]
+
+    def vector_ops(self) -> tuple[str, ...]:
+        """The vector ops one tile of the chain costs (for the matmul's cost model)."""
+        names: list[str] = []
+        for op in self.ops:
+            if isinstance(op, graph.DequantizeOp):
+                names += ["cast"] + (["sub"] if splat_value(op.zero_point) else [])
+                names += [] if splat_value(op.scale) is not None else ["mul"]
+            elif isinstance(op, graph.QuantizeOp):
+                names += ["div", "cast"] + (
+                    ["max", "min", "add", "cast"] if splat_value(op.zero_point) else []
+                )
+            else:
+                names.append(BINARY_NAMES.get(type(op)) or UNARY_NAMES.get(type(op)) or "default")
+        return tuple(names)
+
+
+def _is_row(value: SSAValue, rank: int, columns: int) -> bool:
+    shape = tensor_shape(value)
+    return len(shape) <= rank and bool(shape) and shape[-1] == columns and math.prod(shape) == columns
+
+
+def epilogue_chain(matmul: Operation, ops: list[Operation]) -> EpilogueChain | None:
+    """The chain `ops` as the epilogue of int8 `matmul` (module docstring), or None."""
+    if not isinstance(matmul, graph.MatMulOp) or str(tensor_element(matmul.lhs)) != "i8" or not ops:
+        return None
+    first, source = ops[0], matmul.output
+    if not isinstance(first, graph.DequantizeOp) or first.input is not source or not source.has_one_use():
+        return None
+    shape = tensor_shape(source)
+    if not shape or any(value is source for op in ops[1:] for value in op.operands):
+        return None
+    kinds = _input_kinds(ops, source, shape)
+    if kinds is None:
+        return None
+    rows = tuple(value for value, kind in kinds.items() if kind == "row")
+    slot_of, temps_of, slot_types = plan_slots(list(ops), kinds)
+    return EpilogueChain(tuple(ops), source, rows, slot_of, temps_of, slot_types)
+
+
+def _input_kinds(
+    ops: list[Operation], source: SSAValue, shape: tuple[int, ...]
+) -> dict[SSAValue, str] | None:
+    """How the chain reads each input: the product "full", splats "imm", per-column values
+    "row"; None when an op is not an elementwise op of the product's shape the vector engine
+    runs, or an input is anything else."""
+    produced = {op.results[0] for op in ops}
+    kinds: dict[SSAValue, str] = {source: "full"}
+    for op in ops:
+        if type(op) not in EMITTERS or elementwise_unsupported(op) or tensor_shape(op.results[0]) != shape:
+            return None
+        for value in op.operands:
+            if value in produced or value in kinds:
+                continue
+            if splat_value(value) is not None:
+                kinds[value] = "imm"
+            elif _is_row(value, len(shape), shape[-1]):
+                kinds[value] = "row"
+            else:
+                return None
+    return kinds
+
+
+def row_types(chain: EpilogueChain) -> tuple[str, ...]:
+    """The element type of each row the chain loads."""
+    return tuple(str(tensor_element(row)) for row in chain.rows)
+
+
+def fuse_epilogue_chains(units: list[list[Operation]]) -> list[list[Operation]]:
+    """Lowering units (in order) with each lone int8 matmul merged with the elementwise chain
+    unit that starts by dequantizing its product (`epilogue_chain`), placed at the chain's
+    position and lowered by the matmul's lowering."""
+    single = {unit[0]: index for index, unit in enumerate(units) if len(unit) == 1}
+    merged: list[list[Operation] | None] = list(units)
+    for index, unit in enumerate(units):
+        first = unit[0]
+        if not isinstance(first, graph.DequantizeOp):
+            continue
+        producer = first.input.owner
+        if isinstance(producer, Operation) and producer in single and epilogue_chain(producer, unit):
+            merged[single[producer]] = None
+            merged[index] = [producer, *unit]
+    return [unit for unit in merged if unit]
