@@ -38,7 +38,7 @@ from aitc.passes.runner import run_pipeline_reporting
 from aitc.reference import onnxruntime_outputs
 from aitc.report import format_table
 from aitc.verify.bisect import BisectResult, Log, bisect_passes, pipeline_passes
-from aitc.verify.metrics import TOLERANCES, Comparison, Tolerance, compare
+from aitc.verify.metrics import QUANTIZED_TOLERANCES, TOLERANCES, Comparison, Tolerance, compare
 
 LEVELS = ("graph", "tile", "sync", "hw")
 
@@ -80,6 +80,8 @@ class VerifyReport:
     """Per mode, the compiled tensors by name."""
     bisect: BisectResult | None = None
     """`--bisect`'s finding, when entire mode disagreed and it ran."""
+    profiles: Mapping[str, Tolerance] = field(default_factory=lambda: TOLERANCES)
+    """The tolerance profiles the checks used (`tolerances_for`)."""
 
     @property
     def failures(self) -> list[TensorCheck]:
@@ -92,7 +94,7 @@ class VerifyReport:
             "source": self.source,
             "level": self.level,
             "target": self.target,
-            "tolerances": {name: tolerance.text() for name, tolerance in TOLERANCES.items()},
+            "tolerances": {name: tolerance.text() for name, tolerance in self.profiles.items()},
             "compared": sum(c.comparison is not None for c in self.checks),
             "failed": len(self.failures),
             "skipped": sum(bool(c.skipped) for c in self.checks),
@@ -274,7 +276,11 @@ def _declared(name: str, value: np.ndarray) -> onnx.ValueInfoProto:
 
 
 def verify_single(
-    model: onnx.ModelProto, level: str, options: CompileOptions, reference: Mapping[str, np.ndarray]
+    model: onnx.ModelProto,
+    level: str,
+    options: CompileOptions,
+    reference: Mapping[str, np.ndarray],
+    profiles: Mapping[str, Tolerance] | None = None,
 ) -> tuple[list[TensorCheck], dict[str, np.ndarray]]:
     """Single mode (module docstring), with `reference` holding every tensor's reference value
     (the model's inputs and every node output)."""
@@ -310,7 +316,7 @@ def verify_single(
                 )
                 continue
             compiled[name] = np.asarray(got[name])
-            comparison = compare(compiled[name], want)
+            comparison = compare(compiled[name], want, profiles)
             checks.append(TensorCheck("single", label, node.op_type, name, str(want.dtype), comparison))
     return checks, compiled
 
@@ -349,6 +355,7 @@ def verify_model(
         level,
         options.target or "edge",
         [],
+        profiles=tolerances_for(model),
     )
     exposed, tensors = exposed_model(prepared)
     reference = onnxruntime_outputs(exposed, run_inputs)
@@ -356,18 +363,29 @@ def verify_model(
     checks: list[TensorCheck] = []
     if "entire" in modes or bisect:  # --bisect starts from entire mode's disagreement
         compiled = compiled_outputs(exposed, level, options, run_inputs, passes)
-        checks = tensor_checks(tensors, reference, compiled)
+        checks = tensor_checks(tensors, reference, compiled, profiles=report.profiles)
     if "entire" in modes:
         report.checks += checks
         report.compiled["entire"] = compiled
     if "single" in modes:
-        single, outputs = verify_single(prepared, level, options, report.reference)
+        single, outputs = verify_single(prepared, level, options, report.reference, report.profiles)
         report.checks += single
         report.compiled["single"] = outputs
     if bisect and any(check.failed for check in checks):
         chosen = list(passes) if passes is not None else pipeline_passes(options, level)
-        report.bisect = bisect_passes(exposed, tensors, reference, options, run_inputs, chosen, log)
+        report.bisect = bisect_passes(
+            exposed, tensors, reference, options, run_inputs, chosen, log, report.profiles
+        )
     return report
+
+
+QUANTIZATION_OPS = ("QuantizeLinear", "DequantizeLinear")
+
+
+def tolerances_for(model: onnx.ModelProto) -> Mapping[str, Tolerance]:
+    """`QUANTIZED_TOLERANCES` for a quantized (QDQ) model, else `TOLERANCES`."""
+    quantized = any(node.op_type in QUANTIZATION_OPS for node in model.graph.node)
+    return QUANTIZED_TOLERANCES if quantized else TOLERANCES
 
 
 def load_checked(source: str | Path | onnx.ModelProto) -> onnx.ModelProto:
@@ -398,12 +416,12 @@ def format_verify(report: VerifyReport, every: bool = False) -> str:
     compared = [c for c in report.checks if c.comparison is not None]
     skipped = [c for c in report.checks if c.skipped]
     lines = [
-        f"{report.source} at level {report.level} on '{report.target}' against onnxruntime (float model)",
+        f"{report.source} at level {report.level} on '{report.target}' against onnxruntime on the same model",
         "",
         format_table(HEADERS, cells) if cells else "(nothing to show)",
         "",
         f"{len(compared)} tensors compared, {len(report.failures)} outside tolerance, {len(skipped)} skipped",
-        "tolerances: " + "; ".join(f"{name}: {t.text()}" for name, t in TOLERANCES.items()),
+        "tolerances: " + "; ".join(f"{name}: {t.text()}" for name, t in report.profiles.items()),
     ]
     if not every and len(rows) < len(report.checks):
         lines.append(f"({len(report.checks) - len(rows)} more rows in report.json; --all prints every row)")

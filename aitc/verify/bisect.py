@@ -24,7 +24,7 @@ from aitc.compiler import CompileOptions, load_input, record_compile_target, sta
 from aitc.diagnostics import AitcError
 from aitc.interp.run import run_any_level
 from aitc.passes.runner import run_pipeline_reporting
-from aitc.verify.metrics import compare
+from aitc.verify.metrics import Tolerance, compare
 
 Log = Callable[[str], None]
 
@@ -89,13 +89,14 @@ def bisect_passes(
     inputs: Mapping[str, np.ndarray],
     passes: Sequence[ModulePass],
     log: Log = print,
+    profiles: Mapping[str, Tolerance] | None = None,
 ) -> BisectResult:
     """The first of `passes` after which the exposed model's `tensors` ((tensor, node, op type)
     in node order) disagree with `reference`, onnxruntime's values of them on `inputs`
     (module docstring)."""
     if (options.cores or 1) > 1:
         raise AitcError("--bisect checks the single-core pipeline: use --cores 1")
-    probe = _Probe(exposed, tensors, reference, options, inputs, passes, log)
+    probe = _Probe(exposed, tensors, reference, options, inputs, passes, log, profiles)
     names = [p.name for p in passes]
     last = probe(len(passes))
     if isinstance(last, Unrunnable):
@@ -153,8 +154,9 @@ class _Probe:
         inputs: Mapping[str, np.ndarray],
         passes: Sequence[ModulePass],
         log: Log,
+        profiles: Mapping[str, Tolerance] | None = None,
     ):
-        self.exposed, self.tensors, self.reference = exposed, tensors, reference
+        self.exposed, self.tensors, self.reference, self.profiles = exposed, tensors, reference, profiles
         self.options, self.inputs, self.passes, self.log = options, inputs, list(passes), log
         self.seen: dict[int, Divergence | Unrunnable | None] = {}
         self.count = 0
@@ -182,7 +184,7 @@ class _Probe:
             return Unrunnable(reason)
         for tensor, node, _ in self.tensors:
             if tensor in got:
-                comparison = compare(np.asarray(got[tensor]), self.reference[tensor])
+                comparison = compare(np.asarray(got[tensor]), self.reference[tensor], self.profiles)
                 if not comparison.passed:
                     return Divergence(tensor, node, comparison.problem)
         return None

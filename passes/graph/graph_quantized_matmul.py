@@ -130,7 +130,7 @@ class QuantizedMatmul(RewritePattern):
         result.location = replaced.location
         product.output.name_hint, new[4].results[0].name_hint = f"{hint}_acc", f"{hint}_scaled"
         result.results[0].name_hint = replaced.results[0].name_hint
-        rewriter.insert_op(new, InsertPoint.before(op))
+        rewriter.insert(new, InsertPoint.before(op))
         rewriter.replace(replaced, [], [result.results[0]])
         if replaced is not op:
             rewriter.erase(op)

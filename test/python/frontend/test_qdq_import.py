@@ -152,3 +152,31 @@ def test_int8_matmuls_run_on_the_matrix_engine_through_the_cli(capsys, ort_quant
     want = onnxruntime_outputs(model, {"x": images})["logits"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got.argmax(axis=1), want.argmax(axis=1))
+
+
+def test_a_quantized_encoder_matches_onnxruntime_within_one_step(tmp_path):
+    """An encoder quantized by `aitc quantize` (every MatMul int8, attention and layer norms
+    in f32) compiled for the NPU: each int8 tensor equals onnxruntime's running the same QDQ
+    model except where a value lies within float rounding of a rounding boundary (then one
+    step apart); the float tensors are judged by the quantized profile (`tolerances_for`)."""
+    from aitc.quantize import quantize_model
+    from aitc.verify.metrics import QUANTIZED_TOLERANCES
+
+    model, inputs = model_zoo.encoder(layers=1, hidden=64, heads=4, ffn=128, seq=32)
+    quantized, report = quantize_model(model, inputs, cache=tmp_path)
+    assert len(report.quantized) == 6
+    options = CompileOptions(
+        target="edge", cores=1, input_shapes={k: list(v.shape) for k, v in inputs.items()}
+    )
+    checked = verify_model(quantized, options, "hw", ("entire",), inputs)
+    assert checked.profiles is QUANTIZED_TOLERANCES
+    assert not checked.failures, [
+        f"{c.tensor}: {c.comparison and c.comparison.problem}" for c in checked.failures
+    ]
+    steps = [c.comparison.max_abs for c in checked.checks if c.dtype == "int8" and c.comparison is not None]
+    assert len(steps) == 4
+    assert max(steps) <= 1
+    for name in ("entire",):
+        int8 = [n for n, v in checked.compiled[name].items() if np.asarray(v).dtype == np.int8]
+        equal = [np.mean(checked.compiled[name][n] == checked.reference[n]) for n in int8]
+        assert min(equal) > 0.99, dict(zip(int8, equal, strict=True))
