@@ -11,7 +11,12 @@ Per model, one core:
   onnxruntime, the lowest SQNR, tensors outside tolerance;
 - the wall time of each.
 
-int8 rows (cycles and accuracy of the quantized models) come once aitc compiles QDQ models.
+Then fp32 against int8 (`aitc quantize`, minmax, per-tensor weights; calibrated on the
+model's own inputs, or for the digits MLP on 100 training images): simulated cycles and DRAM
+bytes of both compiled for one core, the int8 MatMuls the matrix engine runs, and accuracy
+(the int8 output's SQNR against the fp32 output; for the digits MLP top-1 on the 597 held-out
+images, float and int8, and their agreement).
+
 Prints tables; asserts nothing.
 """
 
@@ -24,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from aitc import api
 from aitc.compiler import CompileOptions
 from aitc.files import load_arrays
 from aitc.perf import profile_model
+from aitc.quantize import quantize_model
 from aitc.report import format_table
 from aitc.testing import model_zoo
 from aitc.verify import verify_model
@@ -73,6 +80,60 @@ HEADERS = [
 ]  # fmt: skip
 
 
+def _compiled_run(model: onnx.ModelProto, inputs: dict[str, np.ndarray], target: str):
+    """(outputs, cycles, DRAM bytes, int8 matmul instructions) of `model` compiled for one core."""
+    compiled = api.compile(model, target, input_shapes=_shapes(inputs), cores=1)
+    run = compiled.simulate(inputs)
+    int8 = sum("dtype=i8" in line for line in compiled.mlir().splitlines() if "hw.matmul" in line)
+    return run.outputs, run.stats.cycles, run.stats.dram_read + run.stats.dram_write, int8
+
+
+def _sqnr(got: np.ndarray, want: np.ndarray) -> float:
+    noise = float(np.sum((got.astype(np.float64) - want) ** 2))
+    return float("inf") if noise == 0 else 10 * np.log10(float(np.sum(want.astype(np.float64) ** 2)) / noise)
+
+
+def int8_row(
+    name: str, model: onnx.ModelProto, inputs, calibration, target: str, labels=None
+) -> list[object]:
+    """fp32 against int8 for one model (module docstring)."""
+    start = time.perf_counter()
+    quantized, _ = quantize_model(model, calibration)
+    float_out, float_cycles, float_dram, _ = _compiled_run(model, inputs, target)
+    int8_out, int8_cycles, int8_dram, int8_matmuls = _compiled_run(quantized, inputs, target)
+    output = next(iter(float_out))
+    accuracy = f"SQNR {_sqnr(int8_out[output], float_out[output]):.1f} dB"
+    if labels is not None:
+        top_float, top_int8 = float_out[output].argmax(axis=1), int8_out[output].argmax(axis=1)
+        accuracy = (
+            f"top-1 {np.mean(top_float == labels):.2%} -> {np.mean(top_int8 == labels):.2%}, "
+            f"agreement {np.mean(top_float == top_int8):.2%}"
+        )
+    return [
+        name, float_cycles, int8_cycles, f"{int8_cycles / float_cycles:.2f}", f"{float_dram / 1e6:.2f}",
+        f"{int8_dram / 1e6:.2f}", int8_matmuls, accuracy, f"{time.perf_counter() - start:.1f}",
+    ]  # fmt: skip
+
+
+INT8_HEADERS = [
+    "model", "fp32 cycles", "int8 cycles", "int8/fp32", "fp32 DRAM MB", "int8 DRAM MB", "int8 matmuls",
+    "accuracy", "wall s",
+]  # fmt: skip
+
+
+def int8_rows(models, names: list[str], target: str) -> list[list[object]]:
+    digits, images, labels = model_zoo.digits_mlp()
+    held_out = slice(model_zoo.DIGITS_TRAIN, None)
+    rows = [
+        int8_row("digits_mlp", digits, {"x": images[held_out]}, {"x": images[:100]}, target, labels[held_out])
+    ]  # fmt: skip
+    for name in names:
+        model, inputs = models[name]
+        if inputs is not None and any(n.op_type in ("MatMul", "Gemm") for n in model.graph.node):
+            rows.append(int8_row(name, model, inputs, inputs, target))
+    return rows
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -86,6 +147,8 @@ def main() -> None:
         rows.append(bench(name, model, inputs, args.target))
     print(f"performance and accuracy verification on '{args.target}', one core (aitc perf, aitc verify)\n")
     print(format_table(HEADERS, rows))
+    print(f"\nfp32 against int8 (aitc quantize) on '{args.target}', one core\n")
+    print(format_table(INT8_HEADERS, int8_rows(models, args.models or list(models), args.target)))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import aitc
 from aitc.quantize import cache_dir, quantize_model
 from aitc.quantize.calibrate import Range, _entropy, _percentile, calibrate
 from aitc.reference import onnxruntime_session
@@ -208,10 +209,19 @@ def test_verify_against_float_ranks_exclusions_as_quantize_exclude_makes_them(di
     assert {g.node for g in gains} == {"fc1", "fc2"}
     assert gains[0].gain_db >= gains[1].gain_db
     want = onnxruntime_outputs(model, {"x": held_out})["logits"]
-    for gain in gains:  # the what-if equals quantizing with that node excluded
+
+    def cycles(m: onnx.ModelProto) -> int:
+        return (
+            aitc.compile(m, "edge", input_shapes={"x": list(held_out.shape)})
+            .simulate({"x": held_out})
+            .stats.cycles
+        )
+
+    for gain in gains:  # the what-if equals quantizing with that node excluded, in accuracy and speed
         excluded, _ = quantize_model(model, calibration, exclude=[gain.node])
         got = onnxruntime_outputs(excluded, {"x": held_out})["logits"]
         assert gain.sqnr_db == pytest.approx(compare(got, want).sqnr_db, abs=1e-9)
+        assert gain.cycles == cycles(excluded) - cycles(quantized)
 
 
 def test_verify_float_command(capsys, monkeypatch, tmp_path, digits):
