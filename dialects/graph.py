@@ -929,7 +929,7 @@ class QuantizeOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check(_elem(self.input) == f32, "graph.quantize takes an f32 input")
-        _verify_quantization(self, self.input, _elem(self.zero_point))
+        _verify_quantization(self, self.input, _elem(self.output))
 
 
 @irdl_op_definition

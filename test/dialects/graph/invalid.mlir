@@ -1097,3 +1097,43 @@ func.func @dynamic_dim(%x: tensor<?x4xf32>, %w: tensor<4x8xf32>) -> tensor<?x8xf
 %0 = graph.attention %q, %k, %v, %m {heads = 2 : i64} : tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x3x1x4xf32> -> tensor<1x4x64xf32>
 // CHECK-LABEL: {{^}}// {{-+}}
 // CHECK:       Operation does not verify: attention: mask 1x3x1x4 must be [B or 1, H or 1, S or 1, S'] = 1x2x4x4
+
+// -----
+
+// graph.quantize makes the zero point's integer type.
+func.func @quantize_type(%x: tensor<4xf32>, %s: tensor<f32>, %z: tensor<i8>) -> tensor<4xi16> {
+  %0 = "graph.quantize"(%x, %s, %z) : (tensor<4xf32>, tensor<f32>, tensor<i8>) -> tensor<4xi16>
+  func.return %0 : tensor<4xi16>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: graph.quantize: the zero point must be i16
+
+// -----
+
+// A scale per channel must have the channel's size.
+func.func @quantize_scale(%x: tensor<2x3xf32>, %s: tensor<1x2xf32>, %z: tensor<i8>) -> tensor<2x3xi8> {
+  %0 = graph.quantize %x, %s, %z : tensor<2x3xf32>, tensor<1x2xf32>, tensor<i8> -> tensor<2x3xi8>
+  func.return %0 : tensor<2x3xi8>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: graph.quantize: the scale must broadcast to the input
+
+// -----
+
+// graph.dequantize takes an integer tensor.
+func.func @dequantize_float(%x: tensor<4xf32>, %s: tensor<f32>, %z: tensor<f32>) -> tensor<4xf32> {
+  %0 = graph.dequantize %x, %s, %z : tensor<4xf32>, tensor<f32>, tensor<f32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: graph.dequantize: the quantized type must be one of i8, ui8, i16, ui16, i32, got f32
+
+// -----
+
+// An int8 matmul has an i32 result and no bias.
+func.func @int8_matmul_bias(%a: tensor<2x4xi8>, %b: tensor<4x3xi8>, %c: tensor<3xi8>) -> tensor<2x3xi32> {
+  %0 = "graph.matmul"(%a, %b, %c) : (tensor<2x4xi8>, tensor<4x3xi8>, tensor<3xi8>) -> tensor<2x3xi32>
+  func.return %0 : tensor<2x3xi32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: an i8 matmul has no bias or activation

@@ -203,6 +203,20 @@ func.func @cast(%x: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi1>) {
 // CHECK-NEXT:    %1 = graph.cast %0 : tensor<4xf32> -> tensor<4xi1>
 // CHECK-NEXT:    func.return %0, %1 : tensor<4xf32>, tensor<4xi1>
 
+// Affine quantization: to int8 with one scale and zero point, back to f32 with a scale per
+// channel (axis 1); and the int8 x int8 -> i32 matmul graph-quantized-matmul makes.
+func.func @quantize(%x: tensor<2x3x4xf32>, %s: tensor<f32>, %z: tensor<i8>, %c: tensor<1x3x1xf32>, %zc: tensor<1x3x1xi8>, %w: tensor<4x5xi8>) -> (tensor<2x3x4xf32>, tensor<2x3x5xi32>) {
+  %0 = graph.quantize %x, %s, %z : tensor<2x3x4xf32>, tensor<f32>, tensor<i8> -> tensor<2x3x4xi8>
+  %1 = graph.dequantize %0, %c, %zc : tensor<2x3x4xi8>, tensor<1x3x1xf32>, tensor<1x3x1xi8> -> tensor<2x3x4xf32>
+  %2 = graph.matmul %0, %w : tensor<2x3x4xi8>, tensor<4x5xi8> -> tensor<2x3x5xi32>
+  func.return %1, %2 : tensor<2x3x4xf32>, tensor<2x3x5xi32>
+}
+// CHECK-LABEL: func.func @quantize(
+// CHECK-NEXT:    %0 = graph.quantize %x, %s, %z : tensor<2x3x4xf32>, tensor<f32>, tensor<i8> -> tensor<2x3x4xi8>
+// CHECK-NEXT:    %1 = graph.dequantize %0, %c, %zc : tensor<2x3x4xi8>, tensor<1x3x1xf32>, tensor<1x3x1xi8> -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %2 = graph.matmul %0, %w : tensor<2x3x4xi8>, tensor<4x5xi8> -> tensor<2x3x5xi32>
+// CHECK-NEXT:    func.return %1, %2 : tensor<2x3x4xf32>, tensor<2x3x5xi32>
+
 // Batched matmul against a shared 2-D weight; with a bias and a fused activation.
 func.func @matmul(%a: tensor<8x128x64xf32>, %b: tensor<64x32xf32>, %bias: tensor<32xf32>) -> (tensor<8x128x32xf32>, tensor<8x128x32xf32>) {
   %0 = graph.matmul %a, %b : tensor<8x128x64xf32>, tensor<64x32xf32> -> tensor<8x128x32xf32>
