@@ -19,10 +19,10 @@ import aitc
 from aitc.fuzz.runner import run_for_artifact
 from aitc.testing import model_zoo
 
-MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host")
+MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host", "qdq")
 """Names of the base ONNX models (every input dim static, so no --input-shape is needed)."""
 LEVELS = ("tile", "sync", "hw")
-COMPILED_MODELS = ("mlp", "host")
+COMPILED_MODELS = ("mlp", "host", "qdq")
 """Models compiled for `tiny` into lower-level .mlir and .aitb seeds (`host` is a bundle)."""
 
 
@@ -46,6 +46,43 @@ def _reshape_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def _qdq_model() -> onnx.ModelProto:
+    """x [2, 8] -> QuantizeLinear/DequantizeLinear (int8, zero point 3) -> MatMul with an int8
+    weight [8, 4] (a scale per column) -> Add -> Relu -> QuantizeLinear/DequantizeLinear -> y: a
+    QDQ model, as `aitc quantize` writes them, whose MatMul runs in int8 on the NPU."""
+    rng = np.random.default_rng(0)
+    constants = [
+        numpy_helper.from_array(rng.integers(-127, 128, (8, 4)).astype(np.int8), "w_q"),
+        numpy_helper.from_array(np.array([0.01, 0.02, 0.015, 0.03], np.float32), "w_scale"),
+        numpy_helper.from_array(np.zeros(4, np.int8), "w_zero"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(3, np.int8), "x_zero"),
+        numpy_helper.from_array(np.array(0.04, np.float32), "h_scale"),
+        numpy_helper.from_array(np.array(-128, np.int8), "h_zero"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="quantize_x"),
+        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="dequantize_x"),
+        helper.make_node(
+            "DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], name="dequantize_w", axis=1
+        ),
+        helper.make_node("MatMul", ["x_dq", "w"], ["m"], name="matmul"),
+        helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+        helper.make_node("Relu", ["a"], ["h"], name="relu"),
+        helper.make_node("QuantizeLinear", ["h", "h_scale", "h_zero"], ["h_q"], name="quantize_h"),
+        helper.make_node("DequantizeLinear", ["h_q", "h_scale", "h_zero"], ["y"], name="dequantize_h"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        constants,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
 def _build_model(name: str) -> onnx.ModelProto:
     builders = {
         "mlp": lambda: model_zoo.mlp(batch=2, features=8, hidden=16, classes=4)[0],
@@ -54,6 +91,7 @@ def _build_model(name: str) -> onnx.ModelProto:
         "depthwise": lambda: model_zoo.depthwise_separable(batch=1, channels=4, image=6)[0],
         "host": lambda: model_zoo.mlp_with_host_ops(batch=2, features=8, hidden=8, classes=4)[0],
         "reshape": _reshape_model,
+        "qdq": _qdq_model,
     }
     batch = {"mlp": 2, "cnn": 1, "layer": 1, "depthwise": 1}
     built = builders[name]()

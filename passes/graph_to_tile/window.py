@@ -84,10 +84,11 @@ class WindowDim:
 
     def field(self, o0: int, t: int) -> tuple[int, int, int]:
         """(first input index, its offset in the stage, count) of the in-bounds part of the
-        field of the block at constant o0."""
+        field of the block at constant o0 (a field all in the padding, as when the padding is
+        wider than the window: count 0 at the stage's end)."""
         start = o0 * self.stride - self.pad
         low, high = max(0, start), min(self.size, start + self.span(t))
-        return low, low - start, max(0, high - low)
+        return low, min(low - start, self.span(t)), max(0, high - low)
 
 
 @dataclass(frozen=True)

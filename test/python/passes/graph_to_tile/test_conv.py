@@ -590,3 +590,17 @@ def test_random_per_tap_convs_match_the_graph_level(shape, forced):
             _per_tap_only(mp)
         check_lowering(module, target)
     window_costs._PLANS.clear()
+
+
+@pytest.mark.parametrize("forced", [True, False])
+def test_padding_wider_than_the_window(forced: bool):
+    """A 1-row window under 2 rows of top padding: the first outputs' fields lie wholly in the
+    padding, so their stage is all padding (its strip is clipped to the stage; a hypothesis
+    find: the strip was the padding's height and did not fit the stage)."""
+    module = const_conv_module([1, 1, 1, 6], [2, 1, 1, 2], group=1, bias=False, strides=[1, 1],
+                               pads=[2, 0, 0, 0], dilations=[1, 2])  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        if forced:
+            _per_tap_only(mp)
+        check_lowering(module, "tiny")
+    window_costs._PLANS.clear()
