@@ -139,6 +139,38 @@ class QuantizedMatmul(RewritePattern):
                 rewriter.erase(dequantize)
 
 
+class SignedActivations(RewritePattern):
+    """A uint8 quantize whose every use is a dequantize -> an int8 one with the zero point
+    moved by -128, and int8 dequantizes: q - 128 = saturate(round(x / s) + z - 128) in
+    [-128, 127], and (q - 128) - (z - 128) = q - z, so every value is the same (the NPU holds
+    int8, not uint8)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.QuantizeOp, rewriter: PatternRewriter) -> None:
+        zero = constant_array(op.zero_point)
+        users = [use.operation for use in op.output.uses]
+        if zero is None or zero.dtype != np.uint8 or not users:
+            return
+        dequantizes = [u for u in users if isinstance(u, graph.DequantizeOp) and u.input is op.output]
+        if len(dequantizes) != len(users) or any(constant_array(u.zero_point) is None for u in dequantizes):
+            return
+        hint = name_hint(op)
+        signed = new_constant((zero.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", op.location)
+        quantize = graph.QuantizeOp(op.input, op.scale, signed.output)
+        quantize.location, quantize.output.name_hint = op.location, op.output.name_hint
+        rewriter.insert([signed, quantize], InsertPoint.before(op))
+        for user in dequantizes:
+            own = constant_array(user.zero_point)
+            assert own is not None
+            moved = new_constant(
+                (own.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", user.location
+            )
+            dequantize = graph.DequantizeOp(quantize.output, user.scale, moved.output)
+            dequantize.location, dequantize.output.name_hint = user.location, user.output.name_hint
+            rewriter.replace(user, [moved, dequantize], [dequantize.output])
+        rewriter.erase(op)
+
+
 @dataclass(frozen=True)
 class GraphQuantizedMatmulPass(ModulePass):
     """Turns matmuls of dequantized int8 tensors into int8 matmuls with an i32 result, scaled
@@ -148,7 +180,10 @@ class GraphQuantizedMatmulPass(ModulePass):
       A graph module with `graph.dequantize` ops, as the ONNX frontend imports QDQ models
       (QuantizeLinear/DequantizeLinear): constant int8 weights stay int8 behind a dequantize.
     Output:
-      Every f32 graph.matmul (no bias or activation yet: run before
+      First, every uint8 graph.quantize whose uses are all dequantizes becomes int8 with its
+      zero points moved by -128 (`SignedActivations`: the same values, and the NPU holds int8).
+      Then
+      every f32 graph.matmul (no bias or activation yet: run before
       graph-fuse-bias-activation and graph-fold-constants) whose lhs dequantizes an int8
       tensor with one scale and zero point, and whose rhs dequantizes a constant 2-D int8
       (or uint8) weight with a scale and zero point per tensor or per column, whose centred
@@ -166,4 +201,5 @@ class GraphQuantizedMatmulPass(ModulePass):
     name = "graph-quantized-matmul"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(GreedyRewritePatternApplier([SignedActivations()])).rewrite_module(op)
         PatternRewriteWalker(GreedyRewritePatternApplier([QuantizedMatmul()])).rewrite_module(op)

@@ -80,3 +80,27 @@ func.func @not_rewritten(%x: tensor<2x3xi8>, %v: tensor<3x2xi8>) -> (tensor<2x2x
 // CHECK-NOT:     xi32>
 // CHECK:         graph.matmul %a, %w : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
 // CHECK:         graph.matmul %a, %u : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+
+// -----
+
+// A uint8 activation (zero point 100) becomes int8 with zero point -28 at the quantize and
+// its dequantize: the same values; the matmul then runs in int8 (-28 * colsum(W) * 0.5 * 1 =
+// [56, -28] is subtracted).
+func.func @uint8_activation(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %s = graph.constant dense<0.5> : tensor<f32>
+  %z = graph.constant dense<100> : tensor<ui8>
+  %q = graph.quantize %x, %s, %z : tensor<2x2xf32>, tensor<f32>, tensor<ui8> -> tensor<2x2xui8>
+  %a = graph.dequantize %q, %s, %z : tensor<2x2xui8>, tensor<f32>, tensor<ui8> -> tensor<2x2xf32>
+  %wq = graph.constant dense<[[1, -2], [-5, 4]]> : tensor<2x2xi8>
+  %sw = graph.constant dense<1.0> : tensor<f32>
+  %zw = graph.constant dense<0> : tensor<i8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<2x2xi8>, tensor<f32>, tensor<i8> -> tensor<2x2xf32>
+  %y = graph.matmul %a, %w : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32> loc("fc")
+  func.return %y : tensor<2x2xf32>
+}
+// CHECK-LABEL: func.func @uint8_activation
+// CHECK:         %q_zero_int8 = graph.constant dense<-28> : tensor<1xi8>
+// CHECK-NEXT:    %q = graph.quantize %x, %s, %q_zero_int8 : tensor<2x2xf32>, tensor<f32>, tensor<1xi8> -> tensor<2x2xi8>
+// CHECK:         graph.matmul %q, %fc_int8 : tensor<2x2xi8>, tensor<2x2xi8> -> tensor<2x2xi32>
+// CHECK:         %fc_zero_point_sums = graph.constant dense<[5.600000e+01, -2.800000e+01]> : tensor<2xf32>
+// CHECK-NOT:     ui8

@@ -180,3 +180,43 @@ def test_a_quantized_encoder_matches_onnxruntime_within_one_step(tmp_path):
         int8 = [n for n, v in checked.compiled[name].items() if np.asarray(v).dtype == np.int8]
         equal = [np.mean(checked.compiled[name][n] == checked.reference[n]) for n in int8]
         assert min(equal) > 0.99, dict(zip(int8, equal, strict=True))
+
+
+def test_uint8_activations_run_in_int8_on_the_npu(capsys, tmp_path):
+    """quantize_static with uint8 activations (QUInt8, onnxruntime's older default): the
+    activations become int8 with their zero points moved by -128 (graph-quantized-matmul), so
+    the whole model runs on the NPU with int8 MatMuls, and `aitc run` matches onnxruntime."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    from aitc.tools.aitc_main import main
+
+    model, images, _ = model_zoo.digits_mlp()
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter({"x": images[i : i + 1]} for i in range(50))
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    onnx.save(model, tmp_path / "float.onnx")
+    quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "u8.onnx"), Reader(),
+                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8)  # fmt: skip
+    quantized = onnx.load(str(tmp_path / "u8.onnx"))
+    zero_types = {i.data_type for i in quantized.graph.initializer if i.name.endswith("zero_point")}
+    assert TensorProto.UINT8 in zero_types
+    held_out = images[model_zoo.DIGITS_TRAIN : model_zoo.DIGITS_TRAIN + 32]
+    binary = tmp_path / "u8.aitb"
+    shape = f"x={held_out.shape[0]}x{held_out.shape[1]}"
+    code = main(
+        ["compile", str(tmp_path / "u8.onnx"), "--input-shape", shape, "--cores", "1", "-o", str(binary)]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "placement: every node on the NPU" in out
+    np.savez(tmp_path / "in.npz", x=held_out)
+    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
+    assert main([str(a) for a in run]) == 0, capsys.readouterr().err
+    got = np.load(tmp_path / "out.npz")["logits"]
+    want = onnxruntime_outputs(quantized, {"x": held_out})["logits"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
