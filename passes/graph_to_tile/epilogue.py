@@ -13,8 +13,8 @@ Lowered apart, the i32 product goes to DRAM and comes back. Fused, each finished
 runs the chain straight from the accumulator (tile.cast reads ACC) in SRAM working tiles and
 stores only the chain's result (int8 for a requantized layer): the epilogue of the matmul
 kernel. The chain qualifies when it starts with a dequantize of the product (its only use)
-and every other input is an immediate or one value per output column (a `1 x n` row loaded
-once per kernel).
+and every other input is an immediate, one value per output column (a `1 x n` row loaded once
+per kernel) or a tensor of the product's shape (a residual: its window loaded per output tile).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class EpilogueChain:
     ops: tuple[Operation, ...]
     source: SSAValue
     rows: tuple[SSAValue, ...]
+    tiles: tuple[SSAValue, ...]
     slot_of: dict[SSAValue, int]
     temps_of: dict[Operation, list[int]]
     slot_types: list[str]
@@ -83,16 +84,17 @@ def epilogue_chain(matmul: Operation, ops: list[Operation]) -> EpilogueChain | N
     if kinds is None:
         return None
     rows = tuple(value for value, kind in kinds.items() if kind == "row")
+    tiles = tuple(value for value, kind in kinds.items() if kind == "full" and value is not source)
     slot_of, temps_of, slot_types = plan_slots(list(ops), kinds)
-    return EpilogueChain(tuple(ops), source, rows, slot_of, temps_of, slot_types)
+    return EpilogueChain(tuple(ops), source, rows, tiles, slot_of, temps_of, slot_types)
 
 
 def _input_kinds(
     ops: list[Operation], source: SSAValue, shape: tuple[int, ...]
 ) -> dict[SSAValue, str] | None:
-    """How the chain reads each input: the product "full", splats "imm", per-column values
-    "row"; None when an op is not an elementwise op of the product's shape the vector engine
-    runs, or an input is anything else."""
+    """How the chain reads each input: the product and tensors of its shape "full", splats
+    "imm", per-column values "row"; None when an op is not an elementwise op of the product's
+    shape the vector engine runs, or an input is anything else."""
     produced = {op.results[0] for op in ops}
     kinds: dict[SSAValue, str] = {source: "full"}
     for op in ops:
@@ -105,6 +107,8 @@ def _input_kinds(
                 kinds[value] = "imm"
             elif _is_row(value, len(shape), shape[-1]):
                 kinds[value] = "row"
+            elif tensor_shape(value) == shape:
+                kinds[value] = "full"
             else:
                 return None
     return kinds
@@ -113,6 +117,11 @@ def _input_kinds(
 def row_types(chain: EpilogueChain) -> tuple[str, ...]:
     """The element type of each row the chain loads."""
     return tuple(str(tensor_element(row)) for row in chain.rows)
+
+
+def tile_types(chain: EpilogueChain) -> tuple[str, ...]:
+    """The element type of each tensor the chain loads per output tile."""
+    return tuple(str(tensor_element(value)) for value in chain.tiles)
 
 
 def fuse_epilogue_chains(units: list[list[Operation]]) -> list[list[Operation]]:

@@ -59,7 +59,7 @@ from aitc.passes.graph_to_tile.elementwise import (
     activation_ops,
     apply_activation,
 )
-from aitc.passes.graph_to_tile.epilogue import EpilogueChain, epilogue_chain, row_types
+from aitc.passes.graph_to_tile.epilogue import EpilogueChain, epilogue_chain, row_types, tile_types
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     LoweringContext,
@@ -148,6 +148,7 @@ class _Views:
     bias: SSAValue | None
     residual: SSAValue | None = None
     rows: tuple[SSAValue, ...] = ()
+    tiles: tuple[SSAValue, ...] = ()
 
 
 class _MatmulEmitter:
@@ -346,10 +347,15 @@ class _MatmulEmitter:
         assert chain is not None
         column = kb.add(at[1], at[2])
         rows = {row: i for i, row in enumerate(chain.rows)}
+        tiles = {value: i for i, value in enumerate(chain.tiles)}
+        for i, view in enumerate(self.views.tiles):  # the tile's window of each tensor input
+            kb.copy(Win(view, (kb.add(self.orow, at[0]), column)), Win.at(self.bufs[f"full{i}"]), sizes)
 
         def operand(value: SSAValue) -> Operand:
             if value is chain.source:
                 return Operand("full", product)
+            if value in tiles:
+                return Operand("full", Win.at(self.bufs[f"full{tiles[value]}"]))
             if value in rows:
                 return Operand("row", Win(self.bufs[f"row{rows[value]}"], (0, column)))
             if value in chain.slot_of:
@@ -386,7 +392,7 @@ def _problem(
     batches = math.prod(g.batch)
     element = element_bytes(tensor_element(op.lhs))
     if chain is not None:
-        fused = (chain.vector_ops(), tuple(chain.slot_types), row_types(chain))
+        fused = (chain.vector_ops(), tuple(chain.slot_types), row_types(chain), tile_types(chain))
         return MatmulProblem(batches, g.m, g.k, g.n, False, 0, ("acc_read",), False, element, *fused)
     if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
         epilogue = (activation or "acc_read",)
@@ -408,7 +414,8 @@ def _views(
     bias = ctx.value_view(op.bias, [1, g.n]) if op.bias is not None else None
     if chain is not None:
         loaded = tuple(ctx.value_view(row, [1, g.n]) for row in chain.rows)
-        return _Views(lhs, rhs, ctx.value_view(chain.result, rows), bias, rows=loaded)
+        tiles = tuple(ctx.value_view(value, rows) for value in chain.tiles)
+        return _Views(lhs, rhs, ctx.value_view(chain.result, rows), bias, rows=loaded, tiles=tiles)
     if add is None:
         return _Views(lhs, rhs, ctx.value_view(op.output, rows), bias)
     residual = add.rhs if add.lhs is op.output else add.lhs

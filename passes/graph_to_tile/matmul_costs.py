@@ -89,6 +89,8 @@ def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, ki
     if kind in ("only", "epilogue", "last"):
         if p.residual:  # the tile's part of the block's residual
             cost.add_vector(vector_cycles(target, "add", msz, gsz), times)
+        for dtype in p.chain_tiles:  # an epilogue chain's tensor input, per output tile
+            cost.add_dma(target, DTYPES[dtype] * msz * gsz, "dram", "sram", times)
         cost.add_dma(target, F32 * msz * gsz, "sram", "dram", times)
 
 

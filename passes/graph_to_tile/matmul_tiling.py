@@ -42,6 +42,9 @@ class MatmulProblem:
     """The element type of each tm x tn working tile of the fused chain."""
     chain_rows: tuple[str, ...] = ()
     """The element type of each 1 x n row the fused chain reads (scales, biases), loaded once."""
+    chain_tiles: tuple[str, ...] = ()
+    """The element type of each tensor of the result's shape the fused chain reads (a residual),
+    loaded per output tile."""
 
     @property
     def activation(self) -> tuple[str, ...]:
@@ -243,7 +246,8 @@ def _chain_buffers(p: MatmulProblem, tm: int, tn: int) -> dict[str, Buffer]:
     """The working tiles and rows of an epilogue chain (`MatmulProblem.chain`)."""
     tiles = {f"chain{i}": Buffer((tm, tn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_slots)}
     rows = {f"row{i}": Buffer((1, p.n), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_rows)}
-    return tiles | rows
+    loaded = {f"full{i}": Buffer((tm, tn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_tiles)}
+    return tiles | rows | loaded
 
 
 def slot_role(role: str, slot: int) -> str:

@@ -278,8 +278,9 @@ func.func @int8_matmul(%a: tensor<12x80xi8>, %b: tensor<80x24xi8>) -> (tensor<12
 
 // int8 matmuls whose dequantize, bias, activation and requantize run in the matmul's epilogue
 // (epilogue.py): a scale per column and a zero-point correction row; K of 200 (several steps
-// on tiny, summed in ACC or in SRAM) and a batched lhs; the second ends in f32.
-func.func @int8_epilogues(%a: tensor<2x10x200xi8>, %b: tensor<200x40xi8>, %c: tensor<10x40xi8>, %d: tensor<40x8xi8>) -> (tensor<2x10x40xi8>, tensor<10x8xf32>) {
+// on tiny, summed in ACC or in SRAM) and a batched lhs; the second ends in f32 with a residual
+// (a tensor of the product's shape, loaded per output tile).
+func.func @int8_epilogues(%a: tensor<2x10x200xi8>, %b: tensor<200x40xi8>, %c: tensor<10x40xi8>, %d: tensor<40x8xi8>, %e: tensor<10x8xf32>) -> (tensor<2x10x40xi8>, tensor<10x8xf32>) {
   %p = graph.matmul %a, %b : tensor<2x10x200xi8>, tensor<200x40xi8> -> tensor<2x10x40xi32>
   %cols = graph.constant dense<[0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001, 0.001, 0.002, 0.0005, 0.001]> : tensor<40xf32>
   %z = graph.constant dense<0> : tensor<i32>
@@ -293,6 +294,7 @@ func.func @int8_epilogues(%a: tensor<2x10x200xi8>, %b: tensor<200x40xi8>, %c: te
   %r = graph.matmul %c, %d : tensor<10x40xi8>, tensor<40x8xi8> -> tensor<10x8xi32>
   %s2 = graph.constant dense<0.0025> : tensor<f32>
   %f = graph.dequantize %r, %s2, %z : tensor<10x8xi32>, tensor<f32>, tensor<i32> -> tensor<10x8xf32>
-  %t = graph.tanh %f : tensor<10x8xf32>
+  %t0 = graph.tanh %f : tensor<10x8xf32>
+  %t = graph.add %t0, %e : tensor<10x8xf32>, tensor<10x8xf32> -> tensor<10x8xf32>
   func.return %q, %t : tensor<2x10x40xi8>, tensor<10x8xf32>
 }
