@@ -26,7 +26,7 @@ func.func @main(%x: tensor<24x48xf32> {graph.name = "x"}, %w: tensor<48x20xf32> 
 
 // CACHE:      "kind": "matmul",
 // CACHE-NEXT: "node": "/fc/MatMul",
-// CACHE-NEXT: "signature": "matmul: MatmulProblem(batches=1, m=24, k=48, n=20, bias=False, temps=0, epilogue=('acc_read',), residual=False, operand_bytes=4) | target tiny {{[0-9a-f]+}} sram 8192 acc 1024 depth 2",
+// CACHE-NEXT: "signature": "matmul: MatmulProblem(batches=1, m=24, k=48, n=20, bias=False, temps=0, epilogue=('acc_read',), residual=False, operand_bytes=4{{.*}}) | target tiny {{[0-9a-f]+}} sram 8192 acc 1024 depth 2",
 // CACHE:      "estimated": 2370,
 // CACHE-NEXT: "measured": 3119,
 
