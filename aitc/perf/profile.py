@@ -6,8 +6,9 @@ cycles alone (`aitc.perf.timeline`), the MACs its matmul instructions did and th
 DMAs moved (counted from the run, so they hold for a `.aitb` as well), its roofline bound
 (MACs at the peak of the cores used, or DRAM bytes at the DRAM rate, the larger), efficiency =
 bound / cycles, and what limited it: the busiest engine over its time alone, "DRAM" when its
-bytes at the DRAM rate take most of that time, "sync" when the engines mostly waited on each
-other, else "idle". The error of the estimate is (est - cycles) / cycles; its median and p90
+bytes at the DRAM rate take most of that time, "link" when its peer DMAs (a multi-core
+program's collectives) at the core-to-core link rate do, "sync" when the engines mostly waited
+on each other, else "idle". The error of the estimate is (est - cycles) / cycles; its median and p90
 over the nodes summarise the cost model. The run's critical path (`aitc.perf.critical`) names
 the engines, nodes and waits that set its length.
 
@@ -240,14 +241,16 @@ def build_report(
     peak, dram_rate = target.matrix.macs_per_cycle * cores, target.dram.bytes_per_cycle
     shapes = node_shapes(model, input_shapes)
     rows = []
+    link_rate = target.link.bytes_per_cycle * cores  # every core sends on its own link
     for name, (start, end, alone) in spans.items():
-        macs, dram = counts.get(name, (0, 0))
+        macs, dram, link = counts.get(name, (0, 0, 0))
         bound = max(macs / peak, dram / dram_rate)
         op_type, inputs, outputs = shapes.get(name, ("", [], []))
         est = estimates.get(name) if name in ops else None
         rows.append(NodePerf(
             name, op_type, ",".join(dict.fromkeys(ops.get(name, []))), "npu", est, macs, dram,
-            alone, start, end, bound, _limit(timeline, end - alone, end, dram / dram_rate), inputs, outputs,
+            alone, start, end, bound, _limit(timeline, end - alone, end, dram / dram_rate, link / link_rate),
+            inputs, outputs,
         ))  # fmt: skip
     return PerfReport(
         source, target, cores, cycles, matrix_utilisation, rows, critical_path(trace), trace, host
@@ -271,10 +274,12 @@ def _grouped_spans(timeline: Timeline, owner: Mapping[str, str]) -> dict[str, tu
     return found
 
 
-def _counts(trace: dict[str, Any], owner: Mapping[str, str]) -> dict[str, tuple[int, int]]:
-    """Per row: (MACs of its matmul instructions, bytes its DMAs moved to or from DRAM)."""
+def _counts(trace: dict[str, Any], owner: Mapping[str, str]) -> dict[str, tuple[int, int, int]]:
+    """Per row: (MACs of its matmul instructions, bytes its DMAs moved to or from DRAM, bytes
+    its peer DMAs sent over the core-to-core links)."""
     macs: dict[str, int] = defaultdict(int)
     dram: dict[str, int] = defaultdict(int)
+    link: dict[str, int] = defaultdict(int)
     for event in trace["traceEvents"]:
         if event.get("ph") != "X":
             continue
@@ -284,21 +289,25 @@ def _counts(trace: dict[str, Any], owner: Mapping[str, str]) -> dict[str, tuple[
             macs[name] += int(args["m"]) * int(args["k"]) * int(args["n"])
         elif "bytes" in args and any(str(v).startswith("dram[") for v in args.values()):
             dram[name] += int(args["bytes"])
-    return {name: (macs.get(name, 0), dram.get(name, 0)) for name in {*macs, *dram}}
+        elif "bytes" in args and str(event.get("name", "")).startswith("dma_peer"):
+            link[name] += int(args["bytes"])
+    return {name: (macs.get(name, 0), dram.get(name, 0), link.get(name, 0)) for name in {*macs, *dram, *link}}
 
 
 BUSY_ENOUGH = 0.6
 """An engine busy this share of a node's time is what limits it."""
 
 
-def _limit(timeline: Timeline, lo: int, hi: int, dram_cycles: float) -> str:
+def _limit(timeline: Timeline, lo: int, hi: int, dram_cycles: float, link_cycles: float = 0.0) -> str:
     """What limited the window [lo, hi), with its share of the window: the DRAM channel (its
-    bytes at the DRAM rate take most of it), else the busiest engine when busy enough, else
-    the engines waiting on each other ("sync"), else nothing to do ("idle")."""
+    bytes at the DRAM rate take most of it) or the core-to-core links (the peer DMAs' bytes per
+    core at the link rate), else the busiest engine when busy enough, else the engines waiting
+    on each other ("sync"), else nothing to do ("idle")."""
     window = max(hi - lo, 1)
     engine, share = timeline.busiest(lo, hi)
-    if dram_cycles >= BUSY_ENOUGH * window and dram_cycles / window >= share:
-        return f"DRAM {min(dram_cycles / window, 1.0):.0%}"
+    channel, channel_cycles = max((("DRAM", dram_cycles), ("link", link_cycles)), key=lambda c: c[1])
+    if channel_cycles >= BUSY_ENOUGH * window and channel_cycles / window >= share:
+        return f"{channel} {min(channel_cycles / window, 1.0):.0%}"
     if share >= BUSY_ENOUGH:
         return f"{engine} {share:.0%}"
     blocked = timeline.blocked_share(lo, hi)

@@ -125,6 +125,17 @@ def test_a_node_whose_bytes_take_the_dram_channel_longest_is_dram_bound():
     assert report.rows[0].est is None
 
 
+def test_a_collective_whose_peer_dmas_take_the_links_longest_is_link_bound():
+    """Two cores each sending 6400 B to the other over a 32 B/cycle link in 100 cycles: 200
+    cycles of link work each, no DRAM traffic and the DMA engines busy only half the time."""
+    send = {"node": "c", "bytes": 6400, "src": "sram[0x0]", "dst": "sram[0x100]", "peer": 1}
+    trace = _trace([(0, 1, "dma_peer c", 0, 50, send), (1, 1, "dma_peer c", 0, 50, {**send, "peer": 0}),
+                    (0, 3, "vbinary c", 90, 10, {"node": "c"})], cores=2)  # fmt: skip
+    report = build_report("m", load_target("edge"), trace, 100, 0.0, [], None)
+    assert report.rows[0].dram_bytes == 0
+    assert report.rows[0].limit == "link 100%"
+
+
 def _row(est: int | None, cycles: int) -> NodePerf:
     return NodePerf("n", "", "", "npu", est, 0, 0, cycles, 0, cycles, 0.0, "")
 
