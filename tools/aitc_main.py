@@ -190,6 +190,36 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_shapes(args: argparse.Namespace, model: str, inputs) -> dict[str, list[int]]:
+    """--input-shape, plus the shape of each --inputs array whose ONNX input has a dynamic dim
+    that --input-shape leaves unpinned: the arrays decide, as they do for onnxruntime."""
+    shapes = {name: list(dims) for name, dims in (args.input_shape or [])}
+    if not inputs or not str(model).endswith(".onnx"):
+        return shapes
+    for name in _dynamic_inputs(model):
+        if name not in shapes and name in inputs:
+            shapes[name] = [int(d) for d in np.shape(inputs[name])]
+    return shapes
+
+
+def _dynamic_inputs(model: str) -> list[str]:
+    """The graph inputs of ONNX file `model` with a symbolic or unknown dim (none when the file
+    does not load: the command's own load then reports why)."""
+    import onnx
+
+    try:
+        graph = onnx.load(model, load_external_data=False).graph
+    except Exception:  # any damage: the import that follows names it
+        return []
+    initializers = {t.name for t in graph.initializer}
+    return [
+        value.name
+        for value in graph.input
+        if value.name not in initializers
+        and any(not d.HasField("dim_value") for d in value.type.tensor_type.shape.dim)
+    ]
+
+
 def _load_module(path: str, input_shapes):
     from aitc.files import read_text
     from aitc.frontend.onnx_import import import_onnx
@@ -211,7 +241,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_outputs([args.outputs, args.trace, args.stats_json], [args.file, args.inputs, args.target])
     inputs = load_arrays(args.inputs) if args.inputs else None
-    module = None if args.file.endswith(".aitb") else _load_module(args.file, args.input_shape)
+    shapes = _input_shapes(args, args.file, inputs)
+    module = None if args.file.endswith(".aitb") else _load_module(args.file, list(shapes.items()))
     files: dict[PathLike, str | bytes] = {}
     if module is None or holds_hw_program(module):
         outputs, reports = _simulate(args, module, inputs)
@@ -246,7 +277,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
         check_outputs([folder / name for name in FILES], sources)
     inputs = load_arrays(args.inputs) if args.inputs else None
     options = CompileOptions(
-        target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores,
+        target=args.target, input_shapes=_input_shapes(args, args.model, inputs), cores=args.cores,
         conv_layout=args.conv_layout,
     )  # fmt: skip
     report = profile_model(args.model, options, inputs, args.seed)
@@ -269,7 +300,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     folder = _report_folder(args.output) if args.output is not None else None
     sources = [args.model, args.inputs, args.target]
     inputs = load_arrays(args.inputs) if args.inputs else None
-    options = CompileOptions(target=args.target, input_shapes=dict(args.input_shape or []), cores=args.cores)
+    shapes = _input_shapes(args, args.model, inputs)
+    options = CompileOptions(target=args.target, input_shapes=shapes, cores=args.cores)
     modes = ("entire", "single") if args.mode == "both" else (args.mode,)
     if args.float is not None:
         from aitc.verify.quantized import format_exclusions, verify_against_float

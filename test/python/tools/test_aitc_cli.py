@@ -343,3 +343,27 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
     assert process.wait(timeout=120) in (0, 141), stderr
     assert "internal error" not in stderr
     assert "Traceback" not in stderr
+
+
+def test_the_inputs_pin_the_dynamic_dims(capsys, tmp_path):
+    """A model with a dynamic batch dim runs, verifies and profiles on --inputs alone: their
+    shapes pin the dims --input-shape leaves open (as onnxruntime takes them); without inputs
+    the dims still need --input-shape."""
+    model, _ = model_zoo.mlp(batch=2, features=8, hidden=16, classes=4)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    onnx.save(model, tmp_path / "m.onnx")
+    x = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    code, _, err = run_cli(capsys, ["run", tmp_path / "m.onnx", "--inputs", tmp_path / "in.npz",
+                                    "--outputs", tmp_path / "out.npz"])  # fmt: skip
+    assert code == 0, err
+    got = dict(np.load(tmp_path / "out.npz"))
+    want = onnxruntime_outputs(model, {"x": x})
+    assert {k: v.shape for k, v in got.items()} == {k: v.shape for k, v in want.items()}
+    assert_close(got, want)
+    for command in (["verify"], ["perf", "--cores", "1"]):
+        code, _, err = run_cli(capsys, [*command, tmp_path / "m.onnx", "--inputs", tmp_path / "in.npz"])
+        assert code == 0, err
+    code, _, err = run_cli(capsys, ["run", tmp_path / "m.onnx"])
+    assert code == 1
+    assert "pin them with --input-shape" in err
