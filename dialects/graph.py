@@ -901,11 +901,53 @@ class CastOp(IRDLOperation):
         _check(_shape(self.input) == _shape(self.output), "cast keeps the shape")
 
 
+QUANTIZED_TYPES = ("i8", "ui8", "i16", "ui16", "i32")
+"""Integer element types graph.quantize makes (not i32) and graph.dequantize takes."""
+
+
+class AffineQuantizationOp(IRDLOperation):
+    """Base of graph.quantize and graph.dequantize: `input`, an f32 `scale` and a `zero_point`
+    of the integer type that broadcast against it (a scalar, or per axis: the axis's size at
+    that dim, ones elsewhere), and a result of the input's shape."""
+
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    zero_point = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $scale `,` $zero_point attr-dict `:` type($input) `,` type($scale) `,` "
+        "type($zero_point) `->` type($output)"
+    )
+    INTEGER_TYPES: ClassVar[tuple[str, ...]] = QUANTIZED_TYPES
+
+    def integer_type(self) -> Attribute:
+        """The quantized side's element type (the result's, or the input's)."""
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        integer = self.integer_type()
+        _check(_elem(self.scale) == f32, f"{self.name}: the scale must be f32")
+        _check(
+            str(integer) in self.INTEGER_TYPES,
+            f"{self.name}: the quantized type must be one of {', '.join(self.INTEGER_TYPES)}, got {integer}",
+        )
+        _check(_elem(self.zero_point) == integer, f"{self.name}: the zero point must be {integer}")
+        shape = _shape(self.input)
+        for what, value in (("scale", self.scale), ("zero point", self.zero_point)):
+            try:
+                fits = broadcast_shapes(_shape(value), shape) == shape
+            except ValueError:
+                fits = False
+            fits = fits and len(_shape(value)) <= len(shape)
+            _check(fits, f"{self.name}: the {what} must broadcast to the input")
+        _check(_shape(self.output) == shape, f"{self.name} keeps the shape")
+
+
 @irdl_op_definition
-class QuantizeOp(IRDLOperation):
+class QuantizeOp(AffineQuantizationOp):
     """Affine quantization with ONNX QuantizeLinear semantics: saturate(round_half_even(x / scale)
-    + zero_point) into the zero point's integer type. `scale` (f32) and `zero_point` broadcast
-    against `input` (a scalar, or per axis: the axis's size at that dim, ones elsewhere).
+    + zero_point) into the zero point's integer type, from an f32 input.
 
     ```mlir
     %q = graph.quantize %x, %s, %z : tensor<8x64xf32>, tensor<f32>, tensor<i8> -> tensor<8x64xi8>
@@ -913,30 +955,24 @@ class QuantizeOp(IRDLOperation):
     """
 
     name = "graph.quantize"
-    input = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `,` $scale `,` $zero_point attr-dict `:` type($input) `,` type($scale) `,` "
-        "type($zero_point) `->` type($output)"
-    )
+    INTEGER_TYPES: ClassVar[tuple[str, ...]] = QUANTIZED_TYPES[:-1]
 
     def __init__(self, input: SSAValue, scale: SSAValue, zero_point: SSAValue):
         result = TensorType(_elem(zero_point), _shape(input))
         super().__init__(operands=[input, scale, zero_point], result_types=[result])
 
+    def integer_type(self) -> Attribute:
+        return _elem(self.output)
+
     def verify_(self) -> None:
         _check(_elem(self.input) == f32, "graph.quantize takes an f32 input")
-        _verify_quantization(self, self.input, _elem(self.output))
+        super().verify_()
 
 
 @irdl_op_definition
-class DequantizeOp(IRDLOperation):
+class DequantizeOp(AffineQuantizationOp):
     """Affine dequantization with ONNX DequantizeLinear semantics: (x - zero_point) * scale as
-    f32, the difference taken exactly. `scale` (f32) and `zero_point` (the input's integer type)
-    broadcast against `input` as in graph.quantize.
+    f32, the difference taken exactly; the zero point has the input's integer type.
 
     ```mlir
     %x = graph.dequantize %q, %s, %z : tensor<8x64xi8>, tensor<f32>, tensor<i8> -> tensor<8x64xf32>
@@ -944,44 +980,16 @@ class DequantizeOp(IRDLOperation):
     """
 
     name = "graph.dequantize"
-    input = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    zero_point = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `,` $scale `,` $zero_point attr-dict `:` type($input) `,` type($scale) `,` "
-        "type($zero_point) `->` type($output)"
-    )
 
     def __init__(self, input: SSAValue, scale: SSAValue, zero_point: SSAValue):
         super().__init__(operands=[input, scale, zero_point], result_types=[TensorType(f32, _shape(input))])
 
+    def integer_type(self) -> Attribute:
+        return _elem(self.input)
+
     def verify_(self) -> None:
         _check(_elem(self.output) == f32, "graph.dequantize makes an f32 result")
-        _verify_quantization(self, self.input, _elem(self.input))
-
-
-QUANTIZED_TYPES = ("i8", "ui8", "i16", "ui16", "i32")
-"""Integer element types graph.quantize makes (not i32) and graph.dequantize takes."""
-
-
-def _verify_quantization(op: QuantizeOp | DequantizeOp, input: SSAValue, integer: Attribute) -> None:
-    _check(_elem(op.scale) == f32, f"{op.name}: the scale must be f32")
-    _check(
-        str(integer) in QUANTIZED_TYPES and not (isinstance(op, QuantizeOp) and str(integer) == "i32"),
-        f"{op.name}: the quantized type must be one of {', '.join(QUANTIZED_TYPES)}, got {integer}",
-    )
-    _check(_elem(op.zero_point) == integer, f"{op.name}: the zero point must be {integer}")
-    shape = _shape(input)
-    for what, value in (("scale", op.scale), ("zero point", op.zero_point)):
-        try:
-            fits = broadcast_shapes(_shape(value), shape) == shape
-        except ValueError:
-            fits = False
-        fits = fits and len(_shape(value)) <= len(shape)
-        _check(fits, f"{op.name}: the {what} must broadcast to the input")
-    _check(_shape(op.output) == shape, f"{op.name} keeps the shape")
+        super().verify_()
 
 
 # --------------------------------------------------------------------------- linear algebra

@@ -139,6 +139,11 @@ class QuantizedMatmul(RewritePattern):
                 rewriter.erase(dequantize)
 
 
+def _signed_zero(zero: np.ndarray, hint: str, location) -> graph.ConstantOp:
+    """A uint8 zero point moved into int8 (-128), as a constant."""
+    return new_constant((zero.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", location)
+
+
 class SignedActivations(RewritePattern):
     """A uint8 quantize whose every use is a dequantize -> an int8 one with the zero point
     moved by -128, and int8 dequantizes: q - 128 = saturate(round(x / s) + z - 128) in
@@ -155,16 +160,14 @@ class SignedActivations(RewritePattern):
         if len(dequantizes) != len(users) or any(constant_array(u.zero_point) is None for u in dequantizes):
             return
         hint = name_hint(op)
-        signed = new_constant((zero.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", op.location)
+        signed = _signed_zero(zero, hint, op.location)
         quantize = graph.QuantizeOp(op.input, op.scale, signed.output)
         quantize.location, quantize.output.name_hint = op.location, op.output.name_hint
         rewriter.insert([signed, quantize], InsertPoint.before(op))
         for user in dequantizes:
             own = constant_array(user.zero_point)
             assert own is not None
-            moved = new_constant(
-                (own.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", user.location
-            )
+            moved = _signed_zero(own, hint, user.location)
             dequantize = graph.DequantizeOp(quantize.output, user.scale, moved.output)
             dequantize.location, dequantize.output.name_hint = user.location, user.output.name_hint
             rewriter.replace(user, [moved, dequantize], [dequantize.output])

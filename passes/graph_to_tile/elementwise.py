@@ -299,6 +299,16 @@ def _emit_quantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Te
     kb.cast(scaled, dst, sizes)  # a whole number: saturates only
 
 
+def quantization_vector_ops(op: graph.QuantizeOp | graph.DequantizeOp) -> tuple[str, ...]:
+    """The vector ops `_emit_quantize` / `_emit_dequantize` issue per tile for `op` (for cost
+    models that charge an emission before it happens)."""
+    zero = bool(splat_value(op.zero_point))
+    if isinstance(op, graph.QuantizeOp):
+        return ("div", "cast") + (("cast", "add", "cast") if zero else ())
+    scale_on_cast = not zero and splat_value(op.scale) is not None
+    return ("cast",) + (("sub",) if zero else ()) + (() if scale_on_cast else ("mul",))
+
+
 def _emit_dequantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     """(x - zero point) * scale: both f32 steps are exact for 8/16-bit x, so the result equals
     ONNX's f32(x - zero point) * scale; a lone scalar scale rides on the cast (one rounding of

@@ -26,7 +26,12 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile.elementwise import BINARY_NAMES, EMITTERS, UNARY_NAMES
+from aitc.passes.graph_to_tile.elementwise import (
+    BINARY_NAMES,
+    EMITTERS,
+    UNARY_NAMES,
+    quantization_vector_ops,
+)
 from aitc.passes.graph_to_tile.lowering import tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.vector import elementwise_unsupported, plan_slots
 
@@ -53,13 +58,8 @@ class EpilogueChain:
         """The vector ops one tile of the chain costs (for the matmul's cost model)."""
         names: list[str] = []
         for op in self.ops:
-            if isinstance(op, graph.DequantizeOp):
-                names += ["cast"] + (["sub"] if splat_value(op.zero_point) else [])
-                names += [] if splat_value(op.scale) is not None else ["mul"]
-            elif isinstance(op, graph.QuantizeOp):
-                names += ["div", "cast"] + (
-                    ["max", "min", "add", "cast"] if splat_value(op.zero_point) else []
-                )
+            if isinstance(op, graph.QuantizeOp | graph.DequantizeOp):
+                names += quantization_vector_ops(op)
             else:
                 names.append(BINARY_NAMES.get(type(op)) or UNARY_NAMES.get(type(op)) or "default")
         return tuple(names)

@@ -4,6 +4,8 @@ quantize_static imports, compiles and matches onnxruntime at every level."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -84,29 +86,56 @@ def test_unsupported_quantization_is_a_clean_error_naming_the_node(build, messag
     assert "node 'quantize' (QuantizeLinear)" in str(error.value)
 
 
-@pytest.fixture(scope="module")
-def ort_quantized(tmp_path_factory) -> tuple[onnx.ModelProto, np.ndarray]:
-    """The digits MLP quantized by onnxruntime's quantize_static (QDQ and its defaults: int8
-    activations and weights per tensor, Relu folded into the quantization) on 100 training
-    images; and held-out images."""
+def _digits_quantized_by_onnxruntime(
+    folder: Path, samples: int, **options
+) -> tuple[onnx.ModelProto, np.ndarray]:
+    """The digits MLP quantized by onnxruntime's quantize_static (QDQ; `options` as it takes
+    them) calibrated on `samples` training images one at a time; and 32 held-out images."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
 
     model, images, _ = model_zoo.digits_mlp()
-    folder = tmp_path_factory.mktemp("ort")
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.batches = iter({"x": images[i : i + 1]} for i in range(100))
+            self.batches = iter({"x": images[i : i + 1]} for i in range(samples))
 
         def get_next(self):
             return next(self.batches, None)
 
     onnx.save(model, folder / "float.onnx")
-    quantize_static(
-        str(folder / "float.onnx"), str(folder / "int8.onnx"), Reader(), quant_format=QuantFormat.QDQ
-    )
+    quantize_static(str(folder / "float.onnx"), str(folder / "quantized.onnx"), Reader(),
+                    quant_format=QuantFormat.QDQ, **options)  # fmt: skip
     held_out = images[model_zoo.DIGITS_TRAIN : model_zoo.DIGITS_TRAIN + 32]
-    return onnx.load(str(folder / "int8.onnx")), held_out
+    return onnx.load(str(folder / "quantized.onnx")), held_out
+
+
+@pytest.fixture(scope="module")
+def ort_quantized(tmp_path_factory) -> tuple[onnx.ModelProto, np.ndarray]:
+    """The digits MLP quantized by onnxruntime's quantize_static (QDQ and its defaults: int8
+    activations and weights per tensor, Relu folded into the quantization) on 100 training
+    images; and held-out images."""
+    return _digits_quantized_by_onnxruntime(tmp_path_factory.mktemp("ort"), 100)
+
+
+def _compile_and_run(
+    capsys, model: onnx.ModelProto, images: np.ndarray, folder: Path
+) -> tuple[Path, np.ndarray]:
+    """`aitc compile` of `model` for one core (asserting it succeeds and runs every node on the
+    NPU), then `aitc run` of the binary on `images`: (the binary, its logits)."""
+    from aitc.tools.aitc_main import main
+
+    source, binary = folder / "model.onnx", folder / "model.aitb"
+    onnx.save(model, source)
+    shape = f"x={images.shape[0]}x{images.shape[1]}"
+    code = main(["compile", str(source), "--input-shape", shape, "--cores", "1", "-o", str(binary)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "placement: every node on the NPU" in out
+    np.savez(folder / "in.npz", x=images)
+    run = ["run", binary, "--inputs", folder / "in.npz", "--outputs", folder / "out.npz"]
+    assert main([str(a) for a in run]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    return binary, np.load(folder / "out.npz")["logits"]
 
 
 @pytest.mark.parametrize("level", ["graph", "tile", "hw"])
@@ -133,22 +162,11 @@ def test_int8_matmuls_run_on_the_matrix_engine_through_the_cli(capsys, ort_quant
     from aitc.tools.aitc_main import main
 
     model, images = ort_quantized
-    source, binary = tmp_path / "digits.int8.onnx", tmp_path / "digits.aitb"
-    onnx.save(model, source)
-    shape = f"x={images.shape[0]}x{images.shape[1]}"
-    code = main(["compile", str(source), "--input-shape", shape, "--cores", "1", "-o", str(binary)])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert "placement: every node on the NPU" in out
+    binary, got = _compile_and_run(capsys, model, images, tmp_path)
     assert main(["disasm", str(binary)]) == 0
     matmuls = [line for line in capsys.readouterr().out.splitlines() if "hw.matmul" in line]
     assert matmuls
     assert all("dtype=i8" in line for line in matmuls), matmuls
-    np.savez(tmp_path / "in.npz", x=images)
-    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
-    code = main([str(a) for a in run])
-    assert code == 0, capsys.readouterr().err
-    got = np.load(tmp_path / "out.npz")["logits"]
     want = onnxruntime_outputs(model, {"x": images})["logits"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got.argmax(axis=1), want.argmax(axis=1))
@@ -176,47 +194,21 @@ def test_a_quantized_encoder_matches_onnxruntime_within_one_step(tmp_path):
     steps = [c.comparison.max_abs for c in checked.checks if c.dtype == "int8" and c.comparison is not None]
     assert len(steps) == 4
     assert max(steps) <= 1
-    for name in ("entire",):
-        int8 = [n for n, v in checked.compiled[name].items() if np.asarray(v).dtype == np.int8]
-        equal = [np.mean(checked.compiled[name][n] == checked.reference[n]) for n in int8]
-        assert min(equal) > 0.99, dict(zip(int8, equal, strict=True))
+    compiled = checked.compiled["entire"]
+    int8 = [n for n, v in compiled.items() if np.asarray(v).dtype == np.int8]
+    equal = [np.mean(compiled[n] == checked.reference[n]) for n in int8]
+    assert min(equal) > 0.99, dict(zip(int8, equal, strict=True))
 
 
 def test_uint8_activations_run_in_int8_on_the_npu(capsys, tmp_path):
     """quantize_static with uint8 activations (QUInt8, onnxruntime's older default): the
     activations become int8 with their zero points moved by -128 (graph-quantized-matmul), so
     the whole model runs on the NPU with int8 MatMuls, and `aitc run` matches onnxruntime."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantType
 
-    from aitc.tools.aitc_main import main
-
-    model, images, _ = model_zoo.digits_mlp()
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.batches = iter({"x": images[i : i + 1]} for i in range(50))
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    onnx.save(model, tmp_path / "float.onnx")
-    quantize_static(str(tmp_path / "float.onnx"), str(tmp_path / "u8.onnx"), Reader(),
-                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8)  # fmt: skip
-    quantized = onnx.load(str(tmp_path / "u8.onnx"))
+    quantized, held_out = _digits_quantized_by_onnxruntime(tmp_path, 50, activation_type=QuantType.QUInt8)
     zero_types = {i.data_type for i in quantized.graph.initializer if i.name.endswith("zero_point")}
     assert TensorProto.UINT8 in zero_types
-    held_out = images[model_zoo.DIGITS_TRAIN : model_zoo.DIGITS_TRAIN + 32]
-    binary = tmp_path / "u8.aitb"
-    shape = f"x={held_out.shape[0]}x{held_out.shape[1]}"
-    code = main(
-        ["compile", str(tmp_path / "u8.onnx"), "--input-shape", shape, "--cores", "1", "-o", str(binary)]
-    )
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert "placement: every node on the NPU" in out
-    np.savez(tmp_path / "in.npz", x=held_out)
-    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
-    assert main([str(a) for a in run]) == 0, capsys.readouterr().err
-    got = np.load(tmp_path / "out.npz")["logits"]
+    _, got = _compile_and_run(capsys, quantized, held_out, tmp_path)
     want = onnxruntime_outputs(quantized, {"x": held_out})["logits"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
