@@ -74,6 +74,13 @@ def memref_of(buffer: SSAValue) -> MemRefType:
     return buffer.type
 
 
+def base_buffer(buffer: SSAValue) -> SSAValue:
+    """The buffer a (chain of) tile.reshape views of `buffer` shows: the bytes it names."""
+    while isinstance(buffer.owner, ReshapeOp):
+        buffer = buffer.owner.source
+    return buffer
+
+
 def space_of(buffer: SSAValue | Attribute) -> str:
     """The memory space of a buffer value or memref type ("dram", "sram" or "acc")."""
     type_ = buffer if isinstance(buffer, Attribute) else buffer.type

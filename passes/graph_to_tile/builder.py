@@ -78,6 +78,9 @@ class KernelBuilder:
         self.location = location
         self.op_names = op_names
         self.cost = Cost(depth=budget.depth)
+        self.loaded: set[SSAValue] = set()
+        """The SRAM buffers a DRAM read of the kernel writes (`tile.base_buffer`): an on-chip copy
+        out of one feeds the compute (`Cost.add_dma`'s `feeds`)."""
         self.sram_bytes = 0
         self.acc_bytes = 0
         self._constants: dict[int, SSAValue] = {}
@@ -219,7 +222,10 @@ class KernelBuilder:
         box = [int(s) for s in sizes]
         count, nbytes = dma_transfers(box, buffer_shape(src), buffer_shape(dst), element, transpose)
         spaces = (tile.space_of(src), tile.space_of(dst))
-        self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead)
+        if spaces[0] == "dram":
+            self.loaded.add(tile.base_buffer(dst))
+        feeds = "dram" not in spaces and tile.base_buffer(src) in self.loaded
+        self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead, feeds=feeds)
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]

@@ -145,13 +145,31 @@ def _transfers(
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
 
 
+def _filled(busy: dict[str, float], copies: float) -> dict[str, float]:
+    """`busy` (cycles per DMA queue) once `copies` cycles have raised its least busy queues to
+    a common level."""
+    if not copies:
+        return busy
+    heights, left = sorted(busy.values()), copies
+    level = heights[0]
+    for lowest in range(1, len(heights) + 1):  # raise the `lowest` queues to the next one
+        ceiling = heights[lowest] if lowest < len(heights) else math.inf
+        if (ceiling - level) * lowest >= left:
+            level += left / lowest
+            break
+        left -= (ceiling - level) * lowest
+        level = ceiling
+    return {queue: max(b, level) for queue, b in busy.items()}
+
+
 @dataclass
 class Cost:
     """Engine time and DRAM traffic of a kernel, accumulated op by op (module docstring).
 
     `queues`: busy cycles per DMA queue of the loads and stores; `spread`: busy cycles of the
     on-chip copies, which fill the least busy of the target's `spread_over` queues (at depth 1
-    they run between the loads and the compute, split over the queues); `lead`: one instance
+    they run between the loads and the compute, split over the queues); `fed`: the part of
+    `spread` that copies loaded data for the compute (`filled`); `lead`: one instance
     of each load before the first
     compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
     after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
@@ -162,6 +180,7 @@ class Cost:
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
     spread: float = 0
+    fed: float = 0
     spread_over: int = 1
     dram_bytes: int = 0
     dram_cycles: int = 0
@@ -185,11 +204,13 @@ class Cost:
         times: int = 1,
         ahead: bool = False,
         ops: int = 1,
+        feeds: bool = False,
     ) -> None:
         """`times` DMA instructions of `nbytes` each from space `src` to `dst`, for each of `ops`
         identical ops in a row (each is one op of the lead or drain); `ahead`: loads into tiles
         that only their own step uses, which do not wait for earlier compute even at buffer
-        depth 1 (they run ahead of it)."""
+        depth 1 (they run ahead of it); `feeds`: an on-chip copy of data a DRAM read of the
+        kernel loaded (convert-tile-to-sync keeps it off the stores' queue, `filled`)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
@@ -198,6 +219,7 @@ class Cost:
             self.queues[queue] = self.queues.get(queue, 0) + count * once
         else:
             self.spread += count * once
+            self.fed += count * once if feeds else 0
             self.spread_over = max(1, target.dma.queues)
         self.ahead += count * once if ahead else 0
         self.transfers += count
@@ -248,23 +270,21 @@ class Cost:
 
     def filled(self, queues: int) -> dict[str, float]:
         """Busy cycles per DMA queue once the on-chip copies (`spread`) have raised the least
-        busy of the `queues` queues to a common level."""
+        busy of the `queues` queues to a common level; those that copy loaded data for the
+        compute (`fed`) first, over the queues other than the stores' (dma1) unless the loads
+        and copies take more than twice the compute, as convert-tile-to-sync binds them
+        (`tile_to_sync._bound_by_loads`, on_chip)."""
         busy = {f"dma{q}": self.queues.get(f"dma{q}", 0.0) for q in range(max(queues, 1))}
         busy.update(self.queues)
-        if not self.spread:
-            return busy
-        heights, left = sorted(busy.values()), self.spread
-        level = heights[0]
-        for lowest in range(1, len(heights) + 1):  # raise the `lowest` queues to the next one
-            ceiling = heights[lowest] if lowest < len(heights) else math.inf
-            if (ceiling - level) * lowest >= left:
-                level += left / lowest
-                break
-            left -= (ceiling - level) * lowest
-            level = ceiling
-        return {queue: max(b, level) for queue, b in busy.items()}
+        feeding = sum(b for queue, b in busy.items() if queue != "dma1") + self.spread
+        if self.fed and len(busy) > 1 and feeding <= 2 * max(self.matrix, self.vector):
+            loads = {queue: b for queue, b in busy.items() if queue != "dma1"}
+            busy |= _filled(loads, self.fed)
+            return _filled(busy, self.spread - self.fed)
+        return _filled(busy, self.spread)
 
     def cycles(self, target: Target) -> int:
+
         drain = self.drain
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
         queues = self.filled(target.dma.queues)
