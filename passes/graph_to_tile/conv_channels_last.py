@@ -41,8 +41,9 @@ channels-first pool copies every tap into a patch by DMA.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
@@ -69,29 +70,44 @@ from aitc.passes.graph_to_tile.window import (
 # --------------------------------------------------------------------------- plans
 
 
+MERGES = ("tap", "row", "all")
+"""How many taps one contraction covers: one ("tap": each product reads the stage in place),
+a row of the kernel ("row": kw copies of the stage, shifted by one tap each, side by side make a
+row's taps one contraction of kw * C), or all of them ("all": kh * kw shifted copies, the
+im2col patch of the block's positions). With fewer channels than matrix rows a per-tap product
+leaves most of the engine's rows idle while it still streams every position (m + latency + k
+cycles for k = C); merged, the rows fill up and the positions stream ceil(taps * C / rows)
+times instead of taps times, at the price of on-chip copies (ResNet's stem: 12 channels of a
+4 x 4 phase kernel)."""
+
+
 @dataclass(frozen=True)
 class ChannelsLastPlan:
     """R output rows per block, tc input channels per chunk, tn output channels per tile, the
-    whole weight kept in SRAM or a [tn, taps, tc] tile streamed per chunk; estimated cycles."""
+    whole weight kept in SRAM or a [tn, taps, tc] tile streamed per chunk, the taps one
+    contraction covers (`MERGES`; merged only when a chunk holds every channel); estimated
+    cycles."""
 
     rows: int
     tc: int
     tn: int
     keep: bool
+    merge: str = "tap"
     cycles: int = 0
 
     def key(self) -> tuple[int, ...]:
-        return (self.cycles, -self.rows, -self.tn, -self.tc, int(not self.keep))
+        return (self.cycles, -self.rows, -self.tn, -self.tc, int(not self.keep), MERGES.index(self.merge))
 
     @property
-    def choice(self) -> tuple[int, int, int, bool]:
+    def choice(self) -> tuple[int, int, int, bool, str]:
         """What identifies the plan among the candidates (the tuner's record of it)."""
-        return (self.rows, self.tc, self.tn, self.keep)
+        return (self.rows, self.tc, self.tn, self.keep, self.merge)
 
     @property
-    def family(self) -> tuple[int, int]:
-        """The plan's structure: rows per block and output channels per tile (`tuning.short_list`)."""
-        return (self.rows, self.tn)
+    def family(self) -> tuple[int, int, str]:
+        """The plan's structure: rows per block, output channels per tile and the taps one
+        contraction covers (`tuning.short_list`)."""
+        return (self.rows, self.tn, self.merge)
 
 
 @dataclass(frozen=True)
@@ -195,7 +211,9 @@ def _load_stage(
     if not hb.inside:
         assert isinstance(hb.o0, int)
         first = hb.o0 * g.h.stride - g.h.pad
-        low, high = max(0, -first), max(0, min(rows, g.h.size - first))
+        # a block whose stage lies all in the padding (pads wider than the kernel) loads nothing
+        low = min(rows, max(0, -first))
+        high = max(low, min(rows, g.h.size - first))
         for a, b in ((0, low), (high, rows)):
             if b > a and pad_rows is not None:
                 kb.copy(Win.at(pad_rows), Win(buffer, (a, 0, 0)), [b - a, wp, cs])
@@ -239,6 +257,10 @@ class _Emitter:
             self.weights = kb.alloc([tn, taps * tc], f32, "sram")
             self.weight_taps = kernel_view(kb, self.weights, [tn, taps, tc])
         self.acc = kb.alloc([_positions(g, plan.rows), tn], f32, "acc")
+        self.patch = None
+        if plan.merge != "tap":  # [rows, taps merged * tc]: what the merged contractions read
+            merged = g.w.kernel if plan.merge == "row" else taps
+            self.patch = kb.alloc([self._patch_rows(plan.rows), merged * tc], f32, "sram")
         dense = [plan.rows * g.w.out, tn]
         self.y = kb.alloc(dense, f32, "sram")
         self.bias = kb.alloc([1, g.outs], f32, "sram") if p.bias else None
@@ -258,12 +280,41 @@ class _Emitter:
             kb.copy(Win.at(v.bias), Win.at(self.bias), [1, g.outs])
         kb.loop(0, g.batch, 1, lambda n: for_blocks(kb, g.h, self.plan.rows, lambda hb: self._block(n, hb)))
 
+    def _patch_rows(self, rows: int) -> int:
+        """Rows of the merged patch a block of `rows` output rows reads: a "row" patch is
+        indexed like the stage (a kernel row's products start `i * dh * Wp` rows down) and
+        ends where the last position's last kernel row starts; an "all" patch has a row per
+        position."""
+        g = self.g
+        if self.plan.merge == "row":
+            return (rows - 1 + (g.h.kernel - 1) * g.h.dilation) * self.wp + g.w.out
+        return _positions(g, rows)
+
     def _block(self, n: Index, hb: Block) -> None:
         self.n, self.hb = n, hb
         whole = self.plan.tc >= self.g.channels
         if whole:
             self._load(0, self.g.channels)
+            self._merge_taps()
         self.kb.tiles(self.g.outs, self.plan.tn, lambda co0, ns: self._out_tile(co0, ns, whole))
+
+    def _merge_taps(self) -> None:
+        """The merged patch of this block: per merged tap, the stage shifted by the tap's base
+        into its column block (on-chip copies; every row the contractions read is written)."""
+        if self.patch is None:
+            return
+        g, cs = self.g, self.g.channels
+        rows = self._patch_rows(self.hb.size)
+        if self.plan.merge == "row":
+            bases = [j * g.w.dilation for j in range(g.w.kernel)]
+        else:
+            bases = [self._base(i, j) for i in range(g.h.kernel) for j in range(g.w.kernel)]
+        for t, base in enumerate(bases):
+            self.kb.copy(Win(self.stage, (base, 0)), Win(self.patch, (0, t * cs)), [rows, cs])
+
+    def _base(self, i: int, j: int) -> int:
+        """The stage row tap (i, j) reads for position 0."""
+        return i * self.g.h.dilation * self.wp + j * self.g.w.dilation
 
     def _out_tile(self, co0: Index, ns: int, whole: bool) -> None:
         tc, channels = self.plan.tc, self.g.channels
@@ -292,44 +343,57 @@ class _Emitter:
             self.kb, self.g, (self.stage3, *self.padding), Win(self.v.x, (self.n, 0, c0)), self.hb, rows, cs
         )
 
+    def _contractions(self) -> list[tuple[SSAValue, int, int, int]]:
+        """(lhs buffer, its first row, the first tap, taps) of each contraction of a chunk: a
+        tap of the stage, a kernel row or all the taps of the merged patch (`MERGES`)."""
+        g, merge = self.g, self.plan.merge
+        if merge == "all":
+            assert self.patch is not None
+            return [(self.patch, 0, 0, g.taps)]
+        if merge == "row":
+            assert self.patch is not None
+            kw = g.w.kernel
+            return [(self.patch, self._base(i, 0), i * kw, kw) for i in range(g.h.kernel)]
+        taps = [(i, j) for i in range(g.h.kernel) for j in range(g.w.kernel)]
+        return [(self.stage, self._base(i, j), i * g.w.kernel + j, 1) for i, j in taps]
+
     def _contract(self, co0: Index, ns: int, c0: Index, cs: int, first: bool) -> None:
         kb, g = self.kb, self.g
         rows, cols = kb.budget.rows, kb.budget.cols
         m = _positions(g, self.hb.size)
-        for i in range(g.h.kernel):
-            for j in range(g.w.kernel):
-                tap = i * g.w.kernel + j
-                base = i * g.h.dilation * self.wp + j * g.w.dilation
-                if self.plan.keep:
-                    w_row, w_col = co0, kb.add(tap * g.channels, c0)
-                else:
-                    w_row, w_col = 0, tap * self.plan.tc
+        for source, base, tap, taps in self._contractions():
+            depth = taps * cs  # the contraction: taps merged side by side (cs = C when merged)
+            if self.plan.keep:
+                w_row, w_col = co0, kb.add(tap * g.channels, c0)
+            else:
+                w_row, w_col = 0, tap * self.plan.tc
 
-                def product(
-                    n0: Index,
-                    nn: int,
-                    k0: Index,
-                    ks: int,
-                    accumulate: bool,
-                    base=base,
-                    w_row=w_row,
-                    w_col=w_col,
-                ):
-                    lhs = Win(self.stage, (base, k0))
-                    rhs = Win(self.weights, (kb.add(w_row, n0), kb.add(w_col, k0)))
-                    kb.matmul(lhs, rhs, Win(self.acc, (0, n0)), [m, ks, nn], accumulate, transpose_rhs=True)
+            def product(
+                n0: Index,
+                nn: int,
+                k0: Index,
+                ks: int,
+                accumulate: bool,
+                base=base,
+                w_row=w_row,
+                w_col=w_col,
+                source=source,
+            ):
+                lhs = Win(source, (base, k0))
+                rhs = Win(self.weights, (kb.add(w_row, n0), kb.add(w_col, k0)))
+                kb.matmul(lhs, rhs, Win(self.acc, (0, n0)), [m, ks, nn], accumulate, transpose_rhs=True)
 
-                def column(n0: Index, nn: int, product=product, start=first and tap == 0) -> None:
-                    product(n0, nn, 0, min(rows, cs), not start)
-                    kb.tiles(
-                        cs - rows,
-                        rows,
-                        lambda k0, ks: product(n0, nn, k0, ks, True),
-                        rows,
-                        unroll=MAX_UNROLL - 1,
-                    )
+            def column(n0: Index, nn: int, product=product, start=first and tap == 0, depth=depth) -> None:
+                product(n0, nn, 0, min(rows, depth), not start)
+                kb.tiles(
+                    depth - rows,
+                    rows,
+                    lambda k0, ks: product(n0, nn, k0, ks, True),
+                    rows,
+                    unroll=MAX_UNROLL - 1,
+                )
 
-                kb.tiles(ns, cols, column, unroll=MAX_UNROLL)
+            kb.tiles(ns, cols, column, unroll=MAX_UNROLL)
 
     def _epilogue(self, co0: Index, ns: int) -> None:
         kb, g, p = self.kb, self.g, self.p
@@ -383,7 +447,7 @@ def _estimate(p: Problem, plan: ChannelsLastPlan, budget: Budget, views: Views) 
     if kb.sram_bytes > budget.sram or kb.acc_bytes > budget.acc:
         return None
     emitter.run()
-    return ChannelsLastPlan(plan.rows, plan.tc, plan.tn, plan.keep, kb.cost.cycles(budget.target))
+    return replace(plan, cycles=kb.cost.cycles(budget.target))
 
 
 def _tiles(extent: int, smallest: int) -> list[int]:
@@ -404,9 +468,19 @@ def _candidates(p: Problem, budget: Budget) -> list[ChannelsLastPlan]:
         # two chunks are the peeled first one and one more, straight-line: the second load
         # would wait for the first chunk's products (multi-buffer rotates loops only)
         for tc in (t for t in _tiles(g.channels, budget.rows) if t == g.channels or -(-g.channels // t) > 2):
-            for keep in (True, False):
-                plans += [ChannelsLastPlan(r, tc, tn, keep) for r in fit]
+            merges = _merges(g, budget) if tc == g.channels else ("tap",)
+            for keep, merge in itertools.product((True, False), merges):
+                plans += [ChannelsLastPlan(r, tc, tn, keep, merge) for r in fit]
     return plans
+
+
+def _merges(g: Geometry, budget: Budget) -> tuple[str, ...]:
+    """The tap merges (`MERGES`) worth estimating for a chunk of all of `g`'s channels: only
+    when a tap's channels leave matrix rows idle (C not a multiple of them), a row merge when
+    the kernel is wider than one tap, an all-taps merge when it is taller than one row too."""
+    if g.channels % budget.rows == 0:
+        return ("tap",)
+    return ("tap",) + (("row",) if g.w.kernel > 1 else ()) + (("all",) if g.h.kernel > 1 else ())
 
 
 _MEMO: dict[tuple, list[ChannelsLastPlan]] = {}
@@ -446,9 +520,14 @@ def _reason(p: Problem, plan: ChannelsLastPlan, count: int) -> str:
     g = p.g
     weights = "kept in SRAM" if plan.keep else "streamed per chunk"
     layout = "W laid out [C_out, kh, kw, C] at compile time, " if g.taps > 1 else ""
+    products = {
+        "tap": "one product per tap",
+        "row": f"one product per kernel row (its {g.w.kernel} taps merged: shifted stage copies)",
+        "all": f"one product for all {g.taps} taps (merged: the im2col patch, copied from the stage)",
+    }[plan.merge]
     return (
         f"channels-last per-tap GEMM: {layout}the positions stream (m = {_positions(g, plan.rows)} of "
-        f"{plan.rows} output row(s) of padded width {_width(g)}), one product per tap with the weight "
+        f"{plan.rows} output row(s) of padded width {_width(g)}), {products} with the weight "
         f"as transposed rhs; {plan.tc} channel(s) per chunk, {plan.tn} output channel(s) per tile, "
         f"weights {weights}; fewest est. cycles of {count} tilings"
     )

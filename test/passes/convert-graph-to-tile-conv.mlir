@@ -355,6 +355,28 @@ func.func @conv_channels_last(%x: tensor<1x6x6x8xf32>) -> tensor<1x6x6x4xf32> {
 
 // -----
 
+// Channels last with fewer channels than matrix rows: a row of the kernel's taps is merged into
+// one contraction. Per block, three copies of the flat stage shifted by one tap each fill the
+// column blocks of a patch [rows, 3 taps x 3 channels]; one matmul per kernel row (k = 9, its
+// first row 18 patch rows, one padded width, below the previous one) instead of one per tap.
+func.func @conv_channels_last_merged(%x: tensor<1x16x16x3xf32>) -> tensor<1x16x16x8xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x3x3x3xf32>
+  %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, channels_last} : tensor<1x16x16x3xf32>, tensor<8x3x3x3xf32> -> tensor<1x16x16x8xf32>
+  func.return %y : tensor<1x16x16x8xf32>
+}
+// EDGE-LABEL:  func.func @conv_channels_last_merged
+// EDGE:          tile.kernel "graph.conv" {{.*}}reason = "channels-last per-tap GEMM: {{.*}}one product per kernel row (its 3 taps merged: shifted stage copies)
+// EDGE:            %[[PATCH:[0-9]+]] = tile.alloc : memref<142x9xf32, "sram">
+// EDGE:            scf.for
+// EDGE:              tile.copy %[[FLAT:[0-9]+]][%{{.*}}, %{{.*}}] to %[[PATCH]][%{{.*}}, %{{.*}}] sizes [142, 3] : memref<144x3xf32, "sram">, memref<142x9xf32, "sram">
+// EDGE-NEXT:         tile.copy %[[FLAT]][%{{.*}}, %{{.*}}] to %[[PATCH]][%{{.*}}, %{{.*}}] sizes [142, 3]
+// EDGE-NEXT:         tile.copy %[[FLAT]][%{{.*}}, %{{.*}}] to %[[PATCH]][%{{.*}}, %{{.*}}] sizes [142, 3]
+// EDGE-NEXT:         tile.matmul %[[PATCH]][%{{.*}}, %{{.*}}], %{{.*}} sizes [106, 9, 8] {transpose_rhs}
+// EDGE-NEXT:         tile.matmul %[[PATCH]][%{{.*}}, %{{.*}}], %{{.*}} sizes [106, 9, 8] {accumulate, transpose_rhs}
+// EDGE-NEXT:         tile.matmul %[[PATCH]][%{{.*}}, %{{.*}}], %{{.*}} sizes [106, 9, 8] {accumulate, transpose_rhs}
+
+// -----
+
 // A channels-last max pool: the stage [S, Wp, C] (padding copied from a tile of -inf) is read
 // through a view [S * Wp / 2, 2 * C], in which a tap's outputs along a row are a plain window;
 // per output row the nine taps fold with max into y, no tap copies.

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import StringAttr
 
 from aitc.compiler import CompileOptions, compile_module
-from aitc.dialects import graph
+from aitc.dialects import graph, sync, tile
 from aitc.frontend.onnx_import import import_onnx
 from aitc.ir import make_context
 from aitc.passes.graph import graph_channels_last
@@ -42,6 +42,22 @@ def convs(module) -> list[graph.ConvOp]:
     return [op for op in module.walk() if isinstance(op, graph.ConvOp)]
 
 
+def _random_conv(
+    x: list[int], w: list[int], pad: int, dilation: int, bias: bool, activation: str | None, seed: int
+):
+    """A conv of input `x` (N, C, H, W) and `w` = (outs, kh, kw) with the given epilogue, or None
+    when its dilated kernel does not fit the padded input."""
+    outs, *kernel = w
+    if any(dilation * (k - 1) + 1 > s + 2 * pad for k, s in zip(kernel, x[2:], strict=True)):
+        return None
+    module = const_conv_module(
+        x, [outs, x[1], *kernel], pads=[pad] * 4, dilations=[dilation] * 2, bias=bias, seed=seed
+    )
+    if activation:
+        convs(module)[0].attributes["activation"] = StringAttr(activation)
+    return module
+
+
 @SETTINGS
 @given(
     batch=st.integers(1, 2),
@@ -59,19 +75,11 @@ def convs(module) -> list[graph.ConvOp]:
 def test_random_channels_last_convs_match_the_graph_level(
     batch, channels, outs, size, kernel, pad, dilation, bias, activation, target, seed
 ):
-    span = dilation * (kernel - 1) + 1
-    if span > min(size) + 2 * pad:
-        return
-    module = const_conv_module(
-        [batch, channels, *size],
-        [outs, channels, kernel, kernel],
-        pads=[pad] * 4,
-        dilations=[dilation] * 2,
-        bias=bias,
-        seed=seed,
+    module = _random_conv(
+        [batch, channels, *size], [outs, kernel, kernel], pad, dilation, bias, activation, seed
     )
-    if activation:
-        convs(module)[0].attributes["activation"] = StringAttr(activation)
+    if module is None:
+        return
     channels_last(module, target)
     assert all(op.is_channels_last() for op in convs(module))
     lowered = check_lowering(module, target)
@@ -273,3 +281,110 @@ def test_residual_blocks_compiled_channels_last_on_two_cores_match_onnxruntime()
     result = compile_module(model, options)
     outputs = Simulator(result.module, load_target("tiny"), verified=True).run(inputs).outputs
     assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
+
+
+def _forced_merge(monkeypatch: pytest.MonkeyPatch, merge: str) -> None:
+    """Channels-last conv plans restricted to those merging taps as `merge` (`MERGES`)."""
+    candidates = conv_channels_last._candidates
+    monkeypatch.setattr(conv_channels_last, "_MEMO", {})
+    monkeypatch.setattr(conv_channels_last, "_merges", lambda g, budget: (merge,))
+    monkeypatch.setattr(
+        conv_channels_last,
+        "_candidates",
+        lambda p, budget: [c for c in candidates(p, budget) if c.merge == merge],
+    )
+
+
+@SETTINGS
+@given(
+    merge=st.sampled_from(["row", "all"]),
+    batch=st.integers(1, 2),
+    channels=st.integers(1, 20),
+    outs=st.integers(1, 40),
+    size=st.tuples(st.integers(2, 12), st.integers(2, 12)),
+    kernel=st.tuples(st.sampled_from([2, 3, 5]), st.sampled_from([1, 2, 3])),
+    pad=st.integers(0, 2),
+    dilation=st.integers(1, 2),
+    bias=st.booleans(),
+    activation=st.sampled_from([None, "relu", "gelu_tanh"]),
+    target=st.sampled_from(TARGETS),
+    seed=st.integers(0, 2**16),
+)
+def test_convs_with_merged_taps_match_the_graph_level(
+    merge, batch, channels, outs, size, kernel, pad, dilation, bias, activation, target, seed
+):
+    """Every tap merge the cost model may pick computes the conv: odd channel counts, kernels
+    wider or taller than one tap, dilations, pads, border blocks, epilogues."""
+    kh, kw = kernel if merge == "all" else kernel[::-1]  # a row merge needs kw > 1
+    module = _random_conv([batch, channels, *size], [outs, kh, kw], pad, dilation, bias, activation, seed)
+    if module is None:
+        return
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _forced_merge(monkeypatch, merge)
+        channels_last(module, target)
+        problem = conv_channels_last.problem_of(convs(module)[0], None)
+        assume(conv_channels_last.ranked(problem, Budget.of(load_target(target))))  # the patch fits
+        lowered = check_lowering(module, target)
+    reasons = [text_attr(k, "reason") for k in kernels(lowered)]
+    assert any("merged" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("merge", conv_channels_last.MERGES)
+def test_merged_taps_compiled_to_hw_match_onnxruntime(monkeypatch: pytest.MonkeyPatch, merge: str):
+    """A small CNN (3, 8 and 16 input channels) compiled channels last with each tap merge runs
+    on the simulator and matches onnxruntime."""
+    _forced_merge(monkeypatch, merge)
+    model, inputs = model_zoo.cnn_bn_pool(batch=1, image=16)
+    options = CompileOptions(
+        target="edge", cores=1, input_shapes={"image": [1, 3, 16, 16]}, conv_layout="nhwc"
+    )
+    result = compile_module(model, options)
+    gemms = [str(row["reason"]) for row in result.kernels if "per-tap GEMM" in str(row["reason"])]
+    assert len(gemms) == 3
+    assert all(("merged" in reason) == (merge != "tap") for reason in gemms), gemms
+    outputs = Simulator(result.module, load_target("edge"), verified=True).run(inputs).outputs
+    assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
+
+
+def test_the_cost_model_merges_the_taps_of_a_conv_with_few_channels():
+    """ResNet's stem after graph-polyphase-conv (12 channels, a 4 x 4 kernel, 112 x 112): a
+    per-tap product fills 12 of 32 matrix rows, so a merged plan is cheaper and taken; the
+    estimate is the emitted kernel's."""
+    module = channels_last(const_conv_module([1, 12, 115, 115], [64, 12, 4, 4]), "edge")
+    (conv,) = convs(module)
+    budget = Budget.of(load_target("edge"))
+    plans = conv_channels_last.ranked(conv_channels_last.problem_of(conv, None), budget)
+    per_tap = min(p.cycles for p in plans if p.merge == "tap")
+    assert plans[0].merge != "tap"
+    assert plans[0].cycles < per_tap
+
+
+@pytest.mark.parametrize(("merge", "rows", "queues"), [("row", 3, {"dma0"}), ("all", 1, {"dma0", "dma1"})])
+def test_merged_patch_copies_stay_off_the_store_queue_unless_the_block_waits_for_them(
+    monkeypatch: pytest.MonkeyPatch, merge: str, rows: int, queues: set[str]
+):
+    """convert-tile-to-sync binds the copies of the stage into the merged patch like loads: on
+    dma1 they would wait behind the previous block's store, i.e. for its compute. A tap row
+    (4 copies of 3 output rows, 5.5k cycles of loads and copies against 6.1k of matmuls a
+    block) keeps them on dma0; the all-taps patch of one output row (16 copies, 4.1k against
+    1.9k) needs both queues."""
+    candidates = conv_channels_last._candidates
+    monkeypatch.setattr(conv_channels_last, "_MEMO", {})
+    monkeypatch.setattr(
+        conv_channels_last,
+        "_candidates",
+        lambda p, budget: [
+            c for c in candidates(p, budget) if (c.merge, c.rows, c.tn, c.keep) == (merge, rows, 32, True)
+        ],
+    )
+    module = channels_last(const_conv_module([1, 12, 43, 115], [64, 12, 4, 4], bias=True), "edge")
+    result = compile_module(module, CompileOptions(target="edge", cores=1, emit="sync"))
+    copies = [
+        op
+        for op in result.module.walk()
+        if isinstance(op, tile.CopyOp)
+        and [tile.space_of(buffer) for buffer, _ in op.accesses()] == ["sram", "sram"]
+        and tile.memref_of(op.accesses()[1][0]).get_shape()[1] == 16 * 12 // (4 if merge == "row" else 1)
+    ]
+    assert copies
+    assert {sync.engine_of(op) for op in copies} == queues
