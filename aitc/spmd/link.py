@@ -23,7 +23,7 @@ all-reduced in pieces, a barrier between pieces.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation
@@ -172,6 +172,8 @@ class Linker:
         """All_gathers done through shared DRAM (`gather_in_dram`): a barrier is all they need."""
         self.aliased: set[str] = set()
         """Final all_gathers whose parts were written in place (`alias_final_parts`)."""
+        self.reduced_in_dram: dict[str, int] = {}
+        """Reduce-scatters done through shared DRAM (`reduce_in_dram`) -> the whole sum's buffer."""
         self.final_outputs: set[str] = set()
         """Collective results that are function outputs no later step reads (see `_piece`)."""
 
@@ -217,6 +219,31 @@ class Linker:
                 self.buffers[core][step.result] = shared
             self.in_dram.add(step.result)
             gathered[step.source] = shared
+
+    def reduce_in_dram(self, steps: Steps) -> None:
+        """A reduce_scatter whose parts are contiguous (split along the outermost dim) and whose
+        one row does not fit in SRAM with its receive slots is reduced as an all_reduce cut into
+        column ranges (`_pieces`), each core writing its reduced chunk of every range into one
+        shared buffer of the whole sum; after a barrier each core reads its part there in place
+        (ResNet-50's layer3 downsample split over input channels: 1 x 1024 x 14 x 14, 802,816
+        bytes a row)."""
+        for step in steps.steps:
+            if (
+                not isinstance(step, Collective)
+                or step.kind != "reduce_scatter"
+                or step.result in self.final_outputs
+                or any(step.result in b for b in self.buffers)
+            ):
+                continue
+            rows, row_elements = _matrix(step)
+            element = _element(step)
+            if rows != 1 or self._pieces(step.kind, "ring", rows, row_elements, element) is not None:
+                continue
+            shared = self.dram.take(tensor_bytes(step.source_type))
+            layout = Layout(0, rows, row_elements, 0, self.cores, element)
+            for core in range(self.cores):
+                self.buffers[core][step.result] = shared + layout.columns(core)[0] * element
+            self.reduced_in_dram[step.result] = shared
 
     def alias_final_parts(self, steps: Steps) -> None:
         """A final all_gather whose parts are contiguous (split along the outermost dim): each
@@ -310,9 +337,12 @@ class Linker:
         source = self.buffer(core, step.source, step.source_type)
         result = self.buffer(core, step.result, step.result_type)
         rows, row_elements = _matrix(step)
-        pieces = self.pieces_of(step)
         final = step.result in self.final_outputs
-        if final:
+        if step.result in self.reduced_in_dram:  # `reduce_in_dram`: an all_reduce's reduce half
+            step = replace(step, kind="all_reduce", result_type=step.source_type)
+            result, final = self.reduced_in_dram[step.result], True
+        pieces = self.pieces_of(step)
+        if final and step.result in self.outputs:
             result = self.outputs[step.result]
         root = to_root and not final and step.kind == "all_reduce"
         number = self.collective_numbers[core]
@@ -321,6 +351,7 @@ class Linker:
             {"all_reduce": "reduce_scatter", "all_gather": "write_parts"}[step.kind] if final else step.kind
         )
         kind = "reduce_to_core0" if root else kind
+        kind = "reduce_scatter_dram" if step.result in self.reduced_in_dram else kind
         label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * _element(step)}B {step.node}"
         where = NameLoc(StringAttr(label), NoneAttr())
         for piece in pieces:
@@ -330,6 +361,8 @@ class Linker:
                 op.location = where
             self.streams[core] += stream
             self.fence(core, barrier=False)
+        if step.result in self.reduced_in_dram:
+            self.fence(core, barrier=True)  # every core's chunks are in the shared sum
 
     def slice_input(self, core: int, step: Slice) -> None:
         """Core `core`'s part of a shared input: read in place when it is contiguous (a split
@@ -527,15 +560,17 @@ def check_collectives(target: Target, steps: Steps, cores: int) -> None:
     all, before any phase is lowered (lowering every core's phases is most of a multi-core
     compile). The collectives that take a DRAM path instead are decided as `link` decides them:
     `declare` (only the outputs' names matter here, not their addresses), then
-    `alias_final_parts` and `gather_in_dram`."""
+    `alias_final_parts`, `gather_in_dram` and `reduce_in_dram`."""
     linker = Linker(target, "", cores)
     for _, value in steps.outputs:
         linker.buffers[0][value] = linker.outputs[value] = 0
     linker.final_outputs = _final_outputs(steps)
     linker.alias_final_parts(steps)
     linker.gather_in_dram(steps)
+    linker.reduce_in_dram(steps)
     for step in steps.steps:
-        if isinstance(step, Collective) and step.result not in linker.aliased | linker.in_dram:
+        done = linker.aliased | linker.in_dram | set(linker.reduced_in_dram)
+        if isinstance(step, Collective) and step.result not in done:
             linker.pieces_of(step)
 
 
@@ -552,6 +587,7 @@ def link(
     linker.final_outputs = _final_outputs(steps0)
     linker.alias_final_parts(steps0)
     linker.gather_in_dram(steps0)
+    linker.reduce_in_dram(steps0)
     needed, results_needed = _needed_beyond_core_0(steps0)
     for core, (steps, lowered) in enumerate(per_core):
         for index, (step, module) in enumerate(zip(steps.steps, lowered, strict=True)):
