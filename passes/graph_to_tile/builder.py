@@ -78,9 +78,6 @@ class KernelBuilder:
         self.location = location
         self.op_names = op_names
         self.cost = Cost(depth=budget.depth)
-        self.loaded: set[SSAValue] = set()
-        """The SRAM buffers a DRAM read of the kernel writes (`tile.base_buffer`): an on-chip copy
-        out of one feeds the compute (`Cost.add_dma`'s `feeds`)."""
         self.sram_bytes = 0
         self.acc_bytes = 0
         self._constants: dict[int, SSAValue] = {}
@@ -215,27 +212,33 @@ class KernelBuilder:
         self.emit(cls(accesses, [int(s) for s in sizes], extra))
 
     def _charge_dma(
-        self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], transpose: bool = False, ahead: bool = False
+        self,
+        src: SSAValue,
+        dst: SSAValue,
+        sizes: Sequence[int],
+        transpose: bool = False,
+        ahead: bool = False,
+        feeds: bool = False,
     ) -> None:
         """The DMA instructions convert-sync-to-hw will select for the copy (`dma_transfers`)."""
         element = element_bytes(buffer_element(dst))
         box = [int(s) for s in sizes]
         count, nbytes = dma_transfers(box, buffer_shape(src), buffer_shape(dst), element, transpose)
         spaces = (tile.space_of(src), tile.space_of(dst))
-        if spaces[0] == "dram":
-            self.loaded.add(tile.base_buffer(dst))
-        feeds = "dram" not in spaces and tile.base_buffer(src) in self.loaded
         self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead, feeds=feeds)
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]
         self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times)
 
-    def copy(self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False) -> None:
+    def copy(
+        self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False, feeds: bool = False
+    ) -> None:
         """A DMA copy; `ahead`: into a tile no earlier compute of the kernel reuses, so even at
-        buffer depth 1 it need not wait for that compute (`Cost.add_dma`)."""
+        buffer depth 1 it need not wait for that compute; `feeds`: an on-chip copy of loaded data
+        for the compute, charged as convert-tile-to-sync binds it (`Cost.add_dma`)."""
         self._window_op(tile.CopyOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead)
+        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead, feeds=feeds)
 
     def transpose(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.TransposeOp, [src, dst], sizes)

@@ -310,7 +310,7 @@ class _Emitter:
         else:
             bases = [self._base(i, j) for i in range(g.h.kernel) for j in range(g.w.kernel)]
         for t, base in enumerate(bases):
-            self.kb.copy(Win(self.stage, (base, 0)), Win(self.patch, (0, t * cs)), [rows, cs])
+            self.kb.copy(Win(self.stage, (base, 0)), Win(self.patch, (0, t * cs)), [rows, cs], feeds=True)
 
     def _base(self, i: int, j: int) -> int:
         """The stage row tap (i, j) reads for position 0."""

@@ -207,9 +207,7 @@ def _gather(
         return
     tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
     count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
-    cost.add_dma(
-        budget.target, nbytes, "sram", "sram", times * count, ops=g.taps, feeds=True
-    )  # from the stage
+    cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps)
 
 
 def _epilogue(
