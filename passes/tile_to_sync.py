@@ -45,6 +45,7 @@ from aitc.analysis.tile_footprint import trip_count
 from aitc.dialects import sync, tile
 from aitc.module_target import module_target
 from aitc.passes.graph_to_tile.costs import (
+    COPY_BOUND,
     dma_instruction_cycles,
     dma_transfers,
     matmul_cycles,
@@ -202,12 +203,8 @@ def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target, on_c
     """Whether the DRAM reads inside `loop` keep one queue busier than the loop's matrix or
     vector ops keep their engine: the loop waits for its loads, so spreading them pays.
 
-    `on_chip`: whether the loop's DRAM reads and on-chip copies (L per trip) take more than
-    twice its compute (C): the copies that go to dma1 there wait behind the previous trip's
-    store, i.e. for its compute, so a trip takes about C + L / 2 spread against max(C, L) on
-    dma0 alone (ResNet's stem with a merged tap row: L = 5.5k, C = 6.1k cycles a block, 311k
-    cycles spread against 234k on dma0; its all-taps patch: L = 4.1k, C = 1.9k, 320k against
-    501k)."""
+    `on_chip`: whether the loop's DRAM reads and on-chip copies take more than `COPY_BOUND`
+    times its compute (why: `costs.COPY_BOUND`)."""
     busy = {"dma": 0, "matrix": 0, "vector": 0}  # dma: what feeds the compute (no stores)
     for op in loop.walk():
         if not isinstance(op, tile.COMPUTE_OPS):
@@ -215,7 +212,7 @@ def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target, on_c
         kind = tile.engine_class(op)
         if kind != "dma" or (not _writes_dram(op) and (on_chip or _reads_dram(op))):
             busy[kind] += _trips(op, kernel) * busy_cycles(op, target)
-    return busy["dma"] > (2 if on_chip else 1) * max(busy["matrix"], busy["vector"])
+    return busy["dma"] > (COPY_BOUND if on_chip else 1) * max(busy["matrix"], busy["vector"])
 
 
 def _check_existing(op: Operation, engine: str, target: Target) -> None:

@@ -236,13 +236,12 @@ class Linker:
             ):
                 continue
             rows, row_elements = _matrix(step)
-            element = _element(step)
-            if rows != 1 or self._pieces(step.kind, "ring", rows, row_elements, element) is not None:
+            if rows != 1 or self._fitting_pieces(step) is not None:
                 continue
             shared = self.dram.take(tensor_bytes(step.source_type))
-            layout = Layout(0, rows, row_elements, 0, self.cores, element)
+            layout = Layout(0, rows, row_elements, 0, self.cores, _element(step))
             for core in range(self.cores):
-                self.buffers[core][step.result] = shared + layout.columns(core)[0] * element
+                self.buffers[core][step.result] = shared + layout.columns(core)[0] * layout.element
             self.reduced_in_dram[step.result] = shared
 
     def alias_final_parts(self, steps: Steps) -> None:
@@ -455,26 +454,32 @@ class Linker:
     def pieces_of(self, step: Collective) -> list[Piece]:
         """The pieces `step` is exchanged in through SRAM (its cost model's algorithm, else a
         ring); an AitcError when not even one row fits."""
-        rows, row_elements = _matrix(step)
-        element = _element(step)
         if step.kind != "all_gather" and str(step.source_type.element_type) != "f32":
             raise AitcError(
                 f"shard.{step.kind} (node {step.node}) of {step.source_type}: the cores combine f32 "
                 "values only; compile with --cores 1 or --shard layerwise"
             )
-        algorithm = collective_cycles(
-            self.target, step.kind, rows * row_elements * element, self.cores
-        ).algorithm
-        pieces = self._pieces(step.kind, algorithm, rows, row_elements, element) or self._pieces(
-            step.kind, "ring", rows, row_elements, element
-        )
+        pieces = self._fitting_pieces(step)
         if pieces is None:
+            row_bytes = _matrix(step)[1] * _element(step)
             raise AitcError(
                 f"shard.{step.kind} (node {step.node}) of {step.source_type}: not even one row of "
-                f"{row_elements * element} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
+                f"{row_bytes} bytes fits in {self.target.sram_bytes} bytes of SRAM with its "
                 "receive slots"
             )
         return pieces
+
+    def _fitting_pieces(self, step: Collective) -> list[Piece] | None:
+        """The pieces of `step` with its cost model's algorithm, else a ring; None when not even
+        one row fits."""
+        rows, row_elements = _matrix(step)
+        element = _element(step)
+        algorithm = collective_cycles(
+            self.target, step.kind, rows * row_elements * element, self.cores
+        ).algorithm
+        return self._pieces(step.kind, algorithm, rows, row_elements, element) or self._pieces(
+            step.kind, "ring", rows, row_elements, element
+        )
 
     def _pieces(
         self, kind: str, algorithm: str, rows: int, row_elements: int, element: int
@@ -568,8 +573,8 @@ def check_collectives(target: Target, steps: Steps, cores: int) -> None:
     linker.alias_final_parts(steps)
     linker.gather_in_dram(steps)
     linker.reduce_in_dram(steps)
+    done = linker.aliased | linker.in_dram | set(linker.reduced_in_dram)
     for step in steps.steps:
-        done = linker.aliased | linker.in_dram | set(linker.reduced_in_dram)
         if isinstance(step, Collective) and step.result not in done:
             linker.pieces_of(step)
 

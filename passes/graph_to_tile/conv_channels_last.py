@@ -306,7 +306,7 @@ class _Emitter:
         g, cs = self.g, self.g.channels
         rows = self._patch_rows(self.hb.size)
         if self.plan.merge == "row":
-            bases = [j * g.w.dilation for j in range(g.w.kernel)]
+            bases = [self._base(0, j) for j in range(g.w.kernel)]
         else:
             bases = [self._base(i, j) for i in range(g.h.kernel) for j in range(g.w.kernel)]
         for t, base in enumerate(bases):

@@ -145,6 +145,16 @@ def _transfers(
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
 
 
+COPY_BOUND = 2
+"""On-chip copies of loaded data for the compute go on the stores' queue (dma1) too only when a
+loop's loads and copies (L) take more than COPY_BOUND times its compute (C): on dma1 they wait
+behind the previous trip's store, i.e. for its compute, so a trip takes about C + L / 2 spread
+against max(C, L) on dma0 alone, and spreading pays when L > 2 C (convert-tile-to-sync binds
+them so, `Cost.filled` charges them so). ResNet's stem with a merged tap row: L = 5.5k, C = 6.1k
+cycles a block, 311k cycles spread against 234k on dma0; its all-taps patch: L = 4.1k, C = 1.9k,
+320k against 501k."""
+
+
 def _filled(busy: dict[str, float], copies: float) -> dict[str, float]:
     """`busy` (cycles per DMA queue) once `copies` cycles have raised its least busy queues to
     a common level."""
@@ -172,10 +182,9 @@ class Cost:
     `spread` that copies loaded data for the compute (`filled`: a channels-last conv's merged
     patch; a channels-first conv's im2col copies are still charged as `spread`, which kept
     ResNet-50's layer4 3x3 convs within 2% of the simulator where `fed` put them 9% over);
-    `lead`: one instance
-    of each load before the first
-    compute op; `drain`: per engine kind ("matrix", "vector", "store"), one instance of each op
-    after the last load or on-chip copy; `depth`: the buffer depth (1 = serial); `overlap`: the
+    `lead`: one instance of each load before the first compute op; `drain`: per engine kind
+    ("matrix", "vector", "store"), one instance of each op after the last load or on-chip
+    copy; `depth`: the buffer depth (1 = serial); `overlap`: the
     matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
     `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`);
     `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1."""
@@ -280,14 +289,13 @@ class Cost:
         busy = {f"dma{q}": self.queues.get(f"dma{q}", 0.0) for q in range(max(queues, 1))}
         busy.update(self.queues)
         feeding = sum(b for queue, b in busy.items() if queue != "dma1") + self.spread
-        if self.fed and len(busy) > 1 and feeding <= 2 * max(self.matrix, self.vector):
+        if self.fed and len(busy) > 1 and feeding <= COPY_BOUND * max(self.matrix, self.vector):
             loads = {queue: b for queue, b in busy.items() if queue != "dma1"}
             busy |= _filled(loads, self.fed)
             return _filled(busy, self.spread - self.fed)
         return _filled(busy, self.spread)
 
     def cycles(self, target: Target) -> int:
-
         drain = self.drain
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
         queues = self.filled(target.dma.queues)
