@@ -299,15 +299,16 @@ class _MatrixConv:
             else:
                 kb.binary("add", acc, Win(self.bias, (m0, 0)), dst, box, "col")
 
-        if layout.compact:
-            row = lambda r, _: first(  # noqa: E731
-                Win(self.acc, (0, kb.mul(r, layout.pitch))),
-                Win(self.y, (0, kb.mul(r, wb.size))),
-                [ms, wb.size],
-            )
-            kb.tiles(hb.size, 1, row)
-        else:
-            first(Win.at(self.acc), y, sizes)
+        with kb.cost.reading_acc(kb.budget.single_acc(self.plan.acc_bytes)):
+            if layout.compact:
+                row = lambda r, _: first(  # noqa: E731
+                    Win(self.acc, (0, kb.mul(r, layout.pitch))),
+                    Win(self.y, (0, kb.mul(r, wb.size))),
+                    [ms, wb.size],
+                )
+                kb.tiles(hb.size, 1, row)
+            else:
+                first(Win.at(self.acc), y, sizes)
         if self.bias is not None:
             apply_activation(kb, self.activation, y, self.temp, sizes)
         at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
@@ -400,7 +401,7 @@ def _problems(
     return problems
 
 
-def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
+def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry, budget: Budget) -> str:
     block = f"blocks of {plan.rows} x {plan.cols} outputs, {plan.tc} channel(s) per chunk"
     if plan.engine == "matrix" and plan.per_tap:
         weights = "kept in SRAM per group" if plan.keep else "streamed per tile"
@@ -422,6 +423,7 @@ def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry) -> str:
         )
     else:
         text = f"depthwise on the vector engine: {g.taps} tap multiply-adds per chunk; {block}"
+    text += budget.acc_note(plan.acc_bytes)
     text += f"; fewest est. cycles of {plan.candidates} tilings"
     if len(plans) > 1:
         cost = {p.engine: p.cycles for p in plans}
@@ -446,8 +448,8 @@ def _plan_of(problems: list[WindowProblem], budget: Budget, choice: tuple) -> Wi
 
 def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> CannotFit:
     sram, acc = window_minimum(problem)
-    if acc > budget.acc:
-        return CannotFit(op, "one accumulator element of the conv", acc, budget, "ACC")
+    if not budget.holds_acc(acc):
+        return CannotFit(op, "one accumulator element of the conv", acc, budget, "ACC", single=True)
     return CannotFit(op, "the smallest conv tile (one output position, one channel)", sram, budget)
 
 
@@ -508,7 +510,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
         _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
     else:
         _lower_depthwise(kb, problems[-1].g, plan, views, activation)
-    reason = _reason(plan, plans, g)
+    reason = _reason(plan, plans, g, ctx.budget)
     if fused is not None:
         estimates = conv_fusion_estimates(op, fused, ctx.budget) or (plan.cycles, 0)
         reason += (

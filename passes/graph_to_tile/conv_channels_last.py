@@ -407,16 +407,17 @@ class _Emitter:
             else:
                 kb.binary("add", acc, Win(self.bias, (0, co0)), dst, box, "row")
 
-        if ow == self.wp:  # no dropped columns: the block is dense already
-            first(Win.at(self.acc), y, sizes)
-        else:
-            kb.tiles(
-                rows,
-                1,
-                lambda r, _: first(
-                    Win(self.acc, (kb.mul(r, self.wp), 0)), Win(self.y, (kb.mul(r, ow), 0)), [ow, ns]
-                ),
-            )
+        with kb.cost.reading_acc(kb.budget.single_acc(4 * _positions(g, self.plan.rows) * self.plan.tn)):
+            if ow == self.wp:  # no dropped columns: the block is dense already
+                first(Win.at(self.acc), y, sizes)
+            else:
+                kb.tiles(
+                    rows,
+                    1,
+                    lambda r, _: first(
+                        Win(self.acc, (kb.mul(r, self.wp), 0)), Win(self.y, (kb.mul(r, ow), 0)), [ow, ns]
+                    ),
+                )
         if self.bias is not None:
             apply_activation(kb, p.activation, y, self.temp, sizes)
         at = (kb.linear([(self.n, g.h.out * ow), (self.hb.o0, ow)]), co0)
@@ -444,7 +445,7 @@ def _estimate(p: Problem, plan: ChannelsLastPlan, budget: Budget, views: Views) 
     """`plan` with its cycles, or None when its buffers do not fit the budget."""
     kb = CostOnlyBuilder(budget, "graph.conv")
     emitter = _Emitter(kb, p, plan, views)
-    if kb.sram_bytes > budget.sram or kb.acc_bytes > budget.acc:
+    if kb.sram_bytes > budget.sram or not budget.holds_acc(kb.acc_bytes):
         return None
     emitter.run()
     return replace(plan, cycles=kb.cost.cycles(budget.target))
@@ -464,7 +465,7 @@ def _candidates(p: Problem, budget: Budget) -> list[ChannelsLastPlan]:
     out_rows = sorted({balanced(g.h.out, r) for r in range(1, g.h.out + 1)})
     plans = []
     for tn in _tiles(g.outs, budget.cols):
-        fit = [r for r in out_rows if _positions(g, r) * tn * 4 <= budget.acc]
+        fit = [r for r in out_rows if budget.holds_acc(_positions(g, r) * tn * 4)]
         # two chunks are the peeled first one and one more, straight-line: the second load
         # would wait for the first chunk's products (multi-buffer rotates loops only)
         for tc in (t for t in _tiles(g.channels, budget.rows) if t == g.channels or -(-g.channels // t) > 2):
@@ -516,7 +517,7 @@ def estimate(op: graph.ConvOp, budget: Budget, fused: Fused | None = None) -> Ch
     return plans[0] if plans else None
 
 
-def _reason(p: Problem, plan: ChannelsLastPlan, count: int) -> str:
+def _reason(p: Problem, plan: ChannelsLastPlan, count: int, budget: Budget) -> str:
     g = p.g
     weights = "kept in SRAM" if plan.keep else "streamed per chunk"
     layout = "W laid out [C_out, kh, kw, C] at compile time, " if g.taps > 1 else ""
@@ -529,7 +530,8 @@ def _reason(p: Problem, plan: ChannelsLastPlan, count: int) -> str:
         f"channels-last per-tap GEMM: {layout}the positions stream (m = {_positions(g, plan.rows)} of "
         f"{plan.rows} output row(s) of padded width {_width(g)}), {products} with the weight "
         f"as transposed rhs; {plan.tc} channel(s) per chunk, {plan.tn} output channel(s) per tile, "
-        f"weights {weights}; fewest est. cycles of {count} tilings"
+        f"weights {weights}{budget.acc_note(4 * _positions(g, plan.rows) * plan.tn)}; fewest est. cycles "
+        f"of {count} tilings"
     )
 
 
@@ -544,7 +546,7 @@ def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: 
     plans = ranked(p, ctx.budget)
     if not plans:
         need = _positions(p.g, 1) * min(p.g.outs, ctx.budget.cols) * 4
-        raise CannotFit(op, "one output row of the channels-last conv", need, ctx.budget, "ACC")
+        raise CannotFit(op, "one output row of the channels-last conv", need, ctx.budget, "ACC", single=True)
     plan, note = _choose_ranked("conv", p, ctx.budget, ops, plans)
     g = p.g
     rank = len(tensor_shape(op.weight))
@@ -565,7 +567,7 @@ def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: 
     )
     kb = ctx.kernel(ops)
     _Emitter(kb, p, plan, views).run()
-    reason = _reason(p, plan, len(plans))
+    reason = _reason(p, plan, len(plans), ctx.budget)
     if fused is not None:
         relu = " and relu" if fused.activation else ""
         reason += f"; the residual add{relu} fused: each output tile adds its residual before its store"

@@ -30,7 +30,8 @@ knows of (semaphore drains at loop exits, stores a block waits for, panel loads)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol, TypeVar
@@ -44,7 +45,8 @@ F32 = 4
 @dataclass(frozen=True)
 class Budget:
     """What one kernel may use: `sram` is half of the target's SRAM (one copy of the working
-    set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC.
+    set; the other half is left for double buffering by `multi-buffer`), `acc` half of ACC (a
+    conv's accumulator may take all of it, single-buffered: `single_acc`).
     `depth` is the buffer depth multi-buffer will use (the estimates depend on it; the half
     left for the copies holds depth 2). A matmul counts its copies itself (`sram_need`): its
     block summed in SRAM is too large to be double-buffered and may take more than half."""
@@ -57,6 +59,29 @@ class Budget:
     @staticmethod
     def of(target: Target, depth: int = 2) -> Budget:
         return Budget(target, target.sram_bytes // 2, target.acc_bytes // 2, depth)
+
+    def holds_acc(self, nbytes: int) -> bool:
+        """Whether a kernel's accumulators of `nbytes` fit ACC: within `acc`, or up to the half
+        left for their copy (`single_acc`)."""
+        return nbytes <= 2 * self.acc
+
+    def single_acc(self, nbytes: int) -> bool:
+        """Whether accumulators of `nbytes` take more than `acc`, so multi-buffer keeps one copy
+        and each output tile's products wait for the previous tile's epilogue to read it
+        (`Cost.reading_acc`). A 1x1 conv of 1024 channels into 256 on 14 x 14, channels first,
+        then takes its 196 positions in one block (128 x 196 f32, 98 KiB) and streams its
+        weights once instead of once per block of 112: 3.9 MB -> 2.9 MB of DRAM traffic, 114k
+        -> 98k cycles on edge."""
+        return nbytes > self.acc
+
+    def acc_note(self, nbytes: int) -> str:
+        """The clause a kernel's `reason` adds when its accumulators are single (`single_acc`)."""
+        if not self.single_acc(nbytes):
+            return ""
+        return (
+            f"; accumulators of {nbytes / 1024:.0f} KiB, over half of ACC, so not double-buffered (each "
+            "tile's products wait for the previous tile's epilogue to read them)"
+        )
 
     @property
     def rows(self) -> int:
@@ -261,6 +286,16 @@ class Cost:
             self.waits += times * once
         else:
             self.queues[queue] = self.queues.get(queue, 0) + times * once
+
+    @contextmanager
+    def reading_acc(self, single: bool) -> Iterator[None]:
+        """Charges the vector ops added inside (an output tile's epilogue ops that read ACC) a
+        second time, as a stall, when the accumulator is `single` (`Budget.single_acc`): the
+        next tile's products wait for them."""
+        before = self.vector
+        yield
+        if single:
+            self.add_wait(self.vector - before)
 
     def _compute(self, kind: str, once: int) -> None:
         """A compute op ends the fill once something was loaded (a fill of a block before its

@@ -47,16 +47,22 @@ class Fused:
 class CannotFit(Exception):
     """A tensor whose smallest legal tile does not fit the target's SRAM/ACC budget."""
 
-    def __init__(self, op: Operation, what: str, needed: int, budget: Budget, space: str = "SRAM"):
+    def __init__(
+        self, op: Operation, what: str, needed: int, budget: Budget, space: str = "SRAM", single: bool = False
+    ):
+        """`single`: the ACC tile may take all of ACC, single-buffered (`Budget.holds_acc`)."""
         self.op = op
         total = budget.target.sram_bytes if space == "SRAM" else budget.target.acc_bytes
         available = budget.sram if space == "SRAM" else budget.acc
-        fix_kib = -(-2 * needed // 1024)
+        allowed = f"half of its {_kib(total)} {space}; the other half is kept for double buffering"
+        if single:
+            available, allowed = 2 * budget.acc, f"all of its {space}, single-buffered"
+        fix_kib = -(-needed * total // available // 1024)
         self.message = (
             f"'{node_name(op)}' ({op.name}): {what} needs {_kib(needed)} of {space} per tile, but "
-            f"target '{budget.target.name}' allows {_kib(available)} (half of its {_kib(total)} {space}; "
-            f"the other half is kept for double buffering). Fix: use a target with >= {fix_kib} KiB "
-            f"{space}, or make the tensor smaller (e.g. split the op along this dim before lowering)"
+            f"target '{budget.target.name}' allows {_kib(available)} ({allowed}). Fix: use a target "
+            f"with >= {fix_kib} KiB {space}, or make the tensor smaller (e.g. split the op along this "
+            "dim before lowering)"
         )
         super().__init__(self.message)
 

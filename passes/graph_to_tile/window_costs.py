@@ -227,17 +227,21 @@ def _store(
     _copy(cost, budget, ("sram", "dram"), ([box[0], layout.rows, pitch], out), box, times)
 
 
-def _matrix_epilogue(cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int) -> None:
-    """_MatrixConv._epilogue: the first op row by row when the layout is compact, the others
-    (the activation after a bias add) on the whole tile."""
+def _matrix_epilogue(
+    cost: Cost, p: WindowProblem, budget: Budget, block: tuple, times: int, single: bool = False
+) -> None:
+    """_MatrixConv._epilogue: the first op (it reads ACC) row by row when the layout is compact,
+    the others (the activation after a bias add) on the whole tile; `single`: the accumulator
+    is not double-buffered (`Budget.single_acc`), so the next tile's products wait for that read."""
     layout, (h, w), ms = block
     target, (first, *rest) = budget.target, p.epilogue
-    if layout.compact:
-        cost.add_vector(vector_cycles(target, first, ms, w.size), times * h.size)
-        tile = (ms, h.size * w.size)
-    else:
-        tile = (ms, layout.positions(h.size, w.size))
-        cost.add_vector(vector_cycles(target, first, *tile), times)
+    with cost.reading_acc(single):
+        if layout.compact:
+            cost.add_vector(vector_cycles(target, first, ms, w.size), times * h.size)
+            tile = (ms, h.size * w.size)
+        else:
+            tile = (ms, layout.positions(h.size, w.size))
+            cost.add_vector(vector_cycles(target, first, *tile), times)
     for op in rest:
         cost.add_vector(vector_cycles(target, op, *tile), times)
     if p.residual is not None:  # the residual's window of the block, added, then the activation
@@ -406,7 +410,8 @@ def estimate_matrix(
                 _chunk_products(cost, p, budget, plan, (ms, g.channels, positions), times * mc)
             else:
                 _chunks(cost, p, budget, plan, (layout, (h, w), ms), times * mc)
-            _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc)
+            single = budget.single_acc(plan.acc_bytes)
+            _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc, single)
             _store(cost, p, budget, layout, [ms, h.size, w.size], times * mc)
     return cost
 
@@ -505,7 +510,7 @@ def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
             plan = WindowPlan(p.engine, rows, cols, tc, tm, keep, per_tap)
             layout = layouts[per_tap]
             sram, acc = window_sram(p, plan, layout), window_acc(p, plan, layout)
-            if sram <= budget.sram and acc <= budget.acc:
+            if sram <= budget.sram and budget.holds_acc(acc):
                 yield replace(plan, sram_bytes=sram, acc_bytes=acc)
 
 

@@ -124,7 +124,10 @@ def check_tile_module(module: ModuleOp, target: Target) -> None:
         # (graph_to_tile_costs.sram_need, with the rotated tiles, stays within the target)
         limit = target.sram_bytes if "graph.matmul" in str(kernel.attributes["op"]) else budget.sram
         assert sram <= limit, f"kernel {kernel.sym}: {sram} bytes of SRAM > {limit}"
-        assert _alloc_bytes(kernel, "acc") <= budget.acc
+        acc = _alloc_bytes(kernel, "acc")  # over half of ACC: single-buffered, as the reason says
+        assert budget.holds_acc(acc)
+        reason = kernel.attributes["reason"]
+        assert budget.single_acc(acc) == ("not double-buffered" in str(reason))
         assert not any(op.name.startswith(("graph.", "func.")) for op in kernel.walk())
     for op in module.walk():
         if isinstance(op, tile.MatmulOp):
