@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import StringAttr
+from xdsl.utils.exceptions import PassFailedException
 
 from aitc.compiler import CompileOptions, compile_module
 from aitc.dialects import graph, sync, tile
@@ -27,7 +28,16 @@ from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.testing import model_zoo
 
-from .test_conv import TARGETS, check_lowering, const_conv_module, int_attr, kernels, pool_module, text_attr
+from .test_conv import (
+    TARGETS,
+    check_lowering,
+    const_conv_module,
+    int_attr,
+    kernels,
+    lower,
+    pool_module,
+    text_attr,
+)
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -388,3 +398,14 @@ def test_merged_patch_copies_stay_off_the_store_queue_unless_the_block_waits_for
     ]
     assert copies
     assert {sync.engine_of(op) for op in copies} == queues
+
+
+def test_a_channels_last_row_that_does_not_fit_acc_is_reported_with_sizes():
+    """One output row of 600 positions x 4 output channels needs 9.4 KiB of accumulator; tiny's
+    ACC holds 2 KiB, all of which a single-buffered accumulator may take: the error says so."""
+    module = channels_last(const_conv_module([1, 2, 1, 600], [4, 2, 1, 3], pads=[0, 1, 0, 1]), "tiny")
+    with pytest.raises(
+        PassFailedException,
+        match=r"needs 9.4 KiB of ACC .* allows 2048 bytes \(all of its ACC, single-buffered\)",
+    ):
+        lower(module, "tiny")
