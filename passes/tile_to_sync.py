@@ -21,7 +21,10 @@ the less busy queue over the kernel). An on-chip copy that completes the buffer 
 its block fills (a stage's zero padding) follows that read onto its queue unless the loop
 waits for its loads: on dma1 it would queue behind the previous block's store, which waits for
 that block's compute, and the next block's compute would wait for it (a 64-channel 3x3 conv
-channels last on 56 x 56: 2,617 idle matrix cycles per block). Outside a
+channels last on 56 x 56: 2,617 idle matrix cycles per block). Any other on-chip copy of
+loaded data for the compute (an im2col tap, a merged patch) stays off dma1 like a load, unless
+its loop loads and copies for more than `COPY_BOUND` times its compute and spreading can pay
+(`_splits_copies`: the loop is multi-buffered, or has two copies or more a trip). Outside a
 kernel: loads dma0, stores dma1, on-chip copies dma2 (dma0 on a two-queue target). matmul runs
 on the matrix engine, every other compute op on the vector engine (`tile.ENGINE_OF`).
 
@@ -36,7 +39,7 @@ from typing import TypeGuard
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -52,6 +55,7 @@ from aitc.passes.graph_to_tile.costs import (
     vector_cycles,
 )
 from aitc.passes.legality import check_all_bound, fail
+from aitc.passes.tile.multi_buffer import DEPTH_ATTR
 from aitc.target import Target
 from aitc.types import element_bytes
 
@@ -158,7 +162,9 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         else:  # an on-chip copy of loaded data for the compute: like a load, off the stores'
             # queue unless its loop waits for such copies (`_bound_by_loads`, on_chip)
             if innermost is not None and innermost not in copy_bound:
-                copy_bound[innermost] = _bound_by_loads(innermost, kernel, target, on_chip=True)
+                copy_bound[innermost] = _splits_copies(innermost) and _bound_by_loads(
+                    innermost, kernel, target, on_chip=True
+                )
             spreads = apart or (innermost is not None and copy_bound[innermost])
         behind = (
             not _writes_dram(op)
@@ -197,6 +203,20 @@ def _moves_alone(loop: scf.ForOp | None) -> TypeGuard[scf.ForOp]:
         return False
     nested = (op for op in loop.body.walk() if isinstance(op, scf.ForOp))
     return not any(_is_dma(inner) for op in nested for inner in op.body.walk())
+
+
+def _splits_copies(loop: scf.ForOp) -> bool:
+    """Whether spreading `loop`'s on-chip copies over the queues can pay for the wait behind the
+    previous trip's store on dma1: when multi-buffer rotated its buffers (`buffer_depth` >= 2,
+    the next trip's loads overlap this trip), or when a trip has two copies or more to split. A
+    single copy of a serial loop only joins that chain (resnet_block's 1x1 strided conv: its tap
+    copy on dma1 waited for each block's store: 1,048 cycles, 939 on dma0); a pool's taps
+    split (tiny_cnn's max pool: 1,045 cycles spread, 1,538 all on dma0)."""
+    depth = loop.attributes.get(DEPTH_ATTR)
+    if isinstance(depth, IntegerAttr) and depth.value.data >= 2:
+        return True
+    copies = [op for op in loop.body.walk() if _is_dma(op) and not _reads_dram(op) and not _writes_dram(op)]
+    return len(copies) >= 2
 
 
 def _bound_by_loads(loop: scf.ForOp, kernel: tile.KernelOp, target: Target, on_chip: bool = False) -> bool:

@@ -297,3 +297,85 @@ func.func @stage_padding_load_bound(%x: memref<64x8xf32, "dram">, %out: memref<6
 // CHECK-NEXT:      tile.copy %zero{{.*}} {sync.engine = "dma1"}
 // CHECK-NEXT:      tile.reduce
 // CHECK-NEXT:      tile.copy %y{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// A block's tap copy out of its stage (an on-chip copy of loaded data) in a loop that loads
+// and copies for longer than it computes, but that multi-buffer left serial (no
+// `buffer_depth`): one copy cannot be split between the queues, and on dma1 it would wait for
+// the previous block's store, so it stays behind its load on dma0.
+func.func @serial_tap_copy(%x: memref<64x8xf32, "dram">, %out: memref<64x1xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %stage = tile.alloc : memref<8x8xf32, "sram">
+  %patch = tile.alloc : memref<8x8xf32, "sram">
+  %y = tile.alloc : memref<8x1xf32, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %stage[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+      tile.copy %stage[%c0, %c0] to %patch[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.reduce %patch[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] {op = "sum"} : memref<8x8xf32, "sram">, memref<8x1xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<64x1xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @serial_tap_copy
+// CHECK:           tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %stage{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.reduce
+// CHECK-NEXT:      tile.copy %y{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// The same loop rotated by multi-buffer (depth 2): the next block's load overlaps this one, so
+// the copy takes the less busy queue.
+func.func @pipelined_tap_copy(%x: memref<64x8xf32, "dram">, %out: memref<64x1xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %stage = tile.alloc : memref<8x8xf32, "sram">
+  %patch = tile.alloc : memref<8x8xf32, "sram">
+  %y = tile.alloc : memref<8x1xf32, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %stage[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+      tile.copy %stage[%c0, %c0] to %patch[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.reduce %patch[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] {op = "sum"} : memref<8x8xf32, "sram">, memref<8x1xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<64x1xf32, "dram">
+    } {buffer_depth = 2 : i64}
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @pipelined_tap_copy
+// CHECK:           tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %stage{{.*}} {sync.engine = "dma1"}
+
+// -----
+
+// Serial, with two tap copies a block: they split over the queues.
+func.func @serial_tap_copies(%x: memref<64x8xf32, "dram">, %out: memref<64x1xf32, "dram">) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %stage = tile.alloc : memref<8x8xf32, "sram">
+  %patch = tile.alloc : memref<8x8xf32, "sram">
+  %patch2 = tile.alloc : memref<8x8xf32, "sram">
+  %y = tile.alloc : memref<8x1xf32, "sram">
+  tile.kernel "k" {
+    scf.for %i = %c0 to %c64 step %c8 {
+      tile.copy %x[%i, %c0] to %stage[%c0, %c0] sizes [8, 8] : memref<64x8xf32, "dram">, memref<8x8xf32, "sram">
+      tile.copy %stage[%c0, %c0] to %patch[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.copy %stage[%c0, %c0] to %patch2[%c0, %c0] sizes [8, 8] : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.binary %patch[%c0, %c0], %patch2[%c0, %c0] to %patch[%c0, %c0] sizes [8, 8] {op = "add"} : memref<8x8xf32, "sram">, memref<8x8xf32, "sram">, memref<8x8xf32, "sram">
+      tile.reduce %patch[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] {op = "sum"} : memref<8x8xf32, "sram">, memref<8x1xf32, "sram">
+      tile.copy %y[%c0, %c0] to %out[%i, %c0] sizes [8, 1] : memref<8x1xf32, "sram">, memref<64x1xf32, "dram">
+    }
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @serial_tap_copies
+// CHECK:           tile.copy %x{{.*}} {sync.engine = "dma0"}
+// CHECK-NEXT:      tile.copy %stage{{.*}} {sync.engine = "dma1"}
+// CHECK-NEXT:      tile.copy %stage{{.*}} {sync.engine = "dma0"}
