@@ -163,6 +163,7 @@ class _MatrixConv:
         if plan.per_tap and not plan.keep:
             self.weight_taps = kernel_view(kb, self.weights, [plan.tm, g.taps, plan.tc])
         self.acc = kb.alloc([plan.tm, layout.width], f32, "acc")
+        self.single_acc = kb.budget.single_acc(plan.acc_bytes)
         self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
         self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
         self.bias = kb.alloc([g.outs, 1], f32, "sram") if views.bias is not None else None
@@ -299,7 +300,7 @@ class _MatrixConv:
             else:
                 kb.binary("add", acc, Win(self.bias, (m0, 0)), dst, box, "col")
 
-        with kb.cost.reading_acc(kb.budget.single_acc(self.plan.acc_bytes)):
+        with kb.cost.reading_acc(self.single_acc):
             if layout.compact:
                 row = lambda r, _: first(  # noqa: E731
                     Win(self.acc, (0, kb.mul(r, layout.pitch))),

@@ -162,6 +162,11 @@ def _width(g: Geometry) -> int:
     return g.w.out + (g.w.kernel - 1) * g.w.dilation
 
 
+def _acc_bytes(g: Geometry, rows: int, tn: int) -> int:
+    """The accumulator of a block of `rows` output rows and `tn` output channels (f32)."""
+    return 4 * _positions(g, rows) * tn
+
+
 def _positions(g: Geometry, rows: int) -> int:
     """m: the positions of a block of `rows` output rows (the last row's tail dropped)."""
     return (rows - 1) * _width(g) + g.w.out
@@ -257,6 +262,7 @@ class _Emitter:
             self.weights = kb.alloc([tn, taps * tc], f32, "sram")
             self.weight_taps = kernel_view(kb, self.weights, [tn, taps, tc])
         self.acc = kb.alloc([_positions(g, plan.rows), tn], f32, "acc")
+        self.single_acc = kb.budget.single_acc(_acc_bytes(g, plan.rows, tn))
         self.patch = None
         if plan.merge != "tap":  # [rows, taps merged * tc]: what the merged contractions read
             merged = g.w.kernel if plan.merge == "row" else taps
@@ -407,7 +413,7 @@ class _Emitter:
             else:
                 kb.binary("add", acc, Win(self.bias, (0, co0)), dst, box, "row")
 
-        with kb.cost.reading_acc(kb.budget.single_acc(4 * _positions(g, self.plan.rows) * self.plan.tn)):
+        with kb.cost.reading_acc(self.single_acc):
             if ow == self.wp:  # no dropped columns: the block is dense already
                 first(Win.at(self.acc), y, sizes)
             else:
@@ -465,7 +471,7 @@ def _candidates(p: Problem, budget: Budget) -> list[ChannelsLastPlan]:
     out_rows = sorted({balanced(g.h.out, r) for r in range(1, g.h.out + 1)})
     plans = []
     for tn in _tiles(g.outs, budget.cols):
-        fit = [r for r in out_rows if budget.holds_acc(_positions(g, r) * tn * 4)]
+        fit = [r for r in out_rows if budget.holds_acc(_acc_bytes(g, r, tn))]
         # two chunks are the peeled first one and one more, straight-line: the second load
         # would wait for the first chunk's products (multi-buffer rotates loops only)
         for tc in (t for t in _tiles(g.channels, budget.rows) if t == g.channels or -(-g.channels // t) > 2):
@@ -530,8 +536,8 @@ def _reason(p: Problem, plan: ChannelsLastPlan, count: int, budget: Budget) -> s
         f"channels-last per-tap GEMM: {layout}the positions stream (m = {_positions(g, plan.rows)} of "
         f"{plan.rows} output row(s) of padded width {_width(g)}), {products} with the weight "
         f"as transposed rhs; {plan.tc} channel(s) per chunk, {plan.tn} output channel(s) per tile, "
-        f"weights {weights}{budget.acc_note(4 * _positions(g, plan.rows) * plan.tn)}; fewest est. cycles "
-        f"of {count} tilings"
+        f"weights {weights}{budget.acc_note(_acc_bytes(g, plan.rows, plan.tn))}; fewest est. cycles of "
+        f"{count} tilings"
     )
 
 
@@ -545,7 +551,7 @@ def lower_channels_last_conv(ctx: LoweringContext, ops: list[Operation], fused: 
     p = problem_of(op, fused)
     plans = ranked(p, ctx.budget)
     if not plans:
-        need = _positions(p.g, 1) * min(p.g.outs, ctx.budget.cols) * 4
+        need = _acc_bytes(p.g, 1, min(p.g.outs, ctx.budget.cols))
         raise CannotFit(op, "one output row of the channels-last conv", need, ctx.budget, "ACC", single=True)
     plan, note = _choose_ranked("conv", p, ctx.budget, ops, plans)
     g = p.g

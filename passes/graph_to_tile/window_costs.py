@@ -391,6 +391,7 @@ def estimate_matrix(
     m_tiles = split(g.outs, plan.tm)
     whole = plan.tc >= g.channels
     tiles = (plan.rows, plan.cols)
+    single = budget.single_acc(plan.acc_bytes)
     if matrix is None:
         matrix = _matrix_busy(p, budget, plan, layout) if bound is not None else 0
     _matrix_prologue(cost, p, budget, plan)
@@ -410,7 +411,6 @@ def estimate_matrix(
                 _chunk_products(cost, p, budget, plan, (ms, g.channels, positions), times * mc)
             else:
                 _chunks(cost, p, budget, plan, (layout, (h, w), ms), times * mc)
-            single = budget.single_acc(plan.acc_bytes)
             _matrix_epilogue(cost, p, budget, (layout, (h, w), ms), times * mc, single)
             _store(cost, p, budget, layout, [ms, h.size, w.size], times * mc)
     return cost
