@@ -409,6 +409,7 @@ class Planner:
                 continue
             self.record(op, self.decide(op))
         self._backward(body, function)
+        self._scattered(body)
         outputs = []
         for value in function.body.block.last_op.operands if function.body.block.last_op else ():
             kind = reshard_kind(self.values.get(value), None)
@@ -435,6 +436,22 @@ class Planner:
             new.reason = f"{loop_name(op, rule, loop)}: every user wants this split"
             self.record(op, new)
         del function
+
+    def _scattered(self, body: list[Operation]) -> None:
+        """Costs as a reduce_scatter the all_reduce of a reduction's result that its only user
+        reads split: shard-simplify merges the all_slice of a single-use all_reduce into one
+        (tp-sp's row-parallel matmuls feeding token-split residual adds)."""
+        for op in body:
+            plan, rule = self.ops.get(op), rule_of(op)
+            if plan is None or rule is None or plan.loop is None or not rule.is_reduction(plan.loop):
+                continue
+            for value in op.results:
+                uses = list(value.uses)
+                if len(uses) != 1 or self._use_want(uses[0].operation, uses[0].index) is None:
+                    continue
+                at = next((i for i, c in enumerate(plan.collectives) if c[0] == "all_reduce"), None)
+                if at is not None:
+                    plan.collectives[at] = self.collective("reduce_scatter", value)
 
     def _use_want(self, user: Operation, index: int) -> Split:
         plan = self.ops.get(user)

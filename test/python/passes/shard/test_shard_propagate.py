@@ -30,6 +30,7 @@ from aitc.passes.runner import run_pipeline
 from aitc.passes.shard.planner import LAYERWISE_MARGIN, STRATEGIES
 from aitc.passes.shard.shard_partition import ShardPartitionPass
 from aitc.passes.shard.shard_propagate import ShardPropagatePass
+from aitc.passes.shard.shard_simplify import ShardSimplifyPass
 from aitc.testing import model_zoo
 
 ZOO_SIZES: dict[str, dict] = {
@@ -114,10 +115,11 @@ def test_plan_is_recorded_on_the_module(strategy: str):
 @pytest.mark.parametrize("name", sorted(ZOO_SIZES))
 def test_planned_collectives_are_the_ones_partition_inserts(name: str, strategy: str):
     """`collectives` counts what the plan moves (all_slice is free, not counted): the same
-    all_gather / all_to_all / all_reduce ops shard-partition then writes."""
+    all_gather / all_to_all / all_reduce / reduce_scatter ops shard-partition writes, once
+    shard-simplify has merged each all_slice of an all_reduce into a reduce_scatter."""
     module = propagated(zoo_graph(name)[0], strategy)
     planned = plan_of(module)["collectives"]
-    run_pipeline(module, [ShardPartitionPass()])
+    run_pipeline(module, [ShardPartitionPass(), ShardSimplifyPass()])
     counts = Counter(
         op.name.removeprefix("shard.") for op in module.walk() if isinstance(op, shard.CollectiveOp)
     )
