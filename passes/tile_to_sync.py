@@ -49,6 +49,7 @@ from aitc.dialects import sync, tile
 from aitc.module_target import module_target
 from aitc.passes.graph_to_tile.costs import (
     COPY_BOUND,
+    LIGHT_STORES,
     dma_instruction_cycles,
     dma_transfers,
     matmul_cycles,
@@ -121,13 +122,6 @@ def _dma_cycles(op: tile.WindowOp, target: Target) -> int:
     element = element_bytes(tile.memref_of(destination).get_element_type())
     count, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
     return count * dma_instruction_cycles(target, nbytes, dram)
-
-
-LIGHT_STORES = 8
-"""A kernel whose stores keep dma1 busy for less than 1/LIGHT_STORES of its other DMA ops'
-time lets its reads queue behind them: the few cycles a read waits there cost less than the
-second queue gains (a GEMM streaming its weights with a small output: ResNet-50's fc, 261,830
--> 208,543 cycles on edge)."""
 
 
 def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:

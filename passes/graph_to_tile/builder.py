@@ -85,6 +85,7 @@ class KernelBuilder:
         self._block = self.kernel.body.block
         self._times = 1
         self._memo: list[dict[tuple, SSAValue]] = [{}]
+        self._loaded: set[SSAValue] = set()  # the buffers DRAM reads wrote so far
 
     @property
     def times(self) -> int:
@@ -225,7 +226,19 @@ class KernelBuilder:
         box = [int(s) for s in sizes]
         count, nbytes = dma_transfers(box, buffer_shape(src), buffer_shape(dst), element, transpose)
         spaces = (tile.space_of(src), tile.space_of(dst))
-        self.cost.add_dma(self.target, nbytes, *spaces, self._times * count, ahead, feeds=feeds)
+        if spaces[0] == "dram":
+            self._loaded.add(tile.base_buffer(dst))
+        independent = "dram" not in spaces and tile.base_buffer(src) not in self._loaded
+        self.cost.add_dma(
+            self.target,
+            nbytes,
+            *spaces,
+            self._times * count,
+            ahead,
+            feeds=feeds,
+            looped=self._times > 1,
+            independent=independent,
+        )
 
     def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
         rows, cols = (1, *sizes)[-2:]

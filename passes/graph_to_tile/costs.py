@@ -8,11 +8,14 @@ the model applied to the IR that was actually produced.
 Per instruction the costs are the simulator's (`aitc/sim/timing.py`): a DMA instruction takes
 latency + bytes / min(DMA, DRAM) bandwidth on its queue (a tile.copy becomes one instruction
 per point of the loops `convert-sync-to-hw` puts around it: `dma_transfers`), a matmul
-latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads run on
-DMA queue dma0 and stores on dma1; on-chip copies (im2col taps, staging) are spread over every
-queue (`spread`: they fill the least busy queues, as `aitc.analysis.dma.spread_queues` places
-them in `convert-tile-to-sync`, which also moves loads that no store precedes off dma0: the
-model leaves those on dma0, an upper bound).
+latency + k + m, a vector op latency + rows * ceil(cols / lanes) * op cycles. Loads in loops
+run on DMA queue dma0 and stores on dma1; on-chip copies (im2col taps, staging) are spread
+over every queue (`spread`: they fill the least busy queues, as
+`aitc.analysis.dma.spread_queues` places them in `convert-tile-to-sync`); the loads outside
+loops are placed one by one as that pass places them (`Cost.placed`: the largest first on the
+least busy queue, off dma1 once a store precedes them). A GEMM's bias row and kept lhs panel
+load on dma1 beside its first weight tile: 32x64 @ 64x64 + bias on edge, 1,100 cycles
+estimated, 1,104 simulated (1,420 estimated with every load on dma0).
 `Cost` adds them up per engine and follows the program to find the fill (`lead`: one instance
 of each load before the first compute op) and the drain (`tail`: one instance of each op after
 the last load). With `multi-buffer` pipelining the loops (buffer depth >= 2) the engines
@@ -170,6 +173,13 @@ def _transfers(
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
 
 
+LIGHT_STORES = 8
+"""A kernel whose stores keep dma1 busy for less than 1/LIGHT_STORES of its other DMA ops'
+time lets its reads queue behind them: the few cycles a read waits there cost less than the
+second queue gains (a GEMM streaming its weights with a small output: ResNet-50's fc, 261,830
+-> 208,543 cycles on edge). convert-tile-to-sync binds so, `Cost.placed` charges so."""
+
+
 COPY_BOUND = 2
 """On-chip copies of loaded data for the compute go on the stores' queue (dma1) too only when a
 loop's loads and copies (L) take more than COPY_BOUND times its compute (C): on dma1 they wait
@@ -197,6 +207,32 @@ def _filled(busy: dict[str, float], copies: float) -> dict[str, float]:
     return {queue: max(b, level) for queue, b in busy.items()}
 
 
+@dataclass(frozen=True)
+class StraightRead:
+    """A DRAM read outside any loop (`Cost.straight`): `cycles` on its queue, `lead` of them
+    before the first compute op, `ahead` as `Cost.add_dma` says; `behind`: after the kernel's
+    first store, so not on the stores' queue (unless the stores are light)."""
+
+    cycles: float
+    lead: int
+    ahead: bool
+    behind: bool
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A kernel's DMA queues once its straight reads are placed (`Cost.placed`): busy cycles
+    per queue, the fill (the longest queue's share of it) and the load cycles that run ahead."""
+
+    queues: dict[str, float]
+    lead: float
+    ahead: float
+    loads_lead: float
+    """The fill's loads on dma0 alone (they run one after the other)."""
+    queued_lead: float
+    """The fill with its independent copies after the loads on dma0 (`Cost.cycles`, pipelined)."""
+
+
 @dataclass
 class Cost:
     """Engine time and DRAM traffic of a kernel, accumulated op by op (module docstring).
@@ -212,7 +248,14 @@ class Cost:
     copy; `depth`: the buffer depth (1 = serial); `overlap`: the
     matrix and vector engines take turns on several tiles, so they overlap even at depth 1;
     `ahead`: load cycles that need not wait for earlier compute at depth 1 (`add_dma`);
-    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1."""
+    `staged`: a copy through one SRAM stage, whose next load waits for its store at depth 1;
+    `straight`: the DRAM reads outside any loop, which convert-tile-to-sync places one by one
+    (`placed`), before the kernel's first store on any queue; `stored`: a store was charged;
+    `lead_copies`: on-chip copies of the fill that read nothing the kernel loads (a stage's
+    padding from tiles of zeros), which run on the queues beside its loads; `lead_fed`: the
+    other on-chip copies of the fill (of data it loads: im2col taps), after its loads, over
+    every queue (at depth 1; the pipelined estimate keeps both after the loads on dma0,
+    `Placed.queued_lead`)."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -231,6 +274,10 @@ class Cost:
     overlap: bool = False
     ahead: int = 0
     staged: bool = False
+    straight: list[StraightRead] = field(default_factory=list)
+    stored: bool = False
+    lead_copies: int = 0
+    lead_fed: int = 0
 
     def add_dma(
         self,
@@ -242,15 +289,29 @@ class Cost:
         ahead: bool = False,
         ops: int = 1,
         feeds: bool = False,
+        looped: bool | None = None,
+        independent: bool = False,
     ) -> None:
         """`times` DMA instructions of `nbytes` each from space `src` to `dst`, for each of `ops`
         identical ops in a row (each is one op of the lead or drain); `ahead`: loads into tiles
         that only their own step uses, which do not wait for earlier compute even at buffer
         depth 1 (they run ahead of it); `feeds`: an on-chip copy of data a DRAM read of the
-        kernel loaded (convert-tile-to-sync keeps it off the stores' queue, `filled`)."""
+        kernel loaded (convert-tile-to-sync keeps it off the stores' queue, `filled`); `looped`:
+        the op is inside a loop (default: `times` > 1; `times` also counts the instructions
+        of one op). A DRAM read outside loops is `straight`;
+        `independent`: an on-chip copy that reads nothing the kernel loads (`lead_copies`)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
+        looped = times > 1 if looped is None else looped
+        if src == "dram" and dst != "dram" and not looped and target.dma.queues > 1:
+            lead = 0 if self.started else times * once
+            self.straight += [StraightRead(times * once, lead, ahead, self.stored)] * ops
+            self.transfers += count
+            self.dram_bytes += count * nbytes
+            self.dram_cycles += count * -(-nbytes // target.dram.bytes_per_cycle)
+            self.drain = {}
+            return
         if dram:
             queue = dma_queue(src, dst, target.dma.queues)
             self.queues[queue] = self.queues.get(queue, 0) + count * once
@@ -264,9 +325,14 @@ class Cost:
             self.dram_bytes += count * nbytes
             self.dram_cycles += count * -(-nbytes // target.dram.bytes_per_cycle)
         if dst == "dram":
+            self.stored = True
             self._drain("store", ops * once)
             return
-        self.lead += 0 if self.started else ops * once
+        if not self.started and not dram:
+            self.lead_copies += ops * once if independent else 0
+            self.lead_fed += 0 if independent else ops * once
+        elif not self.started:
+            self.lead += ops * once
         self.drain = {}
 
     def add_matrix(self, once: int, times: int = 1) -> None:
@@ -315,14 +381,42 @@ class Cost:
     def stores(self) -> float:
         return self.queues.get("dma1", 0)
 
-    def filled(self, queues: int) -> dict[str, float]:
+    def placed(self, target: Target) -> Placed:
+        """The queues with the straight reads placed as convert-tile-to-sync places them
+        (`aitc.analysis.dma.spread_queues`): the largest first (ties in program order), each on
+        the least busy queue it may use (one behind a store not on dma1, unless the stores are
+        light: `LIGHT_STORES`), the loads in loops and the stores already counted. The fill is
+        the longest queue's part of it (the other loads of the fill run on dma0, its
+        independent copies (`lead_copies`) on the queues least busy in it, then its other
+        copies (`lead_fed`) over every queue)."""
+        queues = target.dma.queues
+        busy = {f"dma{q}": self.queues.get(f"dma{q}", 0.0) for q in range(max(queues, 1))}
+        busy.update(self.queues)
+        lead = dict.fromkeys(busy, 0.0) | {"dma0": float(self.lead)}  # loads in loops: dma0
+        ahead = float(self.ahead)
+        stores = self.queues.get("dma1", 0)
+        light = LIGHT_STORES * stores < sum(busy.values()) - stores + self.spread + self.work_of_straight()
+        for read in sorted(self.straight, key=lambda r: -r.cycles):
+            allowed = [q for q in busy if not (read.behind and not light and q == "dma1")]
+            queue = min(allowed, key=lambda q: (busy[q], int(q[3:])))
+            busy[queue] += read.cycles
+            lead[queue] += read.lead
+            ahead += read.cycles if read.ahead and queue == "dma0" else 0
+        queued = max(lead["dma0"] + self.lead_copies + self.lead_fed, *lead.values())
+        spread = max(_filled(lead, self.lead_copies).values()) + self.lead_fed / max(queues, 1)
+        return Placed(busy, spread, ahead, lead["dma0"] + self.lead_fed / max(queues, 1), queued)
+
+    def work_of_straight(self) -> float:
+        """Busy cycles of the straight reads."""
+        return sum(read.cycles for read in self.straight)
+
+    def filled(self, target: Target) -> dict[str, float]:
         """Busy cycles per DMA queue once the on-chip copies (`spread`) have raised the least
-        busy of the `queues` queues to a common level; those that copy loaded data for the
+        busy of the target's queues to a common level; those that copy loaded data for the
         compute (`fed`) first, over the queues other than the stores' (dma1) unless the loads
         and copies take more than twice the compute, as convert-tile-to-sync binds them
         (`tile_to_sync._bound_by_loads`, on_chip)."""
-        busy = {f"dma{q}": self.queues.get(f"dma{q}", 0.0) for q in range(max(queues, 1))}
-        busy.update(self.queues)
+        busy = self.placed(target).queues
         feeding = sum(b for queue, b in busy.items() if queue != "dma1") + self.spread
         if self.fed and len(busy) > 1 and feeding <= COPY_BOUND * max(self.matrix, self.vector):
             loads = {queue: b for queue, b in busy.items() if queue != "dma1"}
@@ -333,23 +427,37 @@ class Cost:
     def cycles(self, target: Target) -> int:
         drain = self.drain
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
-        queues = self.filled(target.dma.queues)
+        placed = self.placed(target)
+        lead = placed.queued_lead
+        queues = self.filled(target)
         feeding = max((busy for queue, busy in queues.items() if queue != "dma1"), default=0)
         stores = queues.get("dma1", 0)
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
-            serial = self.loads - self.ahead + self.spread / self.spread_over + compute
+            loads = placed.queues.get("dma0", 0)
+            serial = loads - placed.ahead + self.spread / self.spread_over + compute - self._beside(placed)
             serial += self.stores - drain.get("store", 0) if self.staged else 0
-            paces = (serial + drain.get("store", 0), self.stores + self.lead, feeding + sum(drain.values()))
+            paces = (
+                serial + drain.get("store", 0),
+                self.stores + placed.lead,
+                feeding + sum(drain.values()),
+                self.dram_cycles,
+            )
             return math.ceil(max(paces) + self.waits)
         paces = (
             feeding + sum(drain.values()),
-            self.lead + self.matrix + after_matrix,
-            self.lead + self.vector + drain.get("store", 0),
-            self.lead + stores,
+            lead + self.matrix + after_matrix,
+            lead + self.vector + drain.get("store", 0),
+            lead + stores,
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
+
+    def _beside(self, placed: Placed) -> float:
+        """What runs side by side in the fill at depth 1: its dma0 loads and its copies (split
+        over the queues), one after the other in `serial`, take the fill over every queue."""
+        one_by_one = placed.loads_lead + self.lead_copies / self.spread_over
+        return max(0.0, one_by_one - placed.lead)
 
     def floor(self, matrix_to_come: int = 0) -> int:
         """A lower bound of `cycles` once `matrix_to_come` more matrix cycles are added, that
@@ -359,12 +467,14 @@ class Cost:
         matrix = self.matrix + matrix_to_come
         if self.depth < 2:
             compute = max(matrix, self.vector) if self.overlap else matrix + self.vector
-            return math.ceil(self.loads - self.ahead + self.spread / self.spread_over + compute)
+            beside = self.lead_copies / self.spread_over  # at most `_beside`
+            return math.ceil(self.loads - self.ahead + self.spread / self.spread_over + compute - beside)
         return max(matrix, self.vector, self.dram_cycles)
 
     def work(self) -> int:
         """Busy time of all engines together (fewer, larger instructions win ties)."""
-        return round(sum(self.queues.values()) + self.spread + self.matrix + self.vector)
+        dma = sum(self.queues.values()) + self.work_of_straight() + self.spread
+        return round(dma + self.matrix + self.vector)
 
 
 # --------------------------------------------------------------------------- row kernels

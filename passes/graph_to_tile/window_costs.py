@@ -174,11 +174,18 @@ def _runs(g: Geometry, plan: WindowPlan) -> Iterator[tuple[BlockRun, BlockRun]]:
 
 
 def _copy(
-    cost: Cost, budget: Budget, spaces: tuple[str, str], shapes: tuple, box: list[int], times: int
+    cost: Cost,
+    budget: Budget,
+    spaces: tuple[str, str],
+    shapes: tuple,
+    box: list[int],
+    times: int,
+    independent: bool = False,
 ) -> None:
-    """One tile.copy of `box` between buffers of `shapes` (src, dst), run `times` times."""
+    """One tile.copy of `box` between buffers of `shapes` (src, dst), run `times` times
+    (`independent`: as `Cost.add_dma` says)."""
     count, nbytes = dma_transfers(box, shapes[0], shapes[1], F32)
-    cost.add_dma(budget.target, nbytes, *spaces, times * count)
+    cost.add_dma(budget.target, nbytes, *spaces, times * count, looped=times > 1, independent=independent)
 
 
 def _gather(
@@ -199,7 +206,7 @@ def _gather(
             "lines": [layout.planes * layout.hs, layout.ws],
         }
         for view, _, sizes in refill_windows(g, block, (h, w)):
-            _copy(cost, budget, ("sram", "sram"), (sources[view], views[view]), list(sizes), times)
+            _copy(cost, budget, ("sram", "sram"), (sources[view], views[view]), list(sizes), times, True)
     if h_n and w_n:
         stage = [layout.planes, layout.hs, layout.ws]
         _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times)
@@ -207,7 +214,7 @@ def _gather(
         return
     tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
     count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
-    cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps)
+    cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps, looped=times > 1)
 
 
 def _epilogue(
@@ -249,7 +256,7 @@ def _matrix_epilogue(
         out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
         pitch = layout.out_pitch(layout.compact)
         count, nbytes = dma_transfers([ms, h.size, w.size], out, [ms, layout.rows, pitch], F32)
-        cost.add_dma(target, nbytes, "dram", "sram", times * count, ahead=True)  # a tile of its own
+        cost.add_dma(target, nbytes, "dram", "sram", times * count, ahead=True, looped=times > 1)  # own tile
         for op in ("add", *p.residual):
             cost.add_vector(vector_cycles(target, op, *tile), times)
 
@@ -369,10 +376,12 @@ def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile
     """_MatrixConv._m_tile over the channel chunks of one output tile of ms channels: each
     chunk's gather and products; at depth 2 also the wait for the first chunk's load, which
     is peeled (it starts the sum), so no loop rotates it against the previous tile's last
-    chunk. `tile` = (layout, (h, w), ms)."""
+    chunk (a single chunk after it is not a loop either: `Cost.straight`). `tile` = (layout, (h, w),
+    ms)."""
     layout, (h, w), ms = tile
     positions = layout.positions(h.size, w.size)
-    for cs, cc in split(p.g.channels, plan.tc):
+    first = min(plan.tc, p.g.channels)  # peeled: it starts the sum
+    for cs, cc in [(first, 1), *split(p.g.channels - first, plan.tc)]:
         _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
         _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
     if budget.depth > 1:

@@ -30,7 +30,9 @@ def busy_cores(module) -> int:
 
 
 def test_a_transformer_layer_takes_every_core_and_says_why():
-    model, inputs = model_zoo.transformer_encoder_layer(hidden=128, heads=4, seq=32, ffn=512, batch=1)
+    """Hidden 256 (x1.30 on the simulator, x1.16 estimated); at hidden 128 the gain (x1.17) is
+    within the sharding model's error (x1.09 estimated) and the layer stays on one core."""
+    model, inputs = model_zoo.transformer_encoder_layer(hidden=256, heads=4, seq=32, ffn=1024, batch=1)
     result = compile_module(
         model, CompileOptions(target="edge", cores=None, input_shapes={k: v.shape for k, v in inputs.items()})
     )

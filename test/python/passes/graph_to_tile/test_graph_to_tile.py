@@ -31,6 +31,8 @@ from aitc.passes.graph_to_tile.builder import element_bytes
 from aitc.passes.graph_to_tile.costs import Budget, Cost, RowFootprint, balanced, plan_box, plan_rows, split
 from aitc.passes.graph_to_tile.lowering import Lowering, LoweringContext
 from aitc.passes.graph_to_tile.matmul_costs import (
+    NEAR_TIE,
+    NEAR_TIE_CANDIDATES,
     charge_matmul,
     matmul_busy,
     matmul_candidates,
@@ -465,7 +467,9 @@ def test_chosen_tiles_respect_engine_shapes_and_budgets(problem: MatmulProblem, 
     assert plan.sram_need <= budget.target.sram_bytes  # with the copies multi-buffer adds
     assert plan.sram_bytes <= plan.sram_need
     assert plan.acc_bytes <= budget.acc
-    assert plan.key() == min(c.key() for c in matmul_candidates(problem, budget))
+    ranked = sorted(matmul_candidates(problem, budget), key=lambda c: c.key())[:NEAR_TIE_CANDIDATES]
+    tied = [c for c in ranked if c.cycles <= ranked[0].cycles * (1 + NEAR_TIE)]
+    assert plan.key() == min(tied, key=lambda c: (c.dma_bytes, c.key())).key()  # near ties: fewest bytes
 
 
 @settings(max_examples=40, deadline=None)
@@ -821,5 +825,7 @@ def test_int8_matmul_epilogues_keep_the_product_on_chip(target: str):
     dram = [op for op in module.walk() if isinstance(op, tile.AllocOp) and tile.space_of(op.buffer) == "dram"]
     assert not any("i32" in str(op.buffer.type) for op in dram)
     casts = [op for op in module.walk() if isinstance(op, tile.CastOp)]
-    from_acc = any(tile.space_of(op.operands[0]) == "acc" for op in casts)
-    assert from_acc or target == "tiny"  # tiny sums the K steps in SRAM: the chain reads the block there
+    assert casts
+    # the chain reads the product from ACC, or from the block in SRAM when the plan sums its K
+    # steps there (the planner's choice: tiny's engine, and edge's for these shapes)
+    assert all(tile.space_of(op.operands[0]) in ("acc", "sram") for op in casts)
