@@ -173,6 +173,16 @@ def _transfers(
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
 
 
+CHUNKED_CONV = (
+    "convert-tile-to-sync balances the loads of a conv's channel-chunk loop among themselves "
+    "(`tile_to_sync._moves_alone`), which `Cost.placed` does not replay: with them left on dma0 "
+    "the straight reads placed beside them looked free (a 1x1 conv of 1024 channels into 64 on "
+    "14 x 14 in chunks of 171: 32,150 cycles estimated, 44,100 simulated), so such a conv keeps "
+    "every read on dma0 (`Cost.places_straight`)"
+)
+"""Why a channel-chunked conv's estimate does not place its straight reads."""
+
+
 LIGHT_STORES = 8
 """A kernel whose stores keep dma1 busy for less than 1/LIGHT_STORES of its other DMA ops'
 time lets its reads queue behind them: the few cycles a read waits there cost less than the
@@ -255,7 +265,8 @@ class Cost:
     padding from tiles of zeros), which run on the queues beside its loads; `lead_fed`: the
     other on-chip copies of the fill (of data it loads: im2col taps), after its loads, over
     every queue (at depth 1; the pipelined estimate keeps both after the loads on dma0,
-    `Placed.queued_lead`)."""
+    `Placed.queued_lead`); `places_straight`: whether straight reads are placed at all (False:
+    on dma0 like the others, `CHUNKED_CONV`)."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -278,6 +289,7 @@ class Cost:
     stored: bool = False
     lead_copies: int = 0
     lead_fed: int = 0
+    places_straight: bool = True
 
     def add_dma(
         self,
@@ -304,7 +316,7 @@ class Cost:
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
         looped = times > 1 if looped is None else looped
-        if src == "dram" and dst != "dram" and not looped and target.dma.queues > 1:
+        if src == "dram" and dst != "dram" and not looped and self.places_straight and target.dma.queues > 1:
             lead = 0 if self.started else times * once
             self.straight += [StraightRead(times * once, lead, ahead, self.stored)] * ops
             self.transfers += count

@@ -385,7 +385,7 @@ def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile
         _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
         _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
     if budget.depth > 1:
-        alone = Cost(depth=1)
+        alone = Cost(depth=1, places_straight=False)  # its loads on their queues
         _gather(alone, p, budget, (layout, (h, w), min(plan.tc, p.g.channels)), 1, plan)
         cost.add_wait(math.ceil(max(alone.queues.values(), default=0)), times)
 
@@ -395,10 +395,11 @@ def estimate_matrix(
 ) -> Cost | None:
     """The loop nest of graph_to_tile_conv._MatrixConv, op for op; None once its `Cost.floor`
     exceeds `bound` (the candidate cannot win). `matrix`: its `_matrix_busy`, when known."""
-    g, cost = p.g, Cost(depth=budget.depth)
+    g = p.g
+    whole = plan.tc >= g.channels
+    cost = Cost(depth=budget.depth, places_straight=whole)  # costs.CHUNKED_CONV
     layout = _layout(p, plan)
     m_tiles = split(g.outs, plan.tm)
-    whole = plan.tc >= g.channels
     tiles = (plan.rows, plan.cols)
     single = budget.single_acc(plan.acc_bytes)
     if matrix is None:

@@ -492,8 +492,9 @@ def test_matmul_busy_is_the_charged_matrix_time_and_bounds_the_cycles(problem, b
 @settings(max_examples=60, deadline=None)
 @given(problem=_PROBLEMS, base=st.sampled_from(["tiny", "edge", "server"]), kib=st.integers(12, 2048))
 def test_more_sram_never_costs_cycles_nor_dma_bytes_it_does_not_pay_back(problem, base: str, kib: int):
-    """Cycles come first in the objective, so a larger SRAM may spend DMA bytes, but only to
-    save cycles, and never when the smaller-SRAM plan is already DMA-bound."""
+    """Cycles come first in the objective (up to a near tie, `NEAR_TIE`, which the fewest DMA
+    bytes break), so a larger SRAM may spend DMA bytes, but only to save cycles, and never when
+    the smaller-SRAM plan is already DMA-bound."""
     target = load_target(base)
     small = Budget.of(dataclasses.replace(target, sram_bytes=kib * 1024))
     large = Budget.of(dataclasses.replace(target, sram_bytes=2 * kib * 1024))
@@ -501,7 +502,7 @@ def test_more_sram_never_costs_cycles_nor_dma_bytes_it_does_not_pay_back(problem
     if before is None:
         return
     assert after is not None
-    assert after.cycles <= before.cycles
+    assert after.cycles <= before.cycles * (1 + NEAR_TIE)
     if after.dma_bytes > before.dma_bytes:
         assert after.cycles < before.cycles
     bandwidth = min(target.dma.bytes_per_cycle, target.dram.bytes_per_cycle)
