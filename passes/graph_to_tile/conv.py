@@ -82,6 +82,7 @@ from aitc.passes.graph_to_tile.window_costs import (
     WindowPlan,
     WindowProblem,
     merged_taps,
+    places_straight,
     plan_window,
     ranked_window,
     window_budget,
@@ -507,7 +508,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
     kb = ctx.kernel(ops)
     kb.cost.depth = window_budget(problems[0], plan, ctx.budget).depth
-    kb.cost.places_straight = plan.engine != "matrix" or plan.tc >= g.channels  # costs.CHUNKED_CONV
+    kb.cost.places_straight = places_straight(plan, g.channels)
     if plan.engine == "matrix":
         _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
     else:

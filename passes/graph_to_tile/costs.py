@@ -173,16 +173,6 @@ def _transfers(
     return math.prod(d.count for d in remaining[:-1]), remaining[-1].count * row_bytes
 
 
-CHUNKED_CONV = (
-    "convert-tile-to-sync balances the loads of a conv's channel-chunk loop among themselves "
-    "(`tile_to_sync._moves_alone`), which `Cost.placed` does not replay: with them left on dma0 "
-    "the straight reads placed beside them looked free (a 1x1 conv of 1024 channels into 64 on "
-    "14 x 14 in chunks of 171: 32,150 cycles estimated, 44,100 simulated), so such a conv keeps "
-    "every read on dma0 (`Cost.places_straight`)"
-)
-"""Why a channel-chunked conv's estimate does not place its straight reads."""
-
-
 LIGHT_STORES = 8
 """A kernel whose stores keep dma1 busy for less than 1/LIGHT_STORES of its other DMA ops'
 time lets its reads queue behind them: the few cycles a read waits there cost less than the
@@ -266,7 +256,7 @@ class Cost:
     other on-chip copies of the fill (of data it loads: im2col taps), after its loads, over
     every queue (at depth 1; the pipelined estimate keeps both after the loads on dma0,
     `Placed.queued_lead`); `places_straight`: whether straight reads are placed at all (False:
-    on dma0 like the others, `CHUNKED_CONV`)."""
+    on dma0 like the others, `window_costs.places_straight`)."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -316,22 +306,19 @@ class Cost:
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
         looped = times > 1 if looped is None else looped
-        if src == "dram" and dst != "dram" and not looped and self.places_straight and target.dma.queues > 1:
+        straight = src == "dram" and dst != "dram" and not looped and self.places_straight
+        straight = straight and target.dma.queues > 1
+        if straight:
             lead = 0 if self.started else times * once
             self.straight += [StraightRead(times * once, lead, ahead, self.stored)] * ops
-            self.transfers += count
-            self.dram_bytes += count * nbytes
-            self.dram_cycles += count * -(-nbytes // target.dram.bytes_per_cycle)
-            self.drain = {}
-            return
-        if dram:
+        elif dram:
             queue = dma_queue(src, dst, target.dma.queues)
             self.queues[queue] = self.queues.get(queue, 0) + count * once
         else:
             self.spread += count * once
             self.fed += count * once if feeds else 0
             self.spread_over = max(1, target.dma.queues)
-        self.ahead += count * once if ahead else 0
+        self.ahead += count * once if ahead and not straight else 0
         self.transfers += count
         if dram:
             self.dram_bytes += count * nbytes
@@ -343,7 +330,7 @@ class Cost:
         if not self.started and not dram:
             self.lead_copies += ops * once if independent else 0
             self.lead_fed += 0 if independent else ops * once
-        elif not self.started:
+        elif not self.started and not straight:
             self.lead += ops * once
         self.drain = {}
 
@@ -415,20 +402,21 @@ class Cost:
             lead[queue] += read.lead
             ahead += read.cycles if read.ahead and queue == "dma0" else 0
         queued = max(lead["dma0"] + self.lead_copies + self.lead_fed, *lead.values())
-        spread = max(_filled(lead, self.lead_copies).values()) + self.lead_fed / max(queues, 1)
-        return Placed(busy, spread, ahead, lead["dma0"] + self.lead_fed / max(queues, 1), queued)
+        fed = self.lead_fed / max(queues, 1)
+        spread = max(_filled(lead, self.lead_copies).values()) + fed
+        return Placed(busy, spread, ahead, lead["dma0"] + fed, queued)
 
     def work_of_straight(self) -> float:
         """Busy cycles of the straight reads."""
         return sum(read.cycles for read in self.straight)
 
-    def filled(self, target: Target) -> dict[str, float]:
+    def filled(self, placed: Placed) -> dict[str, float]:
         """Busy cycles per DMA queue once the on-chip copies (`spread`) have raised the least
-        busy of the target's queues to a common level; those that copy loaded data for the
+        busy of the `placed` queues to a common level; those that copy loaded data for the
         compute (`fed`) first, over the queues other than the stores' (dma1) unless the loads
         and copies take more than twice the compute, as convert-tile-to-sync binds them
         (`tile_to_sync._bound_by_loads`, on_chip)."""
-        busy = self.placed(target).queues
+        busy = dict(placed.queues)
         feeding = sum(b for queue, b in busy.items() if queue != "dma1") + self.spread
         if self.fed and len(busy) > 1 and feeding <= COPY_BOUND * max(self.matrix, self.vector):
             loads = {queue: b for queue, b in busy.items() if queue != "dma1"}
@@ -441,7 +429,7 @@ class Cost:
         after_matrix = drain.get("vector", 0) + drain.get("store", 0)
         placed = self.placed(target)
         lead = placed.queued_lead
-        queues = self.filled(target)
+        queues = self.filled(placed)
         feeding = max((busy for queue, busy in queues.items() if queue != "dma1"), default=0)
         stores = queues.get("dma1", 0)
         if self.depth < 2:
