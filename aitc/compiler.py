@@ -57,6 +57,7 @@ from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
 from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.planner import LAYERWISE_MARGIN, STRATEGIES, Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
+from aitc.passes.sync_to_hw import kernel_nodes
 from aitc.report import format_table, peak_rss_mib
 from aitc.sim import Simulator
 from aitc.spmd import grid_size, lower_spmd
@@ -507,9 +508,11 @@ def _attr_value(value) -> object:
 
 def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     """One row per tile.kernel (its name, every recorded decision attribute, and `nodes`: the
-    ONNX nodes its ops carry, whose names its instructions' locations hold) and, for a
-    model split by place-on-host, one per host node (`on` = "host", its `reason`), in
-    schedule order. Rows of a split model name their `segment`."""
+    ONNX nodes its ops carry, whose names its instructions' locations hold), or at hw level per
+    kernel a program recorded (`ProgramOp.kernel_estimates`: name, ops, estimate, nodes, core;
+    a multi-core program's also per collective) and, for a model split by place-on-host, one
+    per host node (`on` = "host", its `reason`), in schedule order. Rows of a split model name
+    their `segment`."""
 
     split = bool(kept_functions(module))
     rows = []
@@ -522,12 +525,15 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
                     rows.append({"kernel": node_name(op), "op": op.name, "on": "host", **segment,
                                  "reason": _attr_value(reason) if reason is not None else ""})  # fmt: skip
             continue
+        if isinstance(top, ProgramOp):
+            recorded = [estimate.row() for estimate in top.kernel_estimates]
+            rows += [{**row, "on": "npu", **segment} if split else row for row in recorded]
+            continue
         for op in top.walk():
             if isinstance(op, KernelOp) and op.sym is not None:
                 row: dict[str, object] = {"kernel": op.sym.data}
                 row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
-                carried = (location_name(inner.location) for inner in op.walk())
-                row["nodes"] = list(dict.fromkeys([op.sym.data, *filter(None, carried)]))
+                row["nodes"] = kernel_nodes(op)
                 if split:
                     row.update(on="npu", **segment)
                 rows.append(row)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from aitc.compiler import CompileOptions, compile_module
+from aitc.compiler import CompileOptions, compile_module, kernel_report
 from aitc.diagnostics import AitcError
 from aitc.interp.run import random_program_inputs
 from aitc.perf.output import FILES, format_perf, report_files
@@ -35,20 +35,20 @@ def profile_model(
     inputs: Mapping[str, np.ndarray] | None = None,
     seed: int = 0,
 ) -> PerfReport:
-    """Compiles `source` (ONNX or .mlir; a `.aitb` is run as it is, without estimates) with
-    `options`, simulates it once with a trace on `inputs` (seeded random ones when None) and
-    builds the report."""
+    """Compiles `source` (ONNX or .mlir; a `.aitb` is run as it is) with `options`, simulates it
+    once with a trace on `inputs` (seeded random ones when None) and builds the report. The
+    estimates are the compile's kernels, or those its hw programs recorded (a multi-core
+    program's per core and per collective, a `.aitb`'s from when it was compiled)."""
     name = source if isinstance(source, str | Path) else (source.graph.name or "model")
-    module_is_binary = isinstance(source, str | Path) and str(source).endswith(".aitb")
-    if module_is_binary:
-        assert isinstance(source, str | Path)
+    if isinstance(source, str | Path) and str(source).endswith(".aitb"):
         target = load_target(options.target) if options.target else None
         module = load_program_file(source, target)
-        kernels, model = [], None
+        kernels, model = kernel_report(module), None
     else:
         result = compile_module(source, options)
         target = load_target(result.target) if result.target else None
-        module, kernels = result.module, result.kernels
+        module = result.module
+        kernels = result.kernels or kernel_report(module)
         model = source if isinstance(source, onnx.ModelProto) else _onnx_model(source)
     simulator = Simulator(module, target)
     run_inputs = dict(inputs) if inputs is not None else random_program_inputs(simulator.inputs, seed)
@@ -60,10 +60,8 @@ def profile_model(
         Path(str(name)).name, simulator.target, run.trace, stats.cycles, stats.utilisation(), kernels, model,
         options.input_shapes,
     )  # fmt: skip
-    if module_is_binary:
-        report.missing = "a .aitb holds no estimates (run aitc perf on the model to see them)"
-    elif not kernels:
-        report.missing = "a multi-core program's per-core kernels are not reported (--cores 1 shows them)"
+    if not any("est_cycles" in row for row in kernels):
+        report.missing = "the program records no estimates (hand-written hw, or a .aitb of an older aitc)"
     return report
 
 

@@ -1,8 +1,11 @@
 """`aitc perf`: per ONNX node, what the compiler predicted and what the simulator measured.
 
 Static (the compile): each kernel's cost-model estimate (`est_cycles` of convert-graph-to-tile,
-the sum over the kernels of one node). Dynamic (one simulated run with a trace): per node its
-cycles alone (`aitc.perf.timeline`), the MACs its matmul instructions did and the DRAM bytes its
+the sum over the kernels of one node; on a multi-core program the largest of the cores' sums, as
+they run their parts at once, at least the shared DRAM's time for all their bytes, and for a
+collective the shard cost model's estimate of the pieces the link exchanges; recorded on the hw
+program, so a `.aitb` keeps them). Dynamic (one simulated run with a trace): per node its cycles
+alone (`aitc.perf.timeline`), the MACs its matmul instructions did and the DRAM bytes its
 DMAs moved (counted from the run, so they hold for a `.aitb` as well), its roofline bound
 (MACs at the peak of the cores used, or DRAM bytes at the DRAM rate, the larger), efficiency =
 bound / cycles, and what limited it: the busiest engine over its time alone, "DRAM" when its
@@ -12,9 +15,9 @@ on each other, else "idle". The error of the estimate is (est - cycles) / cycles
 over the nodes summarise the cost model. The run's critical path (`aitc.perf.critical`) names
 the engines, nodes and waits that set its length.
 
-Rows are per kernel when the compile reports kernels (a kernel's instructions carry the names
-of the ONNX nodes fused into it: they count for the kernel), else per node the instructions
-name (a multi-core program, whose per-core kernels are gone, or a `.aitb`).
+Rows are per kernel when the compile or the program reports kernels (a kernel's instructions
+carry the names of the ONNX nodes fused into it: they count for the kernel), else per node the
+instructions name (a hand-written program).
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from typing import Any
 import onnx
 
 from aitc.diagnostics import AitcError
+from aitc.passes.shard.cost_model import shared_dram_floor
 from aitc.perf.critical import CriticalPath, critical_path
-from aitc.perf.timeline import NO_NODE, Timeline
+from aitc.perf.timeline import NO_NODE, Span, Timeline
 from aitc.target import Target
 from aitc.verify import prepared_model
 
@@ -223,7 +227,8 @@ def build_report(
     `kernels` rows made (empty: no static columns), of `model` when it is known."""
     timeline = Timeline(trace)
     owner: dict[str, str] = {}
-    estimates: dict[str, int] = defaultdict(int)
+    per_core: dict[tuple[str, int], int] = defaultdict(int)
+    moved: dict[str, int] = defaultdict(int)
     ops: dict[str, list[str]] = defaultdict(list)
     host = []
     for row in kernels:
@@ -233,8 +238,16 @@ def build_report(
             continue
         for node in [name, *row.get("nodes", [])]:  # type: ignore[misc]
             owner.setdefault(str(node), name)
-        estimates[name] += int(row.get("est_cycles", 0))  # type: ignore[call-overload]
+        per_core[name, int(row.get("core", 0))] += int(row.get("est_cycles", 0))  # type: ignore[call-overload]
+        moved[name] += int(row.get("dma_bytes", 0))  # type: ignore[call-overload]
         ops[name].append(str(row.get("op", "")))
+    estimates: dict[str, int] = {}
+    for (name, _), estimate in per_core.items():  # the cores run their parts at once
+        estimates[name] = max(estimates.get(name, 0), estimate)
+    if len({core for _, core in per_core}) > 1:  # ... through one DRAM, as the shard cost model says
+        estimates = {
+            name: shared_dram_floor(target, cycles, moved[name]) for name, cycles in estimates.items()
+        }
     counts = _counts(trace, owner)
     spans = _grouped_spans(timeline, owner)
     cores = max(timeline.cores, 1)
@@ -259,9 +272,23 @@ def build_report(
 
 def _grouped_spans(timeline: Timeline, owner: Mapping[str, str]) -> dict[str, tuple[int, int, int]]:
     """Per row (a kernel, or a node without one): (first start, last end, time alone), rows in
-    order of their last end; the time alone as `Timeline.spans` defines it, for the group."""
+    order of their last end; the time alone as `Timeline.spans` defines it, for the group. On a
+    multi-core program the time alone is the slowest core's on its own timeline
+    (`Timeline.core_spans`): what the row took where it took longest."""
+    found = _grouped(timeline.spans, owner)
+    if timeline.cores <= 1:
+        return found
+    slowest: dict[str, int] = defaultdict(int)
+    for spans in timeline.core_spans.values():
+        for name, (_, _, alone) in _grouped(spans, owner).items():
+            slowest[name] = max(slowest[name], alone)
+    return {name: (first, last, slowest[name]) for name, (first, last, _) in found.items()}
+
+
+def _grouped(spans: Sequence[Span], owner: Mapping[str, str]) -> dict[str, tuple[int, int, int]]:
+    """`spans` grouped by row: (first start, last end, time alone), in order of their last end."""
     bounds: dict[str, list[int]] = {}
-    for span in timeline.spans:
+    for span in spans:
         name = owner.get(span.node, span.node)
         if name in bounds:
             bounds[name] = [min(bounds[name][0], span.start), max(bounds[name][1], span.end)]

@@ -6,7 +6,9 @@ A node's *time alone* is the cycles from the later of its first instruction's st
 end of every node before it (in order of their last instruction) to its last instruction's end:
 kernels may overlap (the next kernel's loads run during the current one's compute), so times
 alone add up to the program's cycles and each overlap counts once, for the node that finishes
-later.
+later. On a multi-core program each core also has its own spans (`Timeline.core_spans`): the
+cores run their parts of a node at once and drift apart between collectives, so a node's time
+on one core is measured against that core's previous node.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class Timeline:
         busy: dict[str, list[Interval]] = defaultdict(list)
         blocked: dict[str, list[Interval]] = defaultdict(list)
         per_node: dict[str, list[Interval]] = defaultdict(list)
+        per_core_node: dict[int, dict[str, list[Interval]]] = defaultdict(lambda: defaultdict(list))
         self.core_busy: dict[tuple[int, str], list[Interval]] = defaultdict(list)
         for event in trace["traceEvents"]:
             if event.get("ph") != "X":
@@ -102,10 +105,13 @@ class Timeline:
             busy[engine].append(span)
             self.core_busy[(event["pid"], engine)].append(span)
             per_node[event["args"].get("node", NO_NODE)].append(span)
+            per_core_node[event["pid"]][event["args"].get("node", NO_NODE)].append(span)
         self.busy = {engine: union(spans) for engine, spans in busy.items()}
         self.blocked = {engine: union(spans) for engine, spans in blocked.items()}
         self.core_busy = {key: union(spans) for key, spans in self.core_busy.items()}
         self.spans = _spans(per_node)
+        self.core_spans = {core: _spans(nodes) for core, nodes in sorted(per_core_node.items())}
+        """Per core, its nodes' spans and times alone on that core's own timeline."""
 
     def busiest(self, lo: int, hi: int, core: int | None = None) -> tuple[str, float]:
         """The engine busiest over [lo, hi) (of `core`, or averaged over the cores) and its

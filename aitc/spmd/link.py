@@ -38,6 +38,7 @@ from aitc.dialects.hw import (
     DmaOutOp,
     DmaPeerOp,
     EndOp,
+    KernelEstimate,
     LoopOp,
     ProgramOp,
     SemSignalOp,
@@ -45,7 +46,7 @@ from aitc.dialects.hw import (
     TensorOp,
 )
 from aitc.dialects.hw.program import accesses, address_range, instructions
-from aitc.passes.shard.cost_model import collective_cycles
+from aitc.passes.shard.cost_model import collective_cycles, linked_piece_cycles
 from aitc.passes.sync_to_hw.collectives import F32, SEND_ENGINE, Layout, Semaphores, build
 from aitc.sim.program import COLLECTIVE_PREFIX
 from aitc.spmd.phases import Collective, Phase, Slice, Steps
@@ -176,6 +177,9 @@ class Linker:
         """Reduce-scatters done through shared DRAM (`reduce_in_dram`) -> the whole sum's buffer."""
         self.final_outputs: set[str] = set()
         """Collective results that are function outputs no later step reads (see `_piece`)."""
+        self.estimates: list[KernelEstimate] = []
+        """What the cost model estimated for every core's kernels and collectives, in link order
+        (recorded on the program: `ProgramOp.kernel_estimates`)."""
 
     # -- DRAM
 
@@ -314,6 +318,7 @@ class Linker:
                     self.constants[op.value] = self.dram.take(size)
                     self.data.append(ConstOp(self.constants[op.value], op.value))
                 move.tensors.append((start, start + size, self.constants[op.value]))
+        self.estimates += [replace(estimate, core=core) for estimate in program.kernel_estimates]
         low, high = _scratch_span(program, move.tensors)
         move.shift = self.scratch(core, high - low) - low
         for core_op in program.cores():
@@ -353,6 +358,16 @@ class Linker:
         kind = "reduce_scatter_dram" if step.result in self.reduced_in_dram else kind
         label = f"{COLLECTIVE_PREFIX}{kind}#{number} {rows * row_elements * _element(step)}B {step.node}"
         where = NameLoc(StringAttr(label), NoneAttr())
+        exchange = "reduce_scatter" if final or root else step.kind
+        exchanged = not (final and step.kind == "all_gather")
+        estimate = sum(
+            linked_piece_cycles(
+                self.target, exchange, piece.algorithm, piece.rows * piece.columns * _element(step),
+                self.cores, exchanged, root,
+            )
+            for piece in pieces
+        )  # fmt: skip
+        self.estimates.append(KernelEstimate(label, "collective", estimate, (label,), core=core))
         for piece in pieces:
             self.fence(core, barrier=not (final and step.kind == "all_gather"))
             stream = self._piece(core, step, piece, source, result, final, root)
@@ -516,7 +531,9 @@ class Linker:
                 f"{self.target.dram.bytes}; use fewer cores or a target with more DRAM"
             )
         cores = [CoreOp(c, [*ops, EndOp()]) for c, ops in enumerate(self.streams)]
-        return ModuleOp([ProgramOp(name, self.spec, [*self.data, *cores])])
+        program = ProgramOp(name, self.spec, [*self.data, *cores])
+        program.kernel_estimates = self.estimates
+        return ModuleOp([program])
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ from aitc.dialects.hw.instructions import (
     VUnaryOp,
 )
 from aitc.dialects.hw.program import (
+    KERNELS_ATTR,
+    KernelEstimate,
     ProgramOp,
 )
 from aitc.dialects.hw.structure import (
@@ -100,6 +102,7 @@ __all__ = [
     "ENGINE_NAMES",
     "FLOAT_UNARY",
     "INSTRUCTIONS",
+    "KERNELS_ATTR",
     "SPACES",
     "UNARY_OPS",
     "AccReadOp",
@@ -118,6 +121,7 @@ __all__ = [
     "Hw",
     "InstructionOp",
     "IntegerRegionOp",
+    "KernelEstimate",
     "LoopOp",
     "MatmulOp",
     "ProgramOp",

@@ -31,7 +31,16 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import FileLineColLoc, NameLoc, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FileLineColLoc,
+    IntegerAttr,
+    NameLoc,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.irdl import irdl_op_definition, opt_attr_def, region_def, traits_def
 from xdsl.parser import Parser
@@ -68,6 +77,74 @@ from aitc.dialects.hw.structure import (
 from aitc.target import Target, load_target, preset_names
 from aitc.types import element_bytes
 
+KERNELS_ATTR = "aitc.kernels"
+"""The attribute of a `hw.program` that keeps the cost model's estimate of each kernel it runs
+(`KernelEstimate`), so `aitc perf` on a `.aitb` or on a multi-core program compares them with
+the simulated cycles: convert-sync-to-hw records one per tile.kernel, the multi-core link one
+per kernel of every core's phases and one per collective."""
+
+
+@dataclass(frozen=True)
+class KernelEstimate:
+    """What the compiler estimated for one kernel of a program: `kernel` (its name: the ONNX node
+    of its last op, or a collective's label), `op` (its graph ops, comma-separated, or
+    "collective"), `est_cycles`, `dma_bytes`, `nodes` (the ONNX nodes its instructions' locations
+    name) and the `core` that runs it."""
+
+    kernel: str
+    op: str
+    est_cycles: int
+    nodes: tuple[str, ...]
+    dma_bytes: int = 0
+    core: int = 0
+
+    def to_attr(self) -> DictionaryAttr:
+        return DictionaryAttr({
+            "kernel": StringAttr(self.kernel), "op": StringAttr(self.op),
+            "est_cycles": IntegerAttr(self.est_cycles, i64), "dma_bytes": IntegerAttr(self.dma_bytes, i64),
+            "nodes": ArrayAttr([StringAttr(n) for n in self.nodes]), "core": IntegerAttr(self.core, i64),
+        })  # fmt: skip
+
+    @classmethod
+    def from_attr(cls, attr: Attribute) -> KernelEstimate:
+        """The estimate an entry of `aitc.kernels` holds; a VerifyException naming what is wrong."""
+        require(isinstance(attr, DictionaryAttr), f"hw.program: {KERNELS_ATTR} entries must be dictionaries")
+        assert isinstance(attr, DictionaryAttr)
+        fields = attr.data
+
+        def text(name: str) -> str:
+            value = fields.get(name)
+            require(
+                isinstance(value, StringAttr), f"hw.program: {KERNELS_ATTR} entry needs a string '{name}'"
+            )
+            assert isinstance(value, StringAttr)
+            return value.data
+
+        def count(name: str) -> int:
+            value = fields.get(name, IntegerAttr(0, i64))
+            require(
+                isinstance(value, IntegerAttr) and value.value.data >= 0,
+                f"hw.program: {KERNELS_ATTR} entry's '{name}' must be an integer >= 0",
+            )
+            assert isinstance(value, IntegerAttr)
+            return value.value.data
+
+        nodes = fields.get("nodes", ArrayAttr([]))
+        require(
+            isinstance(nodes, ArrayAttr) and all(isinstance(n, StringAttr) for n in nodes.data),
+            f"hw.program: {KERNELS_ATTR} entry's 'nodes' must be an array of strings",
+        )
+        assert isinstance(nodes, ArrayAttr)
+        names = tuple(n.data for n in nodes.data if isinstance(n, StringAttr))
+        return cls(text("kernel"), text("op"), count("est_cycles"), names, count("dma_bytes"), count("core"))
+
+    def row(self) -> dict[str, object]:
+        """The estimate as a row of `aitc.compiler.kernel_report`."""
+        return {
+            "kernel": self.kernel, "op": self.op, "est_cycles": self.est_cycles, "dma_bytes": self.dma_bytes,
+            "nodes": list(self.nodes), "core": self.core,
+        }  # fmt: skip
+
 
 @irdl_op_definition
 class ProgramOp(ProgramBase):
@@ -98,11 +175,35 @@ class ProgramOp(ProgramBase):
     def cores(self) -> list[CoreOp]:
         return [op for op in self.body.block.ops if isinstance(op, CoreOp)]
 
+    @property
+    def kernel_estimates(self) -> list[KernelEstimate]:
+        """The estimates recorded in `aitc.kernels` (empty when none are)."""
+        recorded = self.attributes.get(KERNELS_ATTR)
+        if not isinstance(recorded, ArrayAttr):
+            return []
+        return [KernelEstimate.from_attr(entry) for entry in recorded.data]
+
+    @kernel_estimates.setter
+    def kernel_estimates(self, estimates: Sequence[KernelEstimate]) -> None:
+        if estimates:
+            self.attributes[KERNELS_ATTR] = ArrayAttr([e.to_attr() for e in estimates])
+        else:
+            self.attributes.pop(KERNELS_ATTR, None)
+
     def verify_(self) -> None:
         ids = [c.core_id() for c in self.cores()]
         require(len(ids) == len(set(ids)), f"hw.program: duplicate core ids {sorted(ids)}")
         for op in self.body.block.ops:
             require(isinstance(op, CoreOp | TensorOp | ConstOp), f"hw.program cannot hold {op.name}")
+        recorded = self.attributes.get(KERNELS_ATTR)
+        if recorded is not None:
+            require(
+                isinstance(recorded, ArrayAttr),
+                f"hw.program: {KERNELS_ATTR} must be an array of dictionaries",
+            )
+            assert isinstance(recorded, ArrayAttr)
+            for entry in recorded.data:
+                KernelEstimate.from_attr(entry)  # raises on an entry that is not one
         self.verify_target()
 
     def verify_target(self) -> None:
@@ -118,6 +219,9 @@ class ProgramOp(ProgramBase):
         printer.print_symbol_name(self.sym_name.data)
         printer.print_string(" target ")
         printer.print_string_literal(self.target.data)
+        printer.print_op_attributes(
+            self.attributes, reserved_attr_names=("sym_name", "target"), print_keyword=True
+        )
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
@@ -126,8 +230,11 @@ class ProgramOp(ProgramBase):
         name = parser.parse_symbol_name().data
         parser.parse_keyword("target")
         target = parser.parse_str_literal()
+        extra = parser.parse_optional_attr_dict_with_keyword(reserved_attr_names=("sym_name", "target"))
         body = parser.parse_region()
         op = cls(name, target)
+        if extra is not None:
+            op.attributes.update(extra.data)
         adopt_region(op.body, body)
         return op
 

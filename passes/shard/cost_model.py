@@ -145,6 +145,33 @@ ALGORITHMS = {"all_reduce": ("ring", "direct"), "reduce_scatter": ("ring", "dire
               "all_gather": ("ring", "direct"), "all_to_all": ("direct",)}  # fmt: skip
 
 
+def linked_piece_cycles(
+    target: Target,
+    kind: str,
+    algorithm: str,
+    nbytes: int,
+    parts: int,
+    exchange: bool,
+    to_root: bool,
+) -> int:
+    """The estimate of one piece of `nbytes` of a collective as the multi-core link runs it:
+    staging (`staging_cycles`: loaded from DRAM, stored back) plus `algorithm`'s exchange
+    (`algorithm_cycles`). Without `exchange` (a final all_gather: every core writes its own part
+    of the output) only its part goes in and out; `to_root` (an all_reduce only core 0 reads:
+    reduce-scatter, then every other core sends its chunk into core 0, whose one ingress port
+    takes them in turn) adds that gather."""
+    if parts <= 1:
+        return 0
+    if not exchange:
+        return ceil_div(2 * nbytes, target.dram.bytes_per_cycle) + 2 * target.dma.latency
+    cycles = algorithm_cycles(target, kind, algorithm, nbytes, parts)
+    cycles += staging_cycles(target, kind, nbytes, parts)
+    if to_root:
+        chunk = ceil_div(nbytes, parts)
+        cycles += target.link.latency + (parts - 1) * ceil_div(chunk, target.link.bytes_per_cycle)
+    return cycles
+
+
 def collective_cycles(target: Target, kind: str, nbytes: int, parts: int) -> CollectiveEstimate:
     """The cheaper algorithm of collective `kind` on `nbytes` (the whole tensor) over `parts`
     cores, its estimated cycles and the bytes each core sends."""
@@ -257,6 +284,12 @@ def _local_type(value: SSAValue, shape: tuple[int, ...]) -> TensorType | None:
     return TensorType(value.type.element_type, list(shape)) if isinstance(value.type, TensorType) else None
 
 
+def shared_dram_floor(target: Target, cycles: int, nbytes: int) -> int:
+    """`cycles` of work whose cores together move `nbytes` through the shared DRAM, at least the
+    DRAM's time for them."""
+    return max(cycles, ceil_div(nbytes, target.dram.bytes_per_cycle))
+
+
 def op_cycles(
     op: Operation,
     local: list[tuple[int, ...]],
@@ -281,7 +314,7 @@ def op_cycles(
     tiled = tiled_estimate(op, local, target, attributes)
     if tiled is not None:
         cycles, nbytes = tiled
-        return max(cycles, ceil_div(nbytes * parts, target.dram.bytes_per_cycle))
+        return shared_dram_floor(target, cycles, nbytes * parts)
     dma = ceil_div(moved, target.dma.bytes_per_cycle)
     macs = _macs(op, local)
     if macs:

@@ -49,6 +49,7 @@ from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from aitc.analysis.graph_matching import location_name
 from aitc.diagnostics import AitcError
 from aitc.dialects import exec as exec_dialect
 from aitc.dialects import hw, sync, tile
@@ -235,14 +236,41 @@ def lower_core(core: int, block: Block, at: Addressing, location: LocationAttr) 
 
 
 def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
-    """The hw.program of a destination-passing function: layout, then one core."""
+    """The hw.program of a destination-passing function: layout, then one core; the estimates of
+    its kernels recorded on it (`hw.KERNELS_ATTR`)."""
     at = Addressing()
     tensors = place_arguments(function, at)
     consts = place_buffers(function, at)
+    estimates = kernel_estimates(function)
     core = lower_core(0, function.body.block, at, function.location)
     program = hw.ProgramOp(function.sym_name.data, target, [*tensors, *consts, core])
     program.location = function.location
+    program.kernel_estimates = estimates
     return program
+
+
+def kernel_nodes(kernel: tile.KernelOp) -> list[str]:
+    """The ONNX nodes a kernel carries: its name, then the nodes its ops' locations name (what
+    its instructions' locations will hold), each once."""
+    assert kernel.sym is not None
+    carried = (location_name(inner.location) for inner in kernel.walk())
+    return list(dict.fromkeys([kernel.sym.data, *filter(None, carried)]))
+
+
+def kernel_estimates(function: func.FuncOp) -> list[hw.KernelEstimate]:
+    """The cost model's estimate of every tile.kernel of `function` that recorded one
+    (`est_cycles`, convert-graph-to-tile), in program order."""
+    found = []
+    for op in function.walk():
+        if not isinstance(op, tile.KernelOp) or op.sym is None:
+            continue
+        cycles, moved, ops = (op.attributes.get(name) for name in ("est_cycles", "dma_bytes", "op"))
+        if isinstance(cycles, IntegerAttr):
+            found.append(hw.KernelEstimate(
+                op.sym.data, ops.data if isinstance(ops, StringAttr) else "", max(cycles.value.data, 0),
+                tuple(kernel_nodes(op)), max(moved.value.data, 0) if isinstance(moved, IntegerAttr) else 0,
+            ))  # fmt: skip
+    return found
 
 
 def check_fits(program: hw.ProgramOp, target: Target) -> None:

@@ -295,6 +295,31 @@ func.func @kernel(%x: memref<4x4xf32, "dram"> {graph.name = "x", tile.offset = 0
 
 // -----
 
+// A kernel's estimate (convert-graph-to-tile's est_cycles and dma_bytes) stays on the program
+// as `aitc.kernels`, with the ONNX nodes its instructions name, so `aitc perf` on the .aitb
+// can compare it with the simulated cycles; a kernel without one records nothing.
+func.func @estimates(%x: memref<4x4xf32, "dram"> {graph.name = "x", tile.offset = 0 : i64}) {
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc {offset = 0 : i64} : memref<4x4xf32, "sram">
+  tile.kernel "relu1" {dma_bytes = 64 : i64, est_cycles = 150 : i64, op = "graph.relu"} {
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [4, 4] {sync.engine = "dma0"}
+        : memref<4x4xf32, "dram">, memref<4x4xf32, "sram">
+    sync.signal 0 on "dma0"
+    sync.wait 0 on "vector"
+    tile.unary %a[%c0, %c0] to %a[%c0, %c0] sizes [4, 4] {op = "relu", sync.engine = "vector"}
+        : memref<4x4xf32, "sram">, memref<4x4xf32, "sram"> loc("relu_inner")
+  } loc("relu1")
+  tile.kernel "unestimated" {
+  }
+  func.return
+}
+// CHECK-LABEL: hw.program @estimates target "tiny" attributes {aitc.kernels = [{
+// CHECK-SAME:    kernel = "relu1", op = "graph.relu", est_cycles = 150 : i64, dma_bytes = 64 : i64,
+// CHECK-SAME:    nodes = ["relu1", "relu_inner"], core = 0 : i64}]} {
+// CHECK:         hw.vunary
+
+// -----
+
 // A window index that is not affine in the loop indices (a division) has no address steps.
 func.func @not_affine(%x: memref<8x4xf32, "dram"> {graph.name = "x", tile.offset = 0 : i64}) {
   %c0 = arith.constant 0 : index

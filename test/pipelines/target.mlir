@@ -29,7 +29,8 @@ func.func @matmul(%x: tensor<64x256xf32> {graph.name = "x"}, %w: tensor<256x64xf
 // NONE-SAME: give the target once: on the first target-dependent pass (-p 'PASS{target=edge},...'), as `builtin.module attributes {aitc.target = "edge"}`
 // NONE-PLAN: error: plan-memory: no target: the module has no aitc.target attribute
 
-// At hw level each program records the target, the module no longer does.
+// At hw level each program records the target, the module no longer does; the program keeps
+// its kernel's estimate.
 // HW:     builtin.module attributes {tile.target = "edge", {{.*}}} {
 // HW-NOT: aitc.target
-// HW:       hw.program @matmul target "edge" {
+// HW:       hw.program @matmul target "edge" attributes {aitc.kernels = [{kernel = "/fc/MatMul", op = "graph.matmul", est_cycles = {{[0-9]+}} : i64

@@ -117,6 +117,34 @@ hw.program @duplicate_core target "tiny" {
 
 // -----
 
+// The recorded kernel estimates (aitc perf reads them) must be well formed.
+hw.program @negative_estimate target "tiny" attributes {aitc.kernels = [{kernel = "k", op = "graph.add", est_cycles = -5 : i64}]} {
+  hw.core 0 {
+    hw.end
+  }
+}
+// CHECK: hw.program: aitc.kernels entry's 'est_cycles' must be an integer >= 0
+
+// -----
+
+hw.program @unnamed_estimate target "tiny" attributes {aitc.kernels = [{op = "graph.add", est_cycles = 5 : i64}]} {
+  hw.core 0 {
+    hw.end
+  }
+}
+// CHECK: hw.program: aitc.kernels entry needs a string 'kernel'
+
+// -----
+
+hw.program @estimates_not_an_array target "tiny" attributes {aitc.kernels = 3 : i64} {
+  hw.core 0 {
+    hw.end
+  }
+}
+// CHECK: hw.program: aitc.kernels must be an array of dictionaries
+
+// -----
+
 // Target: tiny has cores 0 and 1.
 hw.program @core_beyond_target target "tiny" {
   hw.core 2 {

@@ -220,22 +220,85 @@ def test_perf_is_deterministic(capsys, tmp_path, layer):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
-def test_perf_of_a_binary_has_no_estimates_and_says_why(capsys, tmp_path, layer):
+@pytest.mark.parametrize("cores", [1, 2])
+def test_perf_of_a_binary_reports_the_estimates_of_its_compile(capsys, tmp_path, layer, cores):
+    """The program keeps its kernels' estimates (`aitc.kernels`), so a .aitb's report is the
+    model's: the same rows, estimates and cycles (without the ONNX op types and shapes)."""
     model, _ = layer
     binary = tmp_path / "layer.aitb"
-    assert run_cli(capsys, ["compile", model, *SHAPES, "-o", binary, "-q"])[0] == 0
-    code, stdout, err = run_cli(capsys, ["perf", binary])
-    assert code == 0, err
-    assert "no estimates to compare: a .aitb holds no estimates" in stdout
-    assert "/layer.0/attention/Softmax" in stdout
+    options = [*SHAPES, "--cores", str(cores)]
+    assert run_cli(capsys, ["compile", model, *options, "-o", binary, "-q"])[0] == 0
+    for source, out in ((model, "from_model"), (binary, "from_binary")):
+        code, stdout, err = run_cli(
+            capsys, ["perf", source, *(options if source == model else []), "-o", tmp_path / out]
+        )
+        assert code == 0, err
+        assert "/layer.0/attention/Softmax" in stdout
+        assert "no estimates to compare" not in stdout
+    from_model, from_binary = (
+        json.loads((tmp_path / d / "perf.json").read_text()) for d in ("from_model", "from_binary")
+    )
+    onnx_only = ("op_type", "inputs", "outputs")  # a .aitb holds no ONNX model to read them from
+
+    def measured(report: dict) -> list[dict]:
+        return [{k: v for k, v in row.items() if k not in onnx_only} for row in report["nodes"]]
+
+    assert measured(from_binary) == measured(from_model)
+    assert from_binary["estimate_error"] == from_model["estimate_error"]
+    assert from_model["estimate_error"]["kernels"] == len(from_model["nodes"]) > 0
 
 
-def test_perf_on_two_cores(capsys, layer):
-    model, _ = layer
-    code, stdout, err = run_cli(capsys, ["perf", model, *SHAPES, "--cores", "2"])
+def test_perf_on_two_cores_estimates_every_kernel_and_collective(capsys, tmp_path):
+    """One sequence on two cores: the heads split, the attention output reduce-scattered."""
+    model = tmp_path / "layer.onnx"
+    onnx.save(model_zoo.transformer_encoder_layer(hidden=16, heads=2, seq=8, ffn=32, batch=1)[0], model)
+    shapes = ["--input-shape", "x=1x8x16", "--input-shape", "attention_mask=1x8"]
+    code, stdout, err = run_cli(capsys, ["perf", model, *shapes, "--cores", "2", "-o", tmp_path])
     assert code == 0, err
     assert "(2 cores)" in stdout
-    assert "--cores 1 shows them" in stdout
+    rows = json.loads((tmp_path / "perf.json").read_text())["nodes"]
+    collectives = [r for r in rows if r["ops"] == "collective"]
+    assert collectives, "the two-core layer exchanges values"
+    assert all(r["node"].startswith("collective ") and r["est_cycles"] > 0 for r in collectives)
+    assert all(r["est_cycles"] is not None for r in rows if r["node"] != "(no node)")
+
+
+def test_a_hand_written_program_has_no_estimates_and_says_why(capsys, tmp_path):
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        'hw.program @p target "tiny" {\n  hw.tensor "x" input dram[0x0] : tensor<4xf32>\n'
+        "  hw.core 0 {\n    hw.dma_in sram[0x0] <- dram[0x0], row_bytes=16\n    hw.end\n  }\n}\n"
+    )
+    assert run_cli(capsys, ["asm", program, "-o", tmp_path / "p.aitb"])[0] == 0
+    code, stdout, err = run_cli(capsys, ["perf", tmp_path / "p.aitb"])
+    assert code == 0, err
+    assert "no estimates to compare: the program records no estimates" in stdout
+
+
+def test_a_multi_core_estimate_is_the_slowest_core_floored_by_the_shared_dram():
+    """Two cores run their parts of kernel "k" at once: its estimate is the larger of their
+    estimates (300), or the DRAM's time for both cores' bytes when longer (2 x 10200 B at 51
+    B/cycle = 400); its cycles are the slowest core's on its own timeline (core 1: 250)."""
+    trace = _trace([
+        (0, 2, "matmul k", 0, 200, {"node": "k"}), (1, 2, "matmul k", 0, 250, {"node": "k"}),
+        (0, 3, "vbinary j", 200, 100, {"node": "j"}), (1, 3, "vbinary j", 250, 20, {"node": "j"}),
+    ], cores=2)  # fmt: skip
+    kernels = [
+        {
+            "kernel": "k",
+            "op": "graph.matmul",
+            "est_cycles": est,
+            "dma_bytes": 10200,
+            "nodes": ["k"],
+            "core": core,
+        }
+        for core, est in ((0, 300), (1, 280))
+    ] + [
+        {"kernel": "j", "op": "graph.add", "est_cycles": 90, "nodes": ["j"], "core": core} for core in (0, 1)
+    ]
+    rows = {r.node: r for r in build_report("m", load_target("edge"), trace, 300, 0.0, kernels, None).rows}
+    assert (rows["k"].est, rows["k"].cycles) == (400, 250)
+    assert (rows["j"].est, rows["j"].cycles) == (90, 100)  # core 0's: 200 -> 300
 
 
 @pytest.mark.parametrize("case", ["a file", "no parent", "a long name", "dash", "bad model", "bad inputs"])
