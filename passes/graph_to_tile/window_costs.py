@@ -503,8 +503,9 @@ def _looped_share(g: Geometry, plan: WindowPlan) -> float:
 def window_budget(p: WindowProblem, plan: WindowPlan, budget: Budget) -> Budget:
     """`budget` at the depth `plan` is estimated at: the pipeline's for a per-tap plan or a
     direct one (1x1, stride 1: the stage is the patch), whose stage, patch and weight tiles
-    are each written whole by a chunk, so multi-buffer rotates them in the loop over chunks,
-    or over blocks when a chunk holds every channel; else `WINDOW_DEPTH`. The loop over chunks
+    are each written whole by a chunk (`stage_written_whole`), so multi-buffer rotates them
+    in the loop over chunks, or over blocks when a chunk holds every channel; else
+    `WINDOW_DEPTH`. The loop over chunks
     must have 2 trips or more: the first chunk is peeled (it starts the sum) and a remainder
     chunk follows the loop, so 512 channels in chunks of 171 leave a loop of one trip (inlined)
     and straight-line chunks that no loop rotates. One chunk is pipelined when 3/4 of the
@@ -514,8 +515,18 @@ def window_budget(p: WindowProblem, plan: WindowPlan, budget: Budget) -> Budget:
     chunks = -(-p.g.channels // plan.tc)
     trips = (p.g.channels - plan.tc) // plan.tc if chunks > 1 else 0
     looped = chunks == 1 and _looped_share(p.g, plan) >= 0.75
-    pipelined = (plan.per_tap or p.g.direct) and (trips >= 2 or looped)
+    pipelined = (plan.per_tap or p.g.direct) and stage_written_whole(p, plan) and (trips >= 2 or looped)
     return budget if pipelined else replace(budget, depth=WINDOW_DEPTH)
+
+
+def stage_written_whole(p: WindowProblem, plan: WindowPlan) -> bool:
+    """Whether a chunk's load (with its padding) writes every element of the stage, which
+    multi-buffer needs to rotate it: not when the stage has a spare plane (`PatchLayout.flat`)
+    or a field whose span is not a multiple of the stride (the stage rounds it up, and the
+    taps' garbage columns read the rest): resnet_block's 1x1 stride-2 downsample, estimated
+    pipelined at 837 cycles, ran serially in 1,127."""
+    layout = _layout(p, plan)
+    return not layout.flat and (p.g.h.span(plan.rows), p.g.w.span(plan.cols)) == (layout.hs, layout.ws)
 
 
 def window_candidates(p: WindowProblem, budget: Budget) -> Iterator[WindowPlan]:
