@@ -184,7 +184,7 @@ def _nbytes(type_: Attribute) -> int:
 SUPPORTED_ELEMENT_TYPES = {
     onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
     onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
-    onnx.TensorProto.UINT8, onnx.TensorProto.BOOL,
+    onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.BOOL,
 }  # fmt: skip
 
 

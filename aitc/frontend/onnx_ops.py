@@ -362,20 +362,28 @@ def _qdq_precheck(node: onnx.NodeProto) -> str | None:
     if attr_int(node, "block_size", 0):
         return f"{node.op_type} with block_size (blocked quantization) is not supported"
     output_dtype = attr_int(node, "output_dtype", 0)
-    if output_dtype and output_dtype not in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+    if output_dtype and output_dtype not in _QUANTIZED_ONNX_TYPES:
         return (
-            f"{node.op_type} to {onnx.TensorProto.DataType.Name(output_dtype)} is not supported (int8, uint8)"
+            f"{node.op_type} to {onnx.TensorProto.DataType.Name(output_dtype)} is not supported "
+            "(int8, uint8, int16, uint16)"
         )
     return None
+
+
+_QUANTIZED_ONNX_TYPES = (
+    onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT16, onnx.TensorProto.UINT16,
+)  # fmt: skip
 
 
 def _quantization(lw: Lowering, node: onnx.NodeProto, inputs: Sequence[Value | None], rank: int):
     """(scale, zero point) of a QuantizeLinear/DequantizeLinear as import-time constants shaped to
     broadcast against its rank-`rank` input (a per-axis 1-D scale along `axis`), and the zero
-    point's integer type (uint8 when it is absent, as ONNX says)."""
+    point's integer type (when it is absent: `output_dtype`, else uint8, as ONNX says)."""
     scale = lw.const(inputs[1], f"{node.op_type} scale")
     has_zero = len(inputs) > 2 and inputs[2] is not None
-    zero = lw.const(inputs[2], f"{node.op_type} zero point") if has_zero else np.zeros(scale.shape, np.uint8)
+    output_dtype = attr_int(node, "output_dtype", 0) or onnx.TensorProto.UINT8
+    absent = np.zeros(scale.shape, helper.tensor_dtype_to_np_dtype(output_dtype))
+    zero = lw.const(inputs[2], f"{node.op_type} zero point") if has_zero else absent
     if scale.dtype != np.float32:
         raise Unsupported(f"{node.op_type} with a {scale.dtype} scale is not supported (float32)")
     if scale.ndim > 1 or zero.shape != scale.shape:
@@ -399,7 +407,7 @@ def _quantization(lw: Lowering, node: onnx.NodeProto, inputs: Sequence[Value | N
 
 @_register(
     ["QuantizeLinear"], "supported", _qdq_precheck, static_inputs=(1, 2),
-    note="graph.quantize: x / scale, round half to even, + zero point, saturated to int8/uint8",
+    note="graph.quantize: x / scale, round half to even, + zero point, saturated to (u)int8/(u)int16",
 )  # fmt: skip
 def _lower_quantize_linear(lw: Lowering, node, inputs):
     x = inputs[0]

@@ -11,8 +11,8 @@
    the model is a claimed op type (function-expanded `*_expanded` tests included, counted for
    the op they expand), the model's default opset is at least 13, and it is a float32 test:
    every graph input/output is float32 or an integer/bool type aitc supports (int8..int64,
-   uint8, bool), and one is float32. Tests with f16/f64/bf16/float8, strings, int2/int4,
-   uint16..uint64 or sequences are out of scope.
+   uint8, uint16, bool), and one is float32. Tests with f16/f64/bf16/float8, strings, int2/int4,
+   uint32, uint64 or sequences are out of scope.
 3. Imports each selected test (input shapes from its data), runs it with `run_module` and
    compares every output with the onnx backend tolerances (rtol=1e-3, atol=1e-7; same dtype
    and shape; integer and bool outputs exactly). aitc's shapes are static, so graph inputs that
@@ -85,7 +85,7 @@ UNSUPPORTED_VARIANTS: dict[str, str] = {
 
 _INDEX_TYPES = {
     TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
-    TensorProto.BOOL,
+    TensorProto.UINT16, TensorProto.BOOL,
 }  # fmt: skip
 """Non-float element types a float32 test may also use: the integer/bool types aitc supports."""
 

@@ -4,6 +4,7 @@ quantize_static imports, compiles and matches onnxruntime at every level."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,12 +39,13 @@ def _qdq(shape, scale, zero, dtype=TensorProto.INT8, axis=1, scale_input=False) 
         helper.make_tensor_value_info("y", TensorProto.FLOAT, shape),
     ]
     graph = helper.make_graph(nodes, "qdq", inputs, outputs, constants)
-    opset = 21 if dtype == TensorProto.INT16 else 19  # 16-bit QuantizeLinear: opset 21
+    opset = 21 if dtype in (TensorProto.INT16, TensorProto.UINT16) else 19  # 16-bit QuantizeLinear: opset 21
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 @pytest.mark.parametrize(
-    ("dtype", "zero"), [(TensorProto.INT8, 3), (TensorProto.UINT8, 128), (TensorProto.INT16, -7)]
+    ("dtype", "zero"),
+    [(TensorProto.INT8, 3), (TensorProto.UINT8, 128), (TensorProto.INT16, -7), (TensorProto.UINT16, 30000)],
 )
 def test_quantize_dequantize_match_onnxruntime_bit_for_bit(dtype, zero):
     scale = np.float32(0.05)
@@ -57,6 +59,24 @@ def test_quantize_dequantize_match_onnxruntime_bit_for_bit(dtype, zero):
     for name in ("q", "y"):
         assert got[name].dtype == want[name].dtype
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.INT8, TensorProto.INT16, TensorProto.UINT16])
+def test_output_dtype_without_a_zero_point_sets_the_type(dtype):
+    """QuantizeLinear-21's `output_dtype` with no zero point: the result has that type (a zero
+    point of 0), not uint8."""
+    node = helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], name="quantize", output_dtype=dtype)
+    graph = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+        [helper.make_tensor_value_info("q", dtype, [2, 5])],
+        [numpy_helper.from_array(np.asarray(0.02, np.float32), "scale")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    x = np.array([[-3.0, -0.03, 0.01, 0.03, 2.0], [1e5, -1e5, 0.5, -0.5, 0.0]], np.float32)
+    got = run_module(import_onnx(model), {"x": x})["q"]
+    want = onnxruntime_outputs(model, {"x": x})["q"]
+    assert got.dtype == want.dtype == helper.tensor_dtype_to_np_dtype(dtype)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_per_axis_scales():
@@ -212,3 +232,37 @@ def test_uint8_activations_run_in_int8_on_the_npu(capsys, tmp_path):
     _, got = _compile_and_run(capsys, quantized, held_out, tmp_path)
     want = onnxruntime_outputs(quantized, {"x": held_out})["logits"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activations", ["QUInt16", "QInt16"])
+def test_16_bit_activations_quantize_on_the_host(capsys, tmp_path, activations):
+    """quantize_static with 16-bit activations (QUInt16, QInt16; opset 21): the NPU holds 8-bit
+    integers only, so every QuantizeLinear/DequantizeLinear of an activation runs on the host,
+    each placement giving its reason, and the MatMuls and Adds between them in f32 on the NPU;
+    `aitc run` of the binary matches onnxruntime bit for bit on the integer tensors."""
+    from onnxruntime.quantization import QuantType
+
+    from aitc.tools.aitc_main import main
+
+    quantized, held_out = _digits_quantized_by_onnxruntime(
+        tmp_path, 20, activation_type=getattr(QuantType, activations)
+    )
+    source, binary = tmp_path / "model.onnx", tmp_path / "model.aitb"
+    onnx.save(quantized, source)
+    shape = f"x={held_out.shape[0]}x{held_out.shape[1]}"
+    assert main(["compile", str(source), "--input-shape", shape, "--cores", "1", "-o", str(binary)]) == 0
+    out = capsys.readouterr().out
+    dtype = "ui16" if activations == "QUInt16" else "i16"
+    assert f"graph.quantize of {dtype}: the NPU holds i8" in out
+    assert re.search(r"^fc1 +graph\.matmul +npu", out, re.MULTILINE), out
+    assert re.search(r"^fc2 +graph\.matmul +npu", out, re.MULTILINE), out
+    np.savez(tmp_path / "in.npz", x=held_out)
+    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
+    assert main([str(a) for a in run]) == 0, capsys.readouterr().err
+    want = onnxruntime_outputs(quantized, {"x": held_out})["logits"]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["logits"], want, rtol=1e-5, atol=1e-5)
+    options = CompileOptions(target="edge", cores=1, input_shapes={"x": list(held_out.shape)})
+    report = verify_model(quantized, options, "hw", ("entire",), {"x": held_out})
+    integers = [c for c in report.checks if c.dtype in ("uint16", "int16")]
+    assert len(integers) >= 4
+    assert all(c.comparison is not None and c.comparison.max_abs == 0 for c in integers)
