@@ -162,8 +162,10 @@ def linked_piece_cycles(
     takes them in turn) adds that gather."""
     if parts <= 1:
         return 0
-    if not exchange:
-        return ceil_div(2 * nbytes, target.dram.bytes_per_cycle) + 2 * target.dma.latency
+    if not exchange:  # each core loads and stores its part, all of them through the one DRAM
+        part = ceil_div(nbytes, parts)
+        one_core = 2 * (target.dma.latency + ceil_div(part, target.dma.bytes_per_cycle))
+        return max(one_core, ceil_div(2 * nbytes, target.dram.bytes_per_cycle))
     cycles = algorithm_cycles(target, kind, algorithm, nbytes, parts)
     cycles += staging_cycles(target, kind, nbytes, parts)
     if to_root:

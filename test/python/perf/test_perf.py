@@ -260,6 +260,7 @@ def test_perf_on_two_cores_estimates_every_kernel_and_collective(capsys, tmp_pat
     collectives = [r for r in rows if r["ops"] == "collective"]
     assert collectives, "the two-core layer exchanges values"
     assert all(r["node"].startswith("collective ") and r["est_cycles"] > 0 for r in collectives)
+    assert all(abs(r["error"]) <= 0.25 for r in collectives), collectives  # measured: -0.5%
     assert all(r["est_cycles"] is not None for r in rows if r["node"] != "(no node)")
 
 
