@@ -78,6 +78,10 @@ class KernelBuilder:
         self.location = location
         self.op_names = op_names
         self.cost = Cost(depth=budget.depth)
+        self.fills_ahead = False
+        """Whether the constants a broadcast fills (`elementwise.as_full`) go into scratch tiles no
+        load of the kernel writes, so the fills need not wait for the loads (an elementwise
+        chain's; `Cost.add_vector`)."""
         self.sram_bytes = 0
         self.acc_bytes = 0
         self._constants: dict[int, SSAValue] = {}
@@ -240,9 +244,9 @@ class KernelBuilder:
             independent=independent,
         )
 
-    def _charge_vector(self, op: str, sizes: Sequence[int]) -> None:
+    def _charge_vector(self, op: str, sizes: Sequence[int], ahead: bool = False) -> None:
         rows, cols = (1, *sizes)[-2:]
-        self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times)
+        self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times, ahead)
 
     def copy(
         self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False, feeds: bool = False
@@ -286,10 +290,13 @@ class KernelBuilder:
         self._window_op(tile.BinaryOp, [a, b, dst], sizes, op=StringAttr(op), broadcast=mode)
         self._charge_vector(op, sizes)
 
-    def binary_imm(self, op: str, a: Win, imm: float, dst: Win, sizes: Sequence[int]) -> None:
+    def binary_imm(
+        self, op: str, a: Win, imm: float, dst: Win, sizes: Sequence[int], ahead: bool = False
+    ) -> None:
+        """dst = a <op> imm; `ahead`: `a` holds nothing the kernel loads (`Cost.add_vector`)."""
         attrs = {"op": StringAttr(op), "imm": FloatAttr(float(imm), f64)}
         self._window_op(tile.BinaryImmOp, [a, dst], sizes, **attrs)
-        self._charge_vector(op, sizes)
+        self._charge_vector(op, sizes, ahead)
 
     def unary(self, op: str, a: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.UnaryOp, [a, dst], sizes, op=StringAttr(op))

@@ -256,7 +256,10 @@ class Cost:
     other on-chip copies of the fill (of data it loads: im2col taps), after its loads, over
     every queue (at depth 1; the pipelined estimate keeps both after the loads on dma0,
     `Placed.queued_lead`); `places_straight`: whether straight reads are placed at all (False:
-    on dma0 like the others, `window_costs.places_straight`)."""
+    on dma0 like the others, `window_costs.places_straight`); `vector_ahead`: one instance of
+    the vector ops that read nothing the kernel loads (a broadcast constant's fill), which run
+    while the first loads do; `drain_ahead`: those of the drain, which run while the last loads
+    do."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -280,6 +283,9 @@ class Cost:
     lead_copies: int = 0
     lead_fed: int = 0
     places_straight: bool = True
+    vector_ahead: int = 0
+    ahead_closed: bool = False
+    drain_ahead: int = 0
 
     def add_dma(
         self,
@@ -332,16 +338,22 @@ class Cost:
             self.lead_fed += 0 if independent else ops * once
         elif not self.started and not straight:
             self.lead += ops * once
-        self.drain = {}
+        self.drain, self.drain_ahead = {}, 0
 
     def add_matrix(self, once: int, times: int = 1) -> None:
         """A matrix op of `once` cycles, run `times` times."""
         self.matrix += times * once
+        self.ahead_closed = True
         self._compute("matrix", once)
 
-    def add_vector(self, once: int, times: int = 1) -> None:
-        """A vector op of `once` cycles, run `times` times."""
+    def add_vector(self, once: int, times: int = 1, ahead: bool = False) -> None:
+        """A vector op of `once` cycles, run `times` times; `ahead`: it reads nothing the kernel
+        loads, so its first instance runs during the first loads (`vector_ahead`)."""
         self.vector += times * once
+        if ahead and not self.ahead_closed:  # only the kernel's first such ops
+            self.vector_ahead += once
+        self.drain_ahead += once if ahead else 0
+        self.ahead_closed = self.ahead_closed or not ahead
         self._compute("vector", once)
 
     def add_wait(self, once: int, times: int = 1, queue: str | None = None) -> None:
@@ -445,9 +457,9 @@ class Cost:
             )
             return math.ceil(max(paces) + self.waits)
         paces = (
-            feeding + sum(drain.values()),
-            lead + self.matrix + after_matrix,
-            lead + self.vector + drain.get("store", 0),
+            feeding + sum(drain.values()) - min(self.drain_ahead, feeding),
+            lead + self.matrix + after_matrix - min(self.drain_ahead, lead + self.matrix),
+            max(lead, self.vector_ahead) + self.vector - self.vector_ahead + drain.get("store", 0),
             lead + stores,
             self.dram_cycles,
         )

@@ -41,12 +41,13 @@ Emit = Callable[[KernelBuilder, Operation, Xs, Win, Temps, Sizes], None]
 """emit(kb, op, operands, dst, scratch tiles, sizes): one op's tile-op sequence for one tile."""
 
 
-def fill(kb: KernelBuilder, dst: Win, value: float, sizes: Sizes) -> None:
-    """dst = value, whatever dst held before (x == 0 gives 0 or 1 even for NaN/inf garbage)."""
-    kb.binary_imm("cmp_eq", dst, 0.0, dst, sizes)
-    kb.binary_imm("mul", dst, 0.0, dst, sizes)
+def fill(kb: KernelBuilder, dst: Win, value: float, sizes: Sizes, ahead: bool = False) -> None:
+    """dst = value, whatever dst held before (x == 0 gives 0 or 1 even for NaN/inf garbage);
+    `ahead`: dst is no tile the kernel loads into, so the fill need not wait for the loads."""
+    kb.binary_imm("cmp_eq", dst, 0.0, dst, sizes, ahead)
+    kb.binary_imm("mul", dst, 0.0, dst, sizes, ahead)
     if value:
-        kb.binary_imm("add", dst, value, dst, sizes)
+        kb.binary_imm("add", dst, value, dst, sizes, ahead)
 
 
 def as_full(kb: KernelBuilder, operand: Operand, scratch: Win | None, sizes: Sizes) -> Win:
@@ -55,7 +56,7 @@ def as_full(kb: KernelBuilder, operand: Operand, scratch: Win | None, sizes: Siz
         assert operand.win is not None
         return operand.win
     assert scratch is not None, "a broadcast operand needs a scratch tile (see temps_needed)"
-    fill(kb, scratch, operand.value if operand.kind == "imm" else 0.0, sizes)
+    fill(kb, scratch, operand.value if operand.kind == "imm" else 0.0, sizes, kb.fills_ahead)
     if operand.kind != "imm":
         assert operand.win is not None
         kb.binary("add", scratch, operand.win, scratch, sizes, operand.kind)

@@ -392,6 +392,7 @@ def lower_chain(ctx: LoweringContext, ops: list[Operation]) -> None:
         raise CannotFit(ops[-1], what, footprint.bytes(1, 1), ctx.budget)
     tr, tc = tiles
     kb = ctx.kernel(ops)
+    kb.fills_ahead = True  # its broadcast constants are filled in scratch tiles no load writes
     emitter = ChainEmitter(ctx, kb, chain, tiles)
     emitter.hoist(tiles)
 
