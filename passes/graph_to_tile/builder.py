@@ -244,6 +244,10 @@ class KernelBuilder:
             independent=independent,
         )
 
+    def charge_beside_taps(self, cycles: int) -> None:
+        """`Cost.add_beside_taps` at the current loop depth (`window_costs.taps_beside`)."""
+        self.cost.add_beside_taps(cycles, self._times)
+
     def _charge_vector(self, op: str, sizes: Sequence[int], ahead: bool = False) -> None:
         rows, cols = (1, *sizes)[-2:]
         self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times, ahead)

@@ -85,6 +85,7 @@ from aitc.passes.graph_to_tile.window_costs import (
     places_straight,
     plan_window,
     ranked_window,
+    taps_beside,
     window_budget,
     window_minimum,
     window_plan_of,
@@ -354,7 +355,9 @@ def _lower_depthwise(kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: Co
         if bias is not None:
             kb.binary("add", acc, Win(bias, (at, 0)), acc, sizes, "col")
         apply_activation(kb, activation, acc, Win.at(temp) if temp is not None else None, sizes)
+        kb.charge_beside_taps(taps_beside(kb.budget, g, cols.layout, cs, sizes[1]))
 
+    kb.cost.taps_overlap = True
     VectorWindow(kb, g, cols, y, (views.x, views.out)).run(compute)
 
 

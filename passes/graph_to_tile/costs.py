@@ -259,7 +259,10 @@ class Cost:
     on dma0 like the others, `window_costs.places_straight`); `vector_ahead`: one instance of
     the vector ops that read nothing the kernel loads (a broadcast constant's fill), which run
     while the first loads do; `drain_ahead`: those of the drain, which run while the last loads
-    do."""
+    do; `beside_taps`: vector work of a depthwise block's taps that runs while its later taps
+    are copied (`window_costs.taps_beside`), taken off the serial pace at depth 1 (`drain_beside`:
+    the last block's, off the drain); `taps_overlap`:
+    whether the kernel may have such work (its `floor` then allows for it)."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -286,6 +289,9 @@ class Cost:
     vector_ahead: int = 0
     ahead_closed: bool = False
     drain_ahead: int = 0
+    beside_taps: int = 0
+    taps_overlap: bool = False
+    drain_beside: int = 0
 
     def add_dma(
         self,
@@ -338,7 +344,7 @@ class Cost:
             self.lead_fed += 0 if independent else ops * once
         elif not self.started and not straight:
             self.lead += ops * once
-        self.drain, self.drain_ahead = {}, 0
+        self.drain, self.drain_ahead, self.drain_beside = {}, 0, 0
 
     def add_matrix(self, once: int, times: int = 1) -> None:
         """A matrix op of `once` cycles, run `times` times."""
@@ -355,6 +361,12 @@ class Cost:
         self.drain_ahead += once if ahead else 0
         self.ahead_closed = self.ahead_closed or not ahead
         self._compute("vector", once)
+
+    def add_beside_taps(self, once: int, times: int = 1) -> None:
+        """`once` cycles of vector work, `times` times, that run beside the copies of later taps
+        (`drain_beside`: the last block's, of the drain)."""
+        self.beside_taps += times * once
+        self.drain_beside = once
 
     def add_wait(self, once: int, times: int = 1, queue: str | None = None) -> None:
         """Cycles the pipeline stalls (`queue`: cycles that DMA queue idles, waiting for an
@@ -448,11 +460,12 @@ class Cost:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             loads = placed.queues.get("dma0", 0)
             serial = loads - placed.ahead + self.spread / self.spread_over + compute - self._beside(placed)
+            serial -= self.beside_taps
             serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (
                 serial + drain.get("store", 0),
                 self.stores + placed.lead,
-                feeding + sum(drain.values()),
+                feeding + sum(drain.values()) - self.drain_beside,
                 self.dram_cycles,
             )
             return math.ceil(max(paces) + self.waits)
@@ -480,7 +493,10 @@ class Cost:
         if self.depth < 2:
             compute = max(matrix, self.vector) if self.overlap else matrix + self.vector
             beside = self.lead_copies / self.spread_over  # at most `_beside`
-            return math.ceil(self.loads - self.ahead + self.spread / self.spread_over + compute - beside)
+            copies = self.spread / self.spread_over
+            if self.taps_overlap:  # beside_taps, still to come, is at most one of the two
+                return math.ceil(self.loads - self.ahead + max(copies, compute) - beside)
+            return math.ceil(self.loads - self.ahead + copies + compute - beside)
         return max(matrix, self.vector, self.dram_cycles)
 
     def work(self) -> int:

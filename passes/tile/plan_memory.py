@@ -129,11 +129,42 @@ def _raise_overflow(
     diagnostic.raise_exception(function, PassFailedException(message))
 
 
-def plan_scratchpad(allocs: list[tile.AllocOp], spans: dict[Operation, Span], space: str) -> list[Lifetime]:
-    """The SRAM or ACC allocs among `allocs` (a function's, in program order), packed from 0."""
+def plan_scratchpad(
+    allocs: list[tile.AllocOp], spans: dict[Operation, Span], space: str, capacity: int
+) -> list[Lifetime]:
+    """The SRAM or ACC allocs among `allocs` (a function's, in program order), packed from 0.
+    Buffers that one kernel uses share no bytes with each other when the kernels fit that way
+    (`_kernel_wide`): sharing them would order the kernel's engines by its false dependences
+    (a depthwise conv's sum placed on its input stage waited for every tap copy); else they
+    share by their own lifetimes."""
     lifetimes = _alloc_lifetimes(allocs, spans, space)
-    pack(lifetimes)
+    widened = _kernel_wide(lifetimes, spans)
+    if pack(widened) <= capacity:
+        for own, wide in zip(lifetimes, widened, strict=True):
+            own.offset = wide.offset
+    else:
+        pack(lifetimes)
     return lifetimes
+
+
+def _kernel_wide(lifetimes: list[Lifetime], spans: dict[Operation, Span]) -> list[Lifetime]:
+    """`lifetimes` with the span of each buffer that only one tile.kernel uses widened to that
+    kernel's span."""
+    widened = []
+    for item in lifetimes:
+        kernels = {_kernel_of(user) for user in users(item.value)}
+        kernel = next(iter(kernels)) if len(kernels) == 1 else None
+        span = spans[kernel] if kernel is not None else item.span
+        widened.append(Lifetime(item.value, item.op, item.size, span))
+    return widened
+
+
+def _kernel_of(op: Operation) -> tile.KernelOp | None:
+    """The innermost tile.kernel holding `op`, None outside any."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, tile.KernelOp):
+        parent = parent.parent_op()
+    return parent
 
 
 def plan_dram(
@@ -201,7 +232,8 @@ def plan_function(function: func.FuncOp, target: Target) -> None:
     in use while it runs)."""
     spans = program_spans(function)
     allocs = [op for op in spans if isinstance(op, tile.AllocOp)]  # program order
-    plans = {space: plan_scratchpad(allocs, spans, space) for space in ("sram", "acc")}
+    capacity = {"sram": target.sram_bytes, "acc": target.acc_bytes}
+    plans = {space: plan_scratchpad(allocs, spans, space, capacity[space]) for space in ("sram", "acc")}
     plans["dram"] = plan_dram(function, allocs, spans)
     _fail_overflow(function, plans, spans, target)
     for space, lifetimes in plans.items():
@@ -300,7 +332,8 @@ def check_plan(module: ModuleOp, target: str | None = None) -> list[str]:
 @dataclass(frozen=True)
 class PlanMemoryPass(ModulePass):
     """Assigns byte offsets to every buffer, reusing bytes between buffers whose lifetimes are
-    disjoint.
+    disjoint: between kernels always, within a kernel only when its buffers do not fit apart
+    (two buffers sharing bytes order the engines that use them, although no data flows).
 
     Input:
       Tile-level functions (memref arguments in "dram", destination-passing style), after
@@ -316,7 +349,8 @@ class PlanMemoryPass(ModulePass):
       and available, and a fix.
     Invariants:
       Offsets are multiples of 64 (ALIGNMENT). Two buffers share bytes only if their lifetimes
-      (tile_liveness: first to last use, whole loops) are disjoint in program order; inputs,
+      (tile_liveness: first to last use, whole loops) are disjoint in program order, and two
+      buffers of one kernel only if the memory cannot hold all its buffers apart; inputs,
       outputs and constants share bytes with nothing. The same input gives the same offsets.
       Byte sharing is only safe under program order: engines that run concurrently (sync) must
       order accesses to overlapping byte ranges, not only to the same buffer value.

@@ -54,7 +54,9 @@ func.func @loop_keeps_buffers_live(%x: memref<16x16xf32, "dram"> {graph.name = "
 
 // -----
 
-// Buffers allocated inside the loop body live within one iteration: %a and %c share bytes.
+// Buffers allocated inside the loop body live within one iteration, so %a and %c could share
+// bytes; but they are one kernel's, which fits without sharing: shared, %c's load would wait
+// for the store of %a (a dependence through bytes, not data), so each gets its own.
 func.func @allocs_in_loop_body(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %y: memref<16x16xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
@@ -72,9 +74,34 @@ func.func @allocs_in_loop_body(%x: memref<16x16xf32, "dram"> {graph.name = "x"},
   func.return
 }
 // CHECK-LABEL: func.func @allocs_in_loop_body
-// CHECK-SAME:    tile.sram_peak = 256 : i64
+// CHECK-SAME:    tile.sram_peak = 512 : i64
+// CHECK:         %a = tile.alloc {offset = 0 : i64}
+// CHECK:         %c = tile.alloc {offset = 256 : i64}
+
+// -----
+
+// A kernel that does not fit without sharing: two 12 KiB buffers of disjoint lifetimes on
+// tiny's 16 KiB share bytes by their lifetimes; on edge (512 KiB) they do not.
+func.func @shares_when_it_must(%x: memref<48x64xf32, "dram"> {graph.name = "x"}, %y: memref<48x64xf32, "dram"> {graph.name = "y", tile.output}) {
+  %c0 = arith.constant 0 : index
+  tile.kernel "big" {
+    %a = tile.alloc : memref<48x64xf32, "sram">
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "dram">, memref<48x64xf32, "sram">
+    tile.copy %a[%c0, %c0] to %y[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "sram">, memref<48x64xf32, "dram">
+    %c = tile.alloc : memref<48x64xf32, "sram">
+    tile.copy %y[%c0, %c0] to %c[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "dram">, memref<48x64xf32, "sram">
+    tile.copy %c[%c0, %c0] to %y[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "sram">, memref<48x64xf32, "dram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @shares_when_it_must
+// CHECK-SAME:    tile.sram_peak = 12288 : i64
 // CHECK:         %a = tile.alloc {offset = 0 : i64}
 // CHECK:         %c = tile.alloc {offset = 0 : i64}
+// EDGE-LABEL:  func.func @shares_when_it_must
+// EDGE-SAME:     tile.sram_peak = 24576 : i64
+// EDGE:          %a = tile.alloc {offset = 0 : i64}
+// EDGE:          %c = tile.alloc {offset = 12288 : i64}
 
 // -----
 
@@ -100,10 +127,10 @@ func.func @nested_loops(%x: memref<16x16xf32, "dram"> {graph.name = "x"}, %y: me
   func.return
 }
 // CHECK-LABEL: func.func @nested_loops
-// CHECK-SAME:    tile.sram_peak = 320 : i64
+// CHECK-SAME:    tile.sram_peak = 384 : i64
 // CHECK:         %w = tile.alloc {offset = 0 : i64} : memref<4x16xf32, "sram">
 // CHECK:         %t = tile.alloc {offset = 256 : i64} : memref<4x4xf32, "sram">
-// CHECK:         %u = tile.alloc {offset = 256 : i64} : memref<4x4xf32, "sram">
+// CHECK:         %u = tile.alloc {offset = 320 : i64} : memref<4x4xf32, "sram">
 
 // -----
 
@@ -165,8 +192,8 @@ func.func @dram_layout(%x: memref<4x16xf32, "dram"> {graph.name = "x"}, %y: memr
 // -----
 
 // Within one kernel: %a and %b overlap in time (%b is written while %a is still to be read),
-// %c starts after %a's last use and takes %a's bytes. ACC buffers are planned separately, from
-// byte 0 of the accumulator.
+// %c starts after %a's last use but, the kernel fitting without sharing, gets bytes of its own.
+// ACC buffers are planned separately, from byte 0 of the accumulator.
 func.func @partial_overlap(%x: memref<4x4xf32, "dram"> {graph.name = "x"}, %y: memref<4x4xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index
   tile.kernel "mm" {
@@ -183,11 +210,11 @@ func.func @partial_overlap(%x: memref<4x4xf32, "dram"> {graph.name = "x"}, %y: m
   func.return
 }
 // CHECK-LABEL: func.func @partial_overlap
-// CHECK-SAME:    tile.sram_peak = 128 : i64, tile.acc_peak = 64 : i64
-// CHECK:         tile.kernel "mm" {sram_peak = 128 : i64, acc_peak = 64 : i64}
+// CHECK-SAME:    tile.sram_peak = 192 : i64, tile.acc_peak = 64 : i64
+// CHECK:         tile.kernel "mm" {sram_peak = 192 : i64, acc_peak = 64 : i64}
 // CHECK-NEXT:      %a = tile.alloc {offset = 0 : i64} : memref<4x4xf32, "sram">
 // CHECK-NEXT:      %b = tile.alloc {offset = 64 : i64} : memref<4x4xf32, "sram">
-// CHECK-NEXT:      %c = tile.alloc {offset = 0 : i64} : memref<4x4xf32, "sram">
+// CHECK-NEXT:      %c = tile.alloc {offset = 128 : i64} : memref<4x4xf32, "sram">
 // CHECK-NEXT:      %acc = tile.alloc {offset = 0 : i64} : memref<4x4xf32, "acc">
 
 // -----

@@ -567,6 +567,22 @@ def test_zoo_cnns_compile_to_hw_and_simulate(target: str):
         assert_same(expected, dict(zip(expected, got.values(), strict=True)))
 
 
+def test_a_depthwise_conv_overlaps_its_products_with_the_later_tap_copies():
+    """mobilenet_block's depthwise 3x3 (8 channels, 12 x 12, relu6) on edge, alone: the products
+    of the early taps run while the later taps are copied (plan-memory keeps the sum off the
+    stage the copies read), which the estimate counts (`window_costs.taps_beside`): within 10%
+    of the simulated cycles (measured: 2,391 estimated, 2,566 simulated; 3,171 estimated before)."""
+    module = conv_module([1, 8, 12, 12], [8, 1, 3, 3], group=8, pads=[1, 1, 1, 1], activation="relu6")
+    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+    result = compile_module(module, CompileOptions(target="edge", cores=1))
+    (row,) = [k for k in result.kernels if "est_cycles" in k]
+    assert "depthwise on the vector engine" in str(row["reason"])
+    cycles = Simulator(result.module, load_target("edge"), verified=True).run(inputs).stats.cycles
+    estimate = row["est_cycles"]
+    assert isinstance(estimate, int)
+    assert abs(estimate - cycles) <= 0.10 * cycles, (estimate, cycles)
+
+
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 def test_an_accumulator_over_half_of_acc_is_single_buffered_and_matches_onnxruntime(layout: str):
     """ResNet-50's layer3 reduction (1x1, 1024 -> 256 channels on 14 x 14, + bias, relu) on edge,
