@@ -99,6 +99,7 @@ class KernelEstimate:
     core: int = 0
 
     def to_attr(self) -> DictionaryAttr:
+        """The estimate as an entry of `aitc.kernels` (`from_attr` reads it back)."""
         return DictionaryAttr({
             "kernel": StringAttr(self.kernel), "op": StringAttr(self.op),
             "est_cycles": IntegerAttr(self.est_cycles, i64), "dma_bytes": IntegerAttr(self.dma_bytes, i64),
