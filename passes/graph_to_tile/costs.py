@@ -460,7 +460,7 @@ class Cost:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             loads = placed.queues.get("dma0", 0)
             serial = loads - placed.ahead + self.spread / self.spread_over + compute - self._beside(placed)
-            serial -= self.beside_taps
+            serial -= self.beside_taps + min(self.vector_ahead, loads - placed.ahead)
             serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (
                 serial + drain.get("store", 0),

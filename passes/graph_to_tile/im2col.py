@@ -77,7 +77,7 @@ class Im2col:
         if self.refill:
             for view, shape in padding_sources(g, block).items():
                 self.padding[view] = kb.alloc(list(shape), element, "sram")
-                fill(kb, Win.at(self.padding[view]), pad_value, list(shape))
+                fill(kb, Win.at(self.padding[view]), pad_value, list(shape), ahead=True)
         self.prefill()
 
     def _view(self, shape: Sequence[int], buffer: SSAValue | None = None) -> SSAValue:

@@ -355,8 +355,8 @@ def _matrix_prologue(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowP
     elif not g.direct:  # Im2col.refill: its tiles of the padding value, filled once
         ops = ("cmp_eq", "mul", "add") if p.pad_value else ("cmp_eq", "mul")
         for rows, cols in padding_sources(g, (plan.rows, plan.cols, plan.tc)).values():
-            for op in ops:
-                cost.add_vector(vector_cycles(target, op, rows, cols))
+            for op in ops:  # tiles no load writes: filled while the first loads run
+                cost.add_vector(vector_cycles(target, op, rows, cols), ahead=True)
     if plan.keep:
         cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
     if p.bias:
