@@ -567,19 +567,26 @@ def test_zoo_cnns_compile_to_hw_and_simulate(target: str):
         assert_same(expected, dict(zip(expected, got.values(), strict=True)))
 
 
+def _estimate_and_cycles(module: ModuleOp) -> tuple[str, int, int]:
+    """The one kernel of `module` compiled for one core of edge: its `reason`, its estimate and
+    the cycles the simulator takes to run it alone."""
+    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
+    result = compile_module(module, CompileOptions(target="edge", cores=1))
+    (row,) = [k for k in result.kernels if "est_cycles" in k]
+    estimate = row["est_cycles"]
+    assert isinstance(estimate, int)
+    cycles = Simulator(result.module, load_target("edge"), verified=True).run(inputs).stats.cycles
+    return str(row["reason"]), estimate, cycles
+
+
 def test_a_depthwise_conv_overlaps_its_products_with_the_later_tap_copies():
     """mobilenet_block's depthwise 3x3 (8 channels, 12 x 12, relu6) on edge, alone: the products
     of the early taps run while the later taps are copied (plan-memory keeps the sum off the
     stage the copies read), which the estimate counts (`window_costs.taps_beside`): within 10%
     of the simulated cycles (measured: 2,391 estimated, 2,566 simulated; 3,171 estimated before)."""
     module = conv_module([1, 8, 12, 12], [8, 1, 3, 3], group=8, pads=[1, 1, 1, 1], activation="relu6")
-    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
-    result = compile_module(module, CompileOptions(target="edge", cores=1))
-    (row,) = [k for k in result.kernels if "est_cycles" in k]
-    assert "depthwise on the vector engine" in str(row["reason"])
-    cycles = Simulator(result.module, load_target("edge"), verified=True).run(inputs).stats.cycles
-    estimate = row["est_cycles"]
-    assert isinstance(estimate, int)
+    reason, estimate, cycles = _estimate_and_cycles(module)
+    assert "depthwise on the vector engine" in reason
     assert abs(estimate - cycles) <= 0.10 * cycles, (estimate, cycles)
 
 
@@ -588,14 +595,10 @@ def test_a_per_tap_convs_padding_tiles_are_filled_while_it_loads():
     alone: a per-tap plan fills its tiles of zeros (the padding it copies from) while its stage
     and weights load, and the estimate counts them beside the loads: within 5% of the simulated
     cycles (measured: 2,644 estimated, 2,648 simulated; 2,900 estimated when they were serial)."""
-    module = const_conv_module([1, 8, 12, 12], [8, 8, 3, 3], pads=[1, 1, 1, 1])
-    inputs = random_inputs(next(op for op in module.ops if isinstance(op, func.FuncOp)))
-    result = compile_module(module, CompileOptions(target="edge", cores=1))
-    (row,) = [k for k in result.kernels if "est_cycles" in k]
-    assert "per-tap GEMM" in str(row["reason"])
-    cycles = Simulator(result.module, load_target("edge"), verified=True).run(inputs).stats.cycles
-    estimate = row["est_cycles"]
-    assert isinstance(estimate, int)
+    reason, estimate, cycles = _estimate_and_cycles(
+        const_conv_module([1, 8, 12, 12], [8, 8, 3, 3], pads=[1, 1, 1, 1])
+    )
+    assert "per-tap GEMM" in reason
     assert abs(estimate - cycles) <= 0.05 * cycles, (estimate, cycles)
 
 
