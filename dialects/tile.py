@@ -854,6 +854,14 @@ class KernelOp(IRDLOperation):
         return {}, Region(Block())
 
 
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    """The innermost tile.kernel holding `op`, None outside any."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, KernelOp):
+        parent = parent.parent_op()
+    return parent
+
+
 def narrows_i64(op: CastOp) -> bool:
     """Whether `op` is the i64 -> i32 index narrowing (a DMA of low words, not a vector op)."""
     return element_name(op.access_type("a")) == "i64"

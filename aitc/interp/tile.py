@@ -54,9 +54,7 @@ def describe(op: Operation) -> str:
     where = [op.name]
     if not isinstance(op.location, UnknownLoc):
         where.append(f"at {op.location}")
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.KernelOp):
-        parent = parent.parent_op()
+    parent = tile.enclosing_kernel(op)
     if parent is not None and parent.sym is not None:
         where.append(f'in tile.kernel "{parent.sym.data}"')
     return " ".join(where)

@@ -369,7 +369,7 @@ class Linker:
         )  # fmt: skip
         self.estimates.append(KernelEstimate(label, "collective", estimate, (label,), core=core))
         for piece in pieces:
-            self.fence(core, barrier=not (final and step.kind == "all_gather"))
+            self.fence(core, barrier=exchanged)  # a final all_gather's parts meet no peer's
             stream = self._piece(core, step, piece, source, result, final, root)
             for op in stream:
                 op.location = where

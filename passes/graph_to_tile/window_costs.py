@@ -213,9 +213,15 @@ def _gather(
         _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times)
     if g.direct or (plan is not None and in_place(g, plan)):
         return
-    tap = layout.tap_copy(0, 0, cs, layout.positions(h.size, w.size))  # every tap moves the same box
-    count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
+    count, nbytes = _tap_transfers(layout, cs, layout.positions(h.size, w.size))
     cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps, looped=times > 1)
+
+
+def _tap_transfers(layout: PatchLayout, cs: int, positions: int) -> tuple[int, int]:
+    """(DMA instructions, bytes each) of one tap's copy into the patch: every tap moves the same
+    box."""
+    tap = layout.tap_copy(0, 0, cs, positions)
+    return dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
 
 
 def taps_beside(budget: Budget, g: Geometry, layout: PatchLayout, cs: int, positions: int) -> int:
@@ -225,8 +231,7 @@ def taps_beside(budget: Budget, g: Geometry, layout: PatchLayout, cs: int, posit
     the rounds after it. mobilenet_block's 3x3 depthwise conv: estimated 3,171 cycles serially, it
     ran in 2,566 once plan-memory stopped placing the sum on the stage."""
     target = budget.target
-    tap = layout.tap_copy(0, 0, cs, positions)
-    count, nbytes = dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
+    count, nbytes = _tap_transfers(layout, cs, positions)
     queues = max(1, target.dma.queues)
     rounds = -(-g.taps // queues)
     early = (rounds - 1) * queues
@@ -406,7 +411,7 @@ def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile
         _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
     if budget.depth > 1:
         alone = Cost(depth=1, places_straight=False)  # its loads on their queues
-        _gather(alone, p, budget, (layout, (h, w), min(plan.tc, p.g.channels)), 1, plan)
+        _gather(alone, p, budget, (layout, (h, w), first), 1, plan)
         cost.add_wait(math.ceil(max(alone.queues.values(), default=0)), times)
 
 

@@ -152,19 +152,11 @@ def _kernel_wide(lifetimes: list[Lifetime], spans: dict[Operation, Span]) -> lis
     kernel's span."""
     widened = []
     for item in lifetimes:
-        kernels = {_kernel_of(user) for user in users(item.value)}
+        kernels = {tile.enclosing_kernel(user) for user in users(item.value)}
         kernel = next(iter(kernels)) if len(kernels) == 1 else None
         span = spans[kernel] if kernel is not None else item.span
         widened.append(Lifetime(item.value, item.op, item.size, span))
     return widened
-
-
-def _kernel_of(op: Operation) -> tile.KernelOp | None:
-    """The innermost tile.kernel holding `op`, None outside any."""
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.KernelOp):
-        parent = parent.parent_op()
-    return parent
 
 
 def plan_dram(

@@ -134,9 +134,7 @@ def in_wait_order(edges: list[Edge], program: Program) -> list[Edge]:
 
 
 def kernel_name(op: Operation) -> str:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.KernelOp):
-        parent = parent.parent_op()
+    parent = tile.enclosing_kernel(op)
     return parent.sym.data if parent is not None and parent.sym is not None else "<no kernel>"
 
 
