@@ -492,7 +492,8 @@ class Cost:
         matrix = self.matrix + matrix_to_come
         if self.depth < 2:
             compute = max(matrix, self.vector) if self.overlap else matrix + self.vector
-            beside = self.lead_copies / self.spread_over  # at most `_beside`
+            # at most `_beside`, and the ahead fills taken off beside the loads
+            beside = self.lead_copies / self.spread_over + self.vector_ahead
             copies = self.spread / self.spread_over
             if self.taps_overlap:  # beside_taps, still to come, is at most one of the two
                 return math.ceil(self.loads - self.ahead + max(copies, compute) - beside)

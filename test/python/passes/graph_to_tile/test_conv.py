@@ -495,6 +495,30 @@ def test_a_plan_estimated_pipelined_is_one_multi_buffer_rotates(case: str, targe
     assert estimated < 2 or (isinstance(rotated, IntegerAttr) and rotated.value.data >= 2), kernel.attributes
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", sorted({**CONVS, **CONST_CONVS}))
+def test_every_candidates_floor_is_at_most_its_estimate(case: str, target: str, monkeypatch):
+    """`Cost.floor` bounds `Cost.cycles` from below for every candidate the planner estimates,
+    so branch and bound never drops one that would have won (the fills a per-tap plan takes off
+    beside its loads once made the floor exceed the estimate of 38 candidates of the example
+    models)."""
+    violations = []
+    for name in ("estimate_matrix", "estimate_vector"):
+        original = getattr(window_costs, name)
+
+        def checked(p, budget, plan, *args, _original=original):
+            full = _original(p, budget, plan)
+            if full is not None and full.floor() > full.cycles(budget.target):
+                violations.append((plan, full.floor(), full.cycles(budget.target)))
+            return _original(p, budget, plan, *args)
+
+        monkeypatch.setattr(window_costs, name, checked)
+    window_costs._PLANS.clear()
+    lower({**CONVS, **CONST_CONVS}[case](), target)
+    window_costs._PLANS.clear()
+    assert not violations, violations[:3]
+
+
 def test_interior_blocks_share_one_loop():
     """Border blocks are peeled; the blocks inside the input are one scf.for, not unrolled."""
     module = lower(conv_module([1, 4, 24, 24], [8, 4, 3, 3], pads=[1, 1, 1, 1]), "tiny")
