@@ -156,6 +156,7 @@ def _corrupt(detail: str) -> BinaryError:
 
 EARLIER_ISAS = {
     bytes.fromhex("38fb2ec927fa7009"): "before hw.sem_signal's optional `peer` field",
+    bytes.fromhex("3d9fbc6f8dc2bef9"): "before hw.vcast's optional `zero` field",
 }
 """ISA fingerprints of earlier opcode tables whose binaries decode to exactly the same IR under
 this one: every change since only appended an optional field to an instruction's FIELDS, so the

@@ -82,13 +82,16 @@ def reduce_rows(op: str, a: np.ndarray) -> np.ndarray:
     return a.sum(axis=1, dtype=a.dtype) if op == "sum" else a.max(axis=1)
 
 
-def convert(x: np.ndarray, to: np.dtype, scale: float) -> np.ndarray:
-    """x * scale (in float64) converted to `to`: integers round half to even and saturate."""
-    scaled = x.astype(np.float64) * scale
+def convert(x: np.ndarray, to: np.dtype, scale: float, zero: int = 0) -> np.ndarray:
+    """x * scale (in float64) converted to `to`: integers round half to even and saturate.
+    `zero` is the integer side's zero point: added after rounding when converting to integers,
+    subtracted from an integer `x` before scaling when converting to float (both steps exact in
+    float64 for 8/16-bit integers and an f32 scale, so only the final conversion rounds)."""
     if to.kind == "f":
-        return scaled.astype(to)
+        return ((x.astype(np.float64) - zero) * scale).astype(to)
+    scaled = x.astype(np.float64) * scale
     info = np.iinfo(to)
-    rounded = np.clip(np.nan_to_num(np.rint(scaled), nan=0.0), info.min, info.max)
+    rounded = np.clip(np.nan_to_num(np.rint(scaled), nan=0.0) + zero, info.min, info.max)
     return rounded.astype(to)
 
 

@@ -50,6 +50,11 @@ class MatrixEngine:
         return self.rows * self.cols
 
 
+COST_ALIASES = {"gelu": "erf", "gelu_tanh": "tanh", "sigmoid": "exp", "none": "default"}
+"""Vector ops and activations charged as another op's `op_cycles` entry: exact gelu as erf, its
+tanh approximation as tanh, sigmoid as exp; acc_read without an activation as `default`."""
+
+
 @dataclass(frozen=True)
 class VectorEngine:
     lanes: int
@@ -57,6 +62,9 @@ class VectorEngine:
     op_cycles: dict[str, int] = field(default_factory=dict)
 
     def cycles_per_group(self, op: str) -> int:
+        """Cycles per group of `lanes` elements of vector op or activation `op`: its
+        `op_cycles` entry, or that of the op it costs as (`COST_ALIASES`), else `default`."""
+        op = COST_ALIASES.get(op, op)
         return self.op_cycles.get(op, self.op_cycles["default"])
 
 

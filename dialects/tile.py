@@ -632,13 +632,17 @@ class ReduceOp(ElementwiseWindowOp):
 @irdl_op_definition
 class CastOp(ElementwiseWindowOp):
     """dst = convert(a * scale) between f32/i32/i8 (rounding half to even, saturating), as
-    hw.vcast. Also i64 -> i32 without scale, for gather indices (ONNX index tensors are i64):
-    values in the i32 range are kept; `convert-sync-to-hw` lowers it to a strided copy of the
-    low 32-bit words (little-endian), not to hw.vcast.
+    hw.vcast, with an optional `zero` point on the integer side (added after rounding when `dst`
+    is an integer, subtracted from an integer `a` before scaling when `dst` is f32). Also
+    i64 -> i32 without scale, for gather indices (ONNX index tensors are i64): values in the i32
+    range are kept; `convert-sync-to-hw` lowers it to a strided copy of the low 32-bit words
+    (little-endian), not to hw.vcast.
 
     ```mlir
     tile.cast %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 32] {scale = 0.0125 : f64}
         : memref<8x32xi32, "acc">, memref<8x32xi8, "sram">
+    tile.cast %q[%c0, %c0] to %x[%c0, %c0] sizes [8, 32] {scale = 0.5 : f64, zero = -128 : i64}
+        : memref<8x32xi8, "sram">, memref<8x32xf32, "sram">
     tile.cast %ids[%c0, %c0] to %i[%c0, %c0] sizes [16, 1]
         : memref<16x1xi64, "sram">, memref<16x1xi32, "sram">
     ```
@@ -650,16 +654,32 @@ class CastOp(ElementwiseWindowOp):
     MIXED_TYPES: ClassVar[bool] = True
     SOURCE_TYPES: ClassVar[tuple[str, ...]] = ("i64",)
     scale = opt_attr_def(FloatAttr)
+    zero = opt_attr_def(IntegerAttr)
+
+    @property
+    def scale_value(self) -> float:
+        return self.scale.value.data if self.scale is not None else 1.0
+
+    @property
+    def zero_value(self) -> int:
+        return self.zero.value.data if self.zero is not None else 0
 
     def verify_window(self) -> None:
         super().verify_window()
         elements = self.element_types()
-        scale = self.scale.value.data if self.scale is not None else 1.0
-        _require(elements["a"] != elements["dst"] or scale != 1.0, "tile.cast: nothing to convert")
+        scale, zero = self.scale_value, self.zero_value
         _require(
-            elements["a"] != "i64" or (elements["dst"] == "i32" and scale == 1.0),
-            "tile.cast: i64 converts only to i32, without scale (index narrowing)",
+            elements["a"] != elements["dst"] or scale != 1.0 or zero != 0, "tile.cast: nothing to convert"
         )
+        _require(
+            elements["a"] != "i64" or (elements["dst"] == "i32" and scale == 1.0 and zero == 0),
+            "tile.cast: i64 converts only to i32, without scale or zero point (index narrowing)",
+        )
+        _require(
+            zero == 0 or (elements["a"], elements["dst"]) != ("f32", "f32"),
+            "tile.cast: a zero point needs an integer side (a or dst i8/i32)",
+        )
+        _require(-(2**31) <= zero < 2**31, f"tile.cast: zero point {zero} does not fit in i32")
 
 
 @irdl_op_definition

@@ -213,8 +213,7 @@ class TileFunctions(InterpreterFunctions):
     @impl(tile.CastOp)
     def run_cast(self, interpreter: Interpreter, op: tile.CastOp, args: PythonValues) -> PythonValues:
         tile_ = tiles(op, args)
-        scale = op.scale.value.data if op.scale is not None else 1.0
-        tile_["dst"][...] = semantics.convert(tile_["a"], tile_["dst"].dtype, scale)
+        tile_["dst"][...] = semantics.convert(tile_["a"], tile_["dst"].dtype, op.scale_value, op.zero_value)
         return ()
 
     @impl(tile.AccReadOp)

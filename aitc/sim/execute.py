@@ -187,13 +187,16 @@ def vreduce(mem: Memories, ins: Instr) -> None:
 
 
 def vcast(mem: Memories, ins: Instr) -> None:
-    """dst (`to`) = convert(a (`from`) * scale): f32 -> int rounds half to even and saturates,
-    int -> f32 scales, i32 -> i8 requantizes with saturation."""
+    """dst (`to`) = convert(a (`from`) * scale) with the integer side's zero point: f32 -> int
+    rounds half to even, adds `zero` and saturates, int -> f32 subtracts `zero` and scales,
+    i32 -> i8 requantizes (round, add `zero`, saturate)."""
     f = ins.static.fields
     rows, cols = f["rows"], f["cols"]
     a = _operand(mem, ins, "a", rows, cols, NP_DTYPES[f["from"]], f["src_stride"])
     to = NP_DTYPES[f["to"]]
-    _operand(mem, ins, "dst", rows, cols, to, f["dst_stride"])[...] = semantics.convert(a, to, f["scale"])
+    _operand(mem, ins, "dst", rows, cols, to, f["dst_stride"])[...] = semantics.convert(
+        a, to, f["scale"], f["zero"]
+    )
 
 
 def acc_read(mem: Memories, ins: Instr) -> None:

@@ -32,8 +32,6 @@ from typing import Any
 
 from aitc.target import Target
 
-_COST_ALIASES = {"gelu": "erf", "gelu_tanh": "tanh", "sigmoid": "exp", "none": "default"}
-
 
 @dataclass(frozen=True, slots=True)
 class Cost:
@@ -60,12 +58,13 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def vector_cost_name(mnemonic: str, f: Mapping[str, Any]) -> str:
-    """The `vector.op_cycles` key an instruction is charged under."""
+    """The op an instruction is charged as (`VectorEngine.cycles_per_group` maps it to its
+    `vector.op_cycles` entry)."""
     fixed = {"vreduce": "reduce", "vcast": "cast", "vselect": "select"}
     if mnemonic in fixed:
         return fixed[mnemonic]
     op: str = f["activation"] if mnemonic == "acc_read" else f["op"]
-    return _COST_ALIASES.get(op, op)
+    return op
 
 
 def _dma_cost(mnemonic: str, f: Mapping[str, Any], spaces: Mapping[str, str], target: Target) -> Cost:

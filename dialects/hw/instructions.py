@@ -344,12 +344,17 @@ class VReduceOp(VectorOp):
 
 @irdl_op_definition
 class VCastOp(VectorOp):
-    """Converts `from` -> `to` with a scale: f32 -> i8/i32 rounds half to even after multiplying
-    by `scale` and saturates; i8/i32 -> f32 multiplies by `scale`; i32 -> i8 requantizes.
+    """Converts `from` -> `to` with a scale and a zero point: f32 -> i8/i32 rounds half to even
+    after multiplying by `scale`, adds `zero` and saturates (quantization); i8/i32 -> f32
+    subtracts `zero` and multiplies by `scale` (dequantization); i32 -> i8 requantizes (scale,
+    round, add `zero`, saturate). `zero` is the integer side's zero point, as a fixed-point
+    NPU's output stage applies it: one instruction, where a separate add would need the
+    rounded value back in f32.
     Simulator: `aitc/sim/execute.py:vcast`.
 
     ```mlir
     hw.vcast sram[0x2000] <- acc[0x0], rows=8, cols=32, from=i32, to=i8, scale=0.0125
+    hw.vcast sram[0x2000] <- sram[0x0], rows=8, cols=32, from=f32, to=i8, zero=-128
     ```
     """
 
@@ -357,14 +362,19 @@ class VCastOp(VectorOp):
     FIELDS: ClassVar[tuple[Field, ...]] = (
         dst("dst", "sram"), src("a", "sram", "acc"), num("rows", 1), num("cols"),
         enum("from", tuple(DTYPES)), enum("to", tuple(DTYPES)), real("scale", 1.0), *_STRIDES,
+        num("zero", 0),
     )  # fmt: skip
 
     def verify_instruction(self) -> None:
         rows, cols = self.get_int("rows"), self.get_int("cols")
         require(rows >= 1 and cols >= 1, "hw.vcast: rows and cols must be >= 1")
+        source, result, zero = self.get("from"), self.get("to"), self.get_int("zero")
+        require(source != result or self.get("scale") != 1.0 or zero != 0, "hw.vcast: nothing to convert")
         require(
-            self.get("from") != self.get("to") or self.get("scale") != 1.0, "hw.vcast: nothing to convert"
+            zero == 0 or (source, result) != ("f32", "f32"),
+            "hw.vcast: a zero point needs an integer side (from or to i8/i32)",
         )
+        require(-(2**31) <= zero < 2**31, f"hw.vcast: zero point {zero} does not fit in i32")
 
 
 @irdl_op_definition

@@ -37,7 +37,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import tile
 from aitc.passes.graph_to_tile.costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
-from aitc.types import element_bytes
+from aitc.types import element_bytes, i64_attr
 
 Index = int | SSAValue
 """A window index or loop bound: a constant, or an `index` value computed in the kernel."""
@@ -314,9 +314,12 @@ class KernelBuilder:
         self._window_op(tile.ReduceOp, [a, dst], sizes, op=StringAttr(op))
         self._charge_vector("reduce", sizes)
 
-    def cast(self, a: Win, dst: Win, sizes: Sequence[int], scale: float = 1.0) -> None:
-        """dst = convert(a * scale) (tile.cast: to integers rounding half to even, saturating)."""
-        attrs = {"scale": FloatAttr(float(scale), f64)} if scale != 1.0 else {}
+    def cast(self, a: Win, dst: Win, sizes: Sequence[int], scale: float = 1.0, zero: int = 0) -> None:
+        """dst = convert(a * scale) with the integer side's `zero` point (tile.cast: to integers
+        rounding half to even, adding `zero`, saturating; from integers subtracting it first)."""
+        attrs: dict[str, Attribute] = {"scale": FloatAttr(float(scale), f64)} if scale != 1.0 else {}
+        if zero:
+            attrs["zero"] = i64_attr(int(zero))
         self._window_op(tile.CastOp, [a, dst], sizes, **attrs)
         self._charge_vector("cast", sizes)
 

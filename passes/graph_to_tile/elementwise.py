@@ -284,44 +284,24 @@ def _emit_cast(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps,
 
 def _emit_quantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
     """saturate(round_half_even(x / scale) + zero point) into the i8 dst: the division as ONNX
-    writes it (not a multiply by 1/scale), then the vector engine's rounding, saturating casts.
-    With a zero point the rounded value comes back to f32 (exact below 2**24; beyond, every
-    value saturates alike) so that adding the zero point cannot wrap."""
+    writes it (not a multiply by 1/scale), then one tile.cast that rounds, adds the zero point
+    and saturates (exact integer steps, as ONNX's)."""
     x, scale, zero = xs
     scaled = temps[0]  # f32
     binary(kb, "div", x, scale, scaled, None, sizes)
-    if not zero.value:
-        kb.cast(scaled, dst, sizes)  # f32 -> i8 rounds half to even and saturates
-        return
-    rounded = temps[1]  # i32
-    kb.cast(scaled, rounded, sizes)
-    kb.cast(rounded, scaled, sizes)
-    kb.binary_imm("add", scaled, zero.value, scaled, sizes)
-    kb.cast(scaled, dst, sizes)  # a whole number: saturates only
-
-
-def quantization_vector_ops(op: graph.QuantizeOp | graph.DequantizeOp) -> tuple[str, ...]:
-    """The vector ops `_emit_quantize` / `_emit_dequantize` issue per tile for `op` (for cost
-    models that charge an emission before it happens)."""
-    zero = bool(splat_value(op.zero_point))
-    if isinstance(op, graph.QuantizeOp):
-        return ("div", "cast") + (("cast", "add", "cast") if zero else ())
-    scale_on_cast = not zero and splat_value(op.scale) is not None
-    return ("cast",) + (("sub",) if zero else ()) + (() if scale_on_cast else ("mul",))
+    kb.cast(scaled, dst, sizes, zero=int(zero.value))
 
 
 def _emit_dequantize(kb: KernelBuilder, op: Operation, xs: Xs, dst: Win, temps: Temps, sizes: Sizes):
-    """(x - zero point) * scale: both f32 steps are exact for 8/16-bit x, so the result equals
-    ONNX's f32(x - zero point) * scale; a lone scalar scale rides on the cast (one rounding of
-    the exact product, the same value)."""
+    """(x - zero point) * scale: both steps are exact for 8/16-bit x, so the result equals
+    ONNX's f32(x - zero point) * scale; a lone scalar scale rides on the cast with the zero
+    point (one rounding of the exact product, the same value)."""
     x, scale, zero = xs
     assert x.win is not None  # the input has the result's shape: always a full tile
-    if not zero.value and scale.kind == "imm":
-        kb.cast(x.win, dst, sizes, scale.value)
+    if scale.kind == "imm":
+        kb.cast(x.win, dst, sizes, scale.value, int(zero.value))
         return
-    kb.cast(x.win, dst, sizes)
-    if zero.value:
-        kb.binary_imm("sub", dst, zero.value, dst, sizes)
+    kb.cast(x.win, dst, sizes, zero=int(zero.value))
     binary(kb, "mul", Operand("full", dst), scale, dst, None, sizes)
 
 
@@ -384,7 +364,7 @@ EMITTERS: dict[type[Operation], tuple[Emit, int]] = {
     graph.GeluOp: (_emit_gelu, 1),
     graph.CastOp: (_emit_cast, 0),
     graph.BroadcastOp: (_emit_broadcast, 0),
-    graph.QuantizeOp: (_emit_quantize, 2),
+    graph.QuantizeOp: (_emit_quantize, 1),
     graph.DequantizeOp: (_emit_dequantize, 0),
 }
 """Elementwise op class -> (emitter, scratch tiles it needs at most; see `temps_needed`)."""
@@ -392,9 +372,9 @@ EMITTERS: dict[type[Operation], tuple[Emit, int]] = {
 
 def temp_types(op: Operation, kinds: list[str], result_type: str) -> list[str]:
     """The element type of each scratch tile `op` needs (`temps_needed` of them): the result's
-    compute type, except graph.quantize's f32 quotient and i32 rounded value."""
+    compute type, except graph.quantize's f32 quotient."""
     if isinstance(op, graph.QuantizeOp):
-        return ["f32", "i32"] if splat_value(op.zero_point) else ["f32"]
+        return ["f32"]
     return [result_type] * temps_needed(op, kinds)
 
 

@@ -273,11 +273,14 @@ class _MatmulEmitter:
     def step(self, kind: str, at: tuple, k0: Index, ks: int, load: bool = True) -> None:
         if load:
             self.load(kind, at, k0, ks)
-        if kind in ("first", "only") and self.views.residual is not None:
-            # the block's residual, after the first step's tiles (they are needed first)
+        if kind in ("first", "only"):
+            # the block's residual or chain inputs, after the first step's tiles (needed first)
             m0, msz, n0, nsz = at
-            window = Win(self.views.residual, (self.kb.add(self.orow, m0), n0))
-            self.kb.copy(window, Win.at(self.bufs["r"]), [msz, nsz])
+            row = self.kb.add(self.orow, m0)
+            loads = [(self.views.residual, "r")] if self.views.residual is not None else []
+            loads += [(view, f"full{i}") for i, view in enumerate(self.views.tiles)]
+            for view, role in loads:
+                self.kb.copy(Win(view, (row, n0)), Win.at(self.bufs[role]), [msz, nsz])
         a0 = k0 if self.plan.keep == "lhs" else 0
         b0 = k0 if self.plan.keep == "rhs" else 0
         self.groups(at[3], lambda j0, group: self.group(kind, at, (a0, b0, ks), j0, group))
@@ -348,14 +351,12 @@ class _MatmulEmitter:
         column = kb.add(at[1], at[2])
         rows = {row: i for i, row in enumerate(chain.rows)}
         tiles = {value: i for i, value in enumerate(chain.tiles)}
-        for i, view in enumerate(self.views.tiles):  # the tile's window of each tensor input
-            kb.copy(Win(view, (kb.add(self.orow, at[0]), column)), Win.at(self.bufs[f"full{i}"]), sizes)
 
         def operand(value: SSAValue) -> Operand:
             if value is chain.source:
                 return Operand("full", product)
-            if value in tiles:
-                return Operand("full", Win.at(self.bufs[f"full{tiles[value]}"]))
+            if value in tiles:  # the tile's window of the block's input (loaded by `step`)
+                return Operand("full", Win(self.bufs[f"full{tiles[value]}"], (0, at[2])))
             if value in rows:
                 return Operand("row", Win(self.bufs[f"row{rows[value]}"], (0, column)))
             if value in chain.slot_of:
@@ -385,15 +386,20 @@ class _MatmulEmitter:
 
 
 def _problem(
-    op: graph.MatMulOp, g: MatmulGeometry, residual: bool, chain: EpilogueChain | None = None
+    op: graph.MatMulOp,
+    g: MatmulGeometry,
+    residual: bool,
+    budget: Budget,
+    chain: EpilogueChain | None = None,
 ) -> MatmulProblem:
     activation = op.activation.data if op.activation else None
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
     batches = math.prod(g.batch)
     element = element_bytes(tensor_element(op.lhs))
     if chain is not None:
-        fused = (chain.vector_ops(), tuple(chain.slot_types), row_types(chain), tile_types(chain))
-        return MatmulProblem(batches, g.m, g.k, g.n, False, 0, ("acc_read",), False, element, *fused)
+        fused = (chain.vector_ops(budget), tuple(chain.slot_types), row_types(chain), tile_types(chain))
+        stored = element_bytes(tensor_element(chain.result))
+        return MatmulProblem(batches, g.m, g.k, g.n, False, 0, ("acc_read",), False, element, *fused, stored)
     if op.bias is None:  # the activation rides on acc_read (or runs in place after a sum in SRAM)
         epilogue = (activation or "acc_read",)
         return MatmulProblem(batches, g.m, g.k, g.n, False, temps, epilogue, residual, element)
@@ -439,7 +445,7 @@ def fusion_estimates(matmul: graph.MatMulOp, budget: Budget) -> tuple[int, int] 
     add's own kernel, which reads two tensors of the result's size on its load queue), or None
     when a plan does not fit."""
     g = MatmulGeometry.of(matmul)
-    fused, alone = (plan_matmul(_problem(matmul, g, residual), budget) for residual in (True, False))
+    fused, alone = (plan_matmul(_problem(matmul, g, residual, budget), budget) for residual in (True, False))
     if fused is None or alone is None:
         return None
     nbytes = F32 * math.prod(g.batch) * g.m * g.n
@@ -478,7 +484,7 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
     add = rest[0] if rest and chain is None else None
     assert add is None or isinstance(add, graph.AddOp)
     g = MatmulGeometry.of(op)
-    problem = _problem(op, g, add is not None, chain)
+    problem = _problem(op, g, add is not None, ctx.budget, chain)
     plan = plan_matmul(problem, ctx.budget)
     note = ""
     if plan is not None:

@@ -89,9 +89,7 @@ def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, ki
     if kind in ("only", "epilogue", "last"):
         if p.residual:  # the tile's part of the block's residual
             cost.add_vector(vector_cycles(target, "add", msz, gsz), times)
-        for dtype in p.chain_tiles:  # an epilogue chain's tensor input, per output tile
-            cost.add_dma(target, DTYPES[dtype] * msz * gsz, "dram", "sram", times)
-        cost.add_dma(target, F32 * msz * gsz, "sram", "dram", times)
+        cost.add_dma(target, p.result_bytes * msz * gsz, "sram", "dram", times)
 
 
 def _charge_block(
@@ -109,8 +107,9 @@ def _charge_block(
     for kind, ks, kc in steps:
         if kind != "last" or not hoisted:
             _step_loads(cost, p, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
-        if kind in ("first", "only") and p.residual:  # the block's residual, after those tiles
-            cost.add_dma(target, F32 * msz * nsz, "dram", "sram", times)
+        if kind in ("first", "only"):  # the block's residual or chain inputs, after those tiles
+            for element in (F32,) * p.residual + tuple(DTYPES[dtype] for dtype in p.chain_tiles):
+                cost.add_dma(target, element * msz * nsz, "dram", "sram", times)
         step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)
@@ -135,7 +134,11 @@ def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int,
     - "acc" mode: the next block's first tiles are then loaded while nothing computes;
     - "sram" mode, block not rotated (`block_rotates`): the next block's first step writes
       column group j once this block's store j is done, so it runs at the stores' pace: the
-      stores beyond the compute of a last and a first step stall the pipeline."""
+      stores beyond the compute of a last and a first step stall the pipeline;
+    - "sram" mode, a residual or chain input loaded when the block starts: the next steps'
+      tiles queue behind it, so what two steps' slack (their matmuls beyond their loads) does
+      not cover stalls the matrix engine (an int8 FFN2 at tk 32: 550-1,513-cycle gaps a block);
+    - `_shared_tile_stall`."""
     tk, tn, mode, keep, rotates = plan
     steps = matmul_steps(p.k, tk, mode)
     if steps[0][0] == "only":
@@ -153,8 +156,40 @@ def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int,
     drain = step if looped else 0
     if mode == "acc":
         return drain, loads
-    stores = sum(gc * dma_instruction_cycles(target, F32 * msz * gsz) for _, gsz, gc in groups)
-    return drain, 0 if rotates else max(0, stores - 2 * step)
+    stores = sum(gc * dma_instruction_cycles(target, p.result_bytes * msz * gsz) for _, gsz, gc in groups)
+    pace = 0 if rotates else max(0, stores - 2 * step)
+    inputs = (F32,) * p.residual + tuple(DTYPES[dtype] for dtype in p.chain_tiles)
+    block_load = sum(dma_instruction_cycles(target, element * msz * nsz) for element in inputs)
+    late = max(0, block_load - 2 * max(0, step - loads))
+    return drain, pace + late + _shared_tile_stall(p, budget, steps, msz, nsz, tn)
+
+
+def _shared_tile_stall(
+    p: MatmulProblem, budget: Budget, steps: list[tuple[str, int, int]], msz: int, nsz: int, tn: int
+) -> int:
+    """A block summed in SRAM whose K steps alternate on two ACC tiles, with steps between the
+    first and the last (`step_slot`): the last step's matmuls reuse the first step's tile, so
+    they wait for its join (acc_read or bias add), which the in-order vector engine runs only
+    after the previous block's last join and epilogue. A block then takes at least the last
+    step's matmuls + the first step's join + the last step's join and epilogue, one after the
+    other; the stall is what that exceeds the busier engine's time for the block by (an int8
+    FFN with a gelu and quantize epilogue: 2,652 cycles a block against 2,112 of matmuls;
+    simulated 131k cycles where max(engines) said 105k)."""
+    if len(steps) < 3 or -(-nsz // tn) != 1:  # no step between, or not alternating
+        return 0
+    target, rows = budget.target, budget.rows
+
+    def matrix(ks: int) -> int:
+        return sum(matmul_cycles(target, msz, kk) * count for kk, count in split(ks, rows))
+
+    def vector(kind: str) -> int:
+        ops = _flush_ops(p, kind) + (("add",) if kind == "last" and p.residual else ())
+        return sum(vector_cycles(target, op, msz, nsz) for op in ops)
+
+    matrix_busy = sum(count * matrix(ks) for _, ks, count in steps)
+    engines = max(matrix_busy, sum(count * vector(kind) for kind, _, count in steps))
+    chained = matrix(steps[-1][1]) + vector("first") + vector("last")
+    return max(0, chained - engines)
 
 
 def charge_matmul(

@@ -43,8 +43,11 @@ class MatmulProblem:
     chain_rows: tuple[str, ...] = ()
     """The element type of each 1 x n row the fused chain reads (scales, biases), loaded once."""
     chain_tiles: tuple[str, ...] = ()
-    """The element type of each tensor of the result's shape the fused chain reads (a residual),
-    loaded per output tile."""
+    """The element type of each tensor of the result's shape the fused chain reads (a residual):
+    each block loads its window when it starts, as `residual`."""
+    result_bytes: int = F32
+    """Bytes of an element the kernel stores: 4 (f32, or an int8 matmul's i32), 1 (an int8 chain
+    result, a requantized layer)."""
 
     @property
     def activation(self) -> tuple[str, ...]:
@@ -239,14 +242,15 @@ def matmul_buffers(
         buffers["bias"] = Buffer((1, p.n), "sram")
     if p.bias or (mode == "sram" and not single):  # the activation runs in place: scratch tiles
         buffers.update((f"temp{t}", Buffer((tm, tn), "sram")) for t in range(p.temps))
-    return buffers | _chain_buffers(p, tm, tn)
+    return buffers | _chain_buffers(p, tm, tn, bn)
 
 
-def _chain_buffers(p: MatmulProblem, tm: int, tn: int) -> dict[str, Buffer]:
-    """The working tiles and rows of an epilogue chain (`MatmulProblem.chain`)."""
+def _chain_buffers(p: MatmulProblem, tm: int, tn: int, bn: int) -> dict[str, Buffer]:
+    """The working tiles, rows and block-wide tensor inputs of an epilogue chain
+    (`MatmulProblem.chain`)."""
     tiles = {f"chain{i}": Buffer((tm, tn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_slots)}
     rows = {f"row{i}": Buffer((1, p.n), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_rows)}
-    loaded = {f"full{i}": Buffer((tm, tn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_tiles)}
+    loaded = {f"full{i}": Buffer((tm, bn), "sram", DTYPES[t], dtype=t) for i, t in enumerate(p.chain_tiles)}
     return tiles | rows | loaded
 
 

@@ -296,6 +296,7 @@ def select_cast(op: tile.CastOp, at: Addressing) -> list[Operation]:
         "to": dtype_of(op, at.access(op, "dst")),
     }
     fields["scale"] = op.scale.value.data if op.scale else None
+    fields["zero"] = op.zero.value.data if op.zero else None
     return _plan(op, at, hw.VCastOp, fields).select(at.depth)
 
 

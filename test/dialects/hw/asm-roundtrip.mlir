@@ -39,6 +39,7 @@ builtin.module attributes {aitc.model = "roundtrip"} {
       hw.vselect sram[0x300] <- sram[0x0], sram[0x40], sram[0x80], rows=4, cols=4
       hw.vreduce sram[0x200] <- sram[0x0], op=max, rows=4, cols=4
       hw.vcast sram[0x200] <- acc[0x0], rows=4, cols=4, from=i32, to=i8, scale=0.0125
+      hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=f32, to=i8, zero=-128
       hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
       hw.sem_signal 3, engine=matrix
       hw.sem_wait 3, engine=vector, count=2
@@ -85,6 +86,7 @@ builtin.module attributes {aitc.model = "roundtrip"} {
 // CHECK-NEXT:        hw.vselect sram[0x300] <- sram[0x0], sram[0x40], sram[0x80], rows=4, cols=4
 // CHECK-NEXT:        hw.vreduce sram[0x200] <- sram[0x0], op=max, rows=4, cols=4
 // CHECK-NEXT:        hw.vcast sram[0x200] <- acc[0x0], rows=4, cols=4, from=i32, to=i8, scale=0.0125
+// CHECK-NEXT:        hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=f32, to=i8, zero=-128
 // CHECK-NEXT:        hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
 // CHECK-NEXT:        hw.sem_signal 3, engine=matrix
 // CHECK-NEXT:        hw.sem_wait 3, engine=vector, count=2

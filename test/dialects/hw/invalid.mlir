@@ -13,6 +13,28 @@ hw.program @wrong_space target "tiny" {
 
 // -----
 
+// hw.vcast's zero point belongs to an integer side.
+hw.program @float_zero_point target "tiny" {
+  hw.core 0 {
+    hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=f32, to=f32, scale=0.5, zero=3
+    hw.end
+  }
+}
+// CHECK: hw.vcast: a zero point needs an integer side (from or to i8/i32)
+
+// -----
+
+// ... and is a 32-bit integer.
+hw.program @wide_zero_point target "tiny" {
+  hw.core 0 {
+    hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=f32, to=i32, zero=4294967296
+    hw.end
+  }
+}
+// CHECK: hw.vcast: zero point 4294967296 does not fit in i32
+
+// -----
+
 // An enum field holds one of its choices (the custom parser refuses earlier; generic form here).
 hw.program @unknown_enum target "tiny" {
   hw.core 0 {

@@ -71,6 +71,7 @@ hw.program @compute target "tiny" {
     hw.vselect sram[0x300] <- sram[0x0], sram[0x40], sram[0x80], rows=4, cols=4
     hw.vreduce sram[0x200] <- sram[0x0], op=max, rows=4, cols=4
     hw.vcast sram[0x200] <- acc[0x0], rows=4, cols=4, from=i32, to=i8, scale=0.0125
+    hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=i8, to=f32, scale=0.5, zero=3
     hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
     hw.end
   }
@@ -84,6 +85,7 @@ hw.program @compute target "tiny" {
 // CHECK-NEXT:  hw.vselect sram[0x300] <- sram[0x0], sram[0x40], sram[0x80], rows=4, cols=4
 // CHECK-NEXT:  hw.vreduce sram[0x200] <- sram[0x0], op=max, rows=4, cols=4
 // CHECK-NEXT:  hw.vcast sram[0x200] <- acc[0x0], rows=4, cols=4, from=i32, to=i8, scale=0.0125
+// CHECK-NEXT:  hw.vcast sram[0x200] <- sram[0x0], rows=4, cols=4, from=i8, to=f32, scale=0.5, zero=3
 // CHECK-NEXT:  hw.acc_read sram[0x200] <- acc[0x0], rows=4, cols=4, activation=gelu_tanh
 // GENERIC:       "hw.program"() ({
 // GENERIC:         "hw.matmul"() {acc = #hw.addr<acc[0x0]>, lhs = #hw.addr<sram[0x0]>, rhs = #hw.addr<sram[0x40]>, m = 4 : i64, k = 4 : i64, n = 4 : i64, dtype = "i8", lhs_stride = 8 : i64, rhs_stride = 8 : i64, acc_stride = 8 : i64, accumulate, transpose_rhs} : () -> ()

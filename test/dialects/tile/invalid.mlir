@@ -327,6 +327,18 @@ func.func @cast_nothing(%c0: index) {
 
 // -----
 
+// A zero point belongs to an integer side: f32 -> f32 has none.
+func.func @cast_float_zero_point(%c0: index) {
+  %a = tile.alloc : memref<8x32xf32, "sram">
+  %d = tile.alloc : memref<8x32xf32, "sram">
+  tile.cast %a[%c0, %c0] to %d[%c0, %c0] sizes [8, 32] {zero = 3 : i64} : memref<8x32xf32, "sram">, memref<8x32xf32, "sram">
+  func.return
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: tile.cast: a zero point needs an integer side (a or dst i8/i32)
+
+// -----
+
 // Activations are those of hw.acc_read.
 func.func @unknown_activation(%c0: index) {
   %acc = tile.alloc : memref<8x8xf32, "acc">

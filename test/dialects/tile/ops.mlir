@@ -83,6 +83,7 @@ func.func @vector() {
   tile.select %d[%c0, %c0], %a[%c0, %c0], %a[%c8, %c0] to %d[%c0, %c0] sizes [8, 64] : memref<8x64xf32, "sram">, memref<16x64xf32, "sram">, memref<16x64xf32, "sram">, memref<8x64xf32, "sram">
   tile.reduce %d[%c0, %c0] to %col[%c0, %c0] sizes [8, 64] {op = "sum"} : memref<8x64xf32, "sram">, memref<8x1xf32, "sram">
   tile.cast %d[%c0, %c0] to %q[%c0, %c0] sizes [8, 64] {scale = 1.250000e-02 : f64} : memref<8x64xf32, "sram">, memref<8x64xi8, "sram">
+  tile.cast %q[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {scale = 5.000000e-01 : f64, zero = -128 : i64} : memref<8x64xi8, "sram">, memref<8x64xf32, "sram">
   tile.acc_read %acc[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {activation = "relu"} : memref<8x64xf32, "acc">, memref<8x64xf32, "sram">
   func.return
 }
@@ -96,6 +97,7 @@ func.func @vector() {
 // CHECK-NEXT:    tile.select %d[%c0, %c0], %a[%c0, %c0], %a[%c8, %c0] to %d[%c0, %c0] sizes [8, 64] : memref<8x64xf32, "sram">, memref<16x64xf32, "sram">, memref<16x64xf32, "sram">, memref<8x64xf32, "sram">
 // CHECK-NEXT:    tile.reduce %d[%c0, %c0] to %col[%c0, %c0] sizes [8, 64] {op = "sum"} : memref<8x64xf32, "sram">, memref<8x1xf32, "sram">
 // CHECK-NEXT:    tile.cast %d[%c0, %c0] to %q[%c0, %c0] sizes [8, 64] {scale = 1.250000e-02 : f64} : memref<8x64xf32, "sram">, memref<8x64xi8, "sram">
+// CHECK-NEXT:    tile.cast %q[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {scale = 5.000000e-01 : f64, zero = -128 : i64} : memref<8x64xi8, "sram">, memref<8x64xf32, "sram">
 // CHECK-NEXT:    tile.acc_read %acc[%c0, %c0] to %d[%c0, %c0] sizes [8, 64] {activation = "relu"} : memref<8x64xf32, "acc">, memref<8x64xf32, "sram">
 
 // Kernels with and without recorded decisions, holding a structured loop over row tiles

@@ -161,11 +161,17 @@ def test_sem_signal_peer_is_the_last_field_of_its_record():
 
 
 ISA_BEFORE_PEER = bytes.fromhex("38fb2ec927fa7009")
-"""The opcode table before hw.sem_signal had its `peer` field."""
+"""The opcode table before hw.sem_signal had its `peer` field (and hw.vcast its `zero`)."""
+ISA_BEFORE_ZERO = bytes.fromhex("3d9fbc6f8dc2bef9")
+"""The opcode table before hw.vcast had its `zero` field."""
 
 
-def test_earlier_isa_is_this_one_without_the_sem_signal_peer(monkeypatch: pytest.MonkeyPatch):
-    assert ISA_BEFORE_PEER in binary.EARLIER_ISAS
+def test_earlier_isas_are_this_one_without_the_appended_fields(monkeypatch: pytest.MonkeyPatch):
+    assert {ISA_BEFORE_PEER, ISA_BEFORE_ZERO} <= set(binary.EARLIER_ISAS)
+    assert hw.VCastOp.FIELDS[-1].name == "zero"
+    assert hw.SemSignalOp.FIELDS[-1].name == "peer"
+    monkeypatch.setattr(hw.VCastOp, "FIELDS", hw.VCastOp.FIELDS[:-1])
+    assert binary.isa_fingerprint() == ISA_BEFORE_ZERO
     monkeypatch.setattr(hw.SemSignalOp, "FIELDS", hw.SemSignalOp.FIELDS[:-1])
     assert binary.isa_fingerprint() == ISA_BEFORE_PEER
 
@@ -185,9 +191,10 @@ def test_binaries_of_an_earlier_isa_still_load():
     """A program without a peer signal encodes the same under the earlier opcode table, so its
     old binary (these bytes under the old ISA fingerprint) decodes to the same IR."""
     module = parse_mlir(SIGNALS)
-    old = bytearray(binary.assemble(module, TINY))
-    old[24:32] = ISA_BEFORE_PEER
-    assert print_mlir(binary.disassemble(reseal(old), TINY)) == print_mlir(module)
+    for earlier in (ISA_BEFORE_PEER, ISA_BEFORE_ZERO):
+        old = bytearray(binary.assemble(module, TINY))
+        old[24:32] = earlier
+        assert print_mlir(binary.disassemble(reseal(old), TINY)) == print_mlir(module)
 
 
 # --------------------------------------------------------------------------- refusing to assemble

@@ -364,6 +364,33 @@ def test_vcast_int_conversions():
     np.testing.assert_array_equal(saturated, [[2**31 - 1, -(2**31), 2, 4]])
 
 
+def test_vcast_zero_point_is_the_integer_sides():
+    """Quantize: round half to even, add zero, saturate; dequantize: subtract zero, then scale;
+    requantize: the zero point is the i8 result's. Each as ONNX's QuantizeLinear/DequantizeLinear."""
+    x = np.array([[0.5, 1.5, -2.5, 300.0, -300.0, np.nan]], np.float32)
+    q = np.array([[-128, -1, 0, 127]], np.int8)
+    acc = np.array([[1000, -1000, 2**31 - 1, -(2**31)]], np.int32)
+    ops = [
+        VCastOp(dst=sram(0x100), a=sram(0), rows=1, cols=6, **{"from": "f32", "to": "i8"}, zero=-128),
+        VCastOp(
+            dst=sram(0x200), a=sram(0x40), rows=1, cols=4, **{"from": "i8", "to": "f32"}, scale=0.5, zero=-3
+        ),
+        VCastOp(
+            dst=sram(0x300), a=sram(0x80), rows=1, cols=4, **{"from": "i32", "to": "i8"}, scale=0.1, zero=20
+        ),
+    ]
+    loads = [("sram", 0, x), ("sram", 0x40, q), ("sram", 0x80, acc)]
+    stores = [
+        ("sram", 0x100, (1, 6), np.int8),
+        ("sram", 0x200, (1, 4), np.float32),
+        ("sram", 0x300, (1, 4), np.int8),
+    ]
+    quantized, dequantized, requantized = run_kernel(ops, "vector", loads, stores)
+    np.testing.assert_array_equal(quantized, [[-128, -126, -128, 127, -128, -128]])
+    np.testing.assert_array_equal(dequantized, (q.astype(np.float32) + 3) * np.float32(0.5))
+    np.testing.assert_array_equal(requantized, [[120, -80, 127, -128]])
+
+
 ACTIVATION_REFERENCE = {
     "none": lambda x: x, "relu": lambda x: np.maximum(x, 0), "relu6": lambda x: np.clip(x, 0, 6),
     "sigmoid": special.expit, "tanh": np.tanh, "gelu": _gelu,

@@ -830,3 +830,69 @@ def test_int8_matmul_epilogues_keep_the_product_on_chip(target: str):
     # the chain reads the product from ACC, or from the block in SRAM when the plan sums its K
     # steps there (the planner's choice: tiny's engine, and edge's for these shapes)
     assert all(tile.space_of(op.operands[0]) in ("acc", "sram") for op in casts)
+
+
+INT8_CHAINS = {
+    "gelu_tanh_quantize": ('%h = graph.gelu %h0 {approximate = "tanh"} : F', "quantize"),
+    "gelu_quantize": ("%h = graph.gelu %h0 : F", "quantize"),
+    "residual": ("%h = graph.add %h0, %r : F, F -> F", None),
+}
+INT8_TILINGS = [
+    (16, 32, 32, "m", 32, "sram", "none"),  # three K steps summed in SRAM, alternating ACC tiles
+    (8, 32, 32, "m", 64, "sram", "none"),  # two column groups per step
+    (16, 96, 32, "m", 32, "acc", "lhs"),  # the whole K in ACC
+    (16, 64, 32, "m", 32, "acc", "none"),  # two K steps summed in ACC
+]
+
+
+@pytest.mark.parametrize("tiling", INT8_TILINGS, ids=lambda t: "-".join(map(str, t)))
+@pytest.mark.parametrize("chain", INT8_CHAINS)
+def test_int8_epilogue_plans_estimate_their_emitted_kernel(chain: str, tiling: tuple):
+    """The planner's estimate of an int8 matmul with a fused epilogue chain is the emitted
+    kernel's est_cycles, whatever the tiling: the chain's vector ops are those its emitters
+    issue (a tanh gelu is 9, a quantize 2), and a residual is loaded per block as charged."""
+    from aitc.passes.graph_to_tile import linear as graph_to_tile_linear
+    from aitc.passes.graph_to_tile.matmul_costs import estimate_matmul
+
+    budget = Budget.of(load_target("edge"))
+    n, f = 40, "tensor<16x40xf32>"
+    line, last = INT8_CHAINS[chain]
+    bias = ", ".join(f"{0.25 * (i % 7) - 0.75}" for i in range(n))
+    out = "tensor<16x40xi8>" if last else f
+    body = f"""  %p = graph.matmul %a, %b : tensor<16x96xi8>, tensor<96x40xi8> -> tensor<16x40xi32>
+  %sc = graph.constant dense<0.002> : tensor<f32>
+  %z = graph.constant dense<0> : tensor<i32>
+  %y = graph.dequantize %p, %sc, %z : tensor<16x40xi32>, tensor<f32>, tensor<i32> -> {f}
+  %bias = graph.constant dense<[{bias}]> : tensor<40xf32>
+  %h0 = graph.add %y, %bias : {f}, tensor<40xf32> -> {f}
+  {line.replace("F", f)}
+"""
+    if last:
+        body += f"""  %s = graph.constant dense<0.03> : tensor<f32>
+  %zq = graph.constant dense<-7> : tensor<i8>
+  %q = graph.quantize %h, %s, %zq : {f}, tensor<f32>, tensor<i8> -> {out}
+  func.return %q : {out}"""
+    else:
+        body += f"  func.return %h : {out}"
+    args = f"%a: tensor<16x96xi8>, %b: tensor<96x40xi8>, %r: {f}"
+    module = parse_mlir(_func("main", args, out, body))
+    inputs = random_inputs(entry_function(module), seed=3)
+    expected = run_module(module, inputs)
+    chosen = []
+
+    def forced(problem, _budget):
+        chosen.append(estimate_matmul(problem, budget, *tiling))
+        return chosen[-1]
+
+    original = graph_to_tile_linear.plan_matmul
+    graph_to_tile_linear.plan_matmul = forced
+    try:
+        ConvertGraphToTilePass(target="edge").apply(make_context(), module)
+    finally:
+        graph_to_tile_linear.plan_matmul = original
+    module.verify()
+    assert_same(expected, run_module(module, inputs))
+    (kernel,) = kernels(module)
+    assert text_attr(kernel, "op").startswith("graph.matmul,graph.dequantize,graph.add")
+    assert int_attr(kernel, "est_cycles") == chosen[0].cycles
+    assert int_attr(kernel, "dma_bytes") == chosen[0].dma_bytes
