@@ -267,7 +267,6 @@ class Cost:
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
     spread: float = 0
-    spread_copies: int = 0
     fed: float = 0
     spread_over: int = 1
     dram_bytes: int = 0
@@ -329,7 +328,6 @@ class Cost:
             self.queues[queue] = self.queues.get(queue, 0) + count * once
         else:
             self.spread += count * once
-            self.spread_copies += count
             self.fed += count * once if feeds else 0
             self.spread_over = max(1, target.dma.queues)
         self.ahead += count * once if ahead and not straight else 0
@@ -461,7 +459,7 @@ class Cost:
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             loads = placed.queues.get("dma0", 0)
-            serial = loads - placed.ahead + self._spread_pace() + compute - self._beside(placed)
+            serial = loads - placed.ahead + self.spread / self.spread_over + compute - self._beside(placed)
             serial -= self.beside_taps + min(self.vector_ahead, loads - placed.ahead)
             serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (
@@ -479,14 +477,6 @@ class Cost:
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
-
-    def _spread_pace(self) -> float:
-        """The on-chip copies' time at depth 1, where they run between the loads and the compute:
-        whole instructions on the least busy queues, so n copies take ceil(n / queues) of them
-        (a 3x3 depthwise block's 9 taps on 2 queues: 5 copies' time, not 4.5)."""
-        if not self.spread_copies:
-            return self.spread / self.spread_over
-        return -(-self.spread_copies // self.spread_over) * self.spread / self.spread_copies
 
     def _beside(self, placed: Placed) -> float:
         """What runs side by side in the fill at depth 1: its dma0 loads and its copies (split

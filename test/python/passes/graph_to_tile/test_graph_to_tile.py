@@ -896,22 +896,3 @@ def test_int8_epilogue_plans_estimate_their_emitted_kernel(chain: str, tiling: t
     assert text_attr(kernel, "op").startswith("graph.matmul,graph.dequantize,graph.add")
     assert int_attr(kernel, "est_cycles") == chosen[0].cycles
     assert int_attr(kernel, "dma_bytes") == chosen[0].dma_bytes
-
-
-def test_on_chip_copies_at_depth_1_take_whole_instructions_per_queue():
-    """At depth 1 the on-chip copies run between the loads and the compute, each a whole
-    instruction on one of the queues: nine equal tap copies on edge's two queues take five
-    copies' time (as the simulator runs a 3x3 depthwise block's taps), not four and a half."""
-    edge = load_target("edge")
-    one = Cost(depth=1)
-    one.add_dma(edge, 5312, "sram", "sram")
-    once = one.cycles(edge)
-
-    def cycles(copies: int) -> int:
-        cost = Cost(depth=1)
-        for _ in range(copies):
-            cost.add_dma(edge, 5312, "sram", "sram")
-        return cost.cycles(edge)
-
-    assert cycles(9) == cycles(10) == 5 * once
-    assert cycles(8) == 4 * once
