@@ -13,7 +13,10 @@ stores) stays off dma1, unless it sits in a loop of its own that stores nothing 
 its loads (they keep one queue busier than its matrix or vector ops keep their engine: a
 direct conv's chunk loads inside its output-tile loop): it then meets a store only when that
 loop starts, and the loop gains more from the second queue than it loses there; or unless the
-kernel's stores are light (`LIGHT_STORES`), when waiting behind them costs little. The DMA
+kernel's stores are light (`LIGHT_STORES`), when waiting behind them costs little, except for a
+read at the start of a storing loop's trip that has a loop of reads inside (a block's peeled
+first K step) when the loop's stores per trip take longer than the read: the trip's first
+compute needs it, and on dma1 it would load only after the previous trip's stores. The DMA
 ops of a loop that moves data alone (no loop nested in it does, `_moves_alone`) are balanced
 among themselves first, since its trips repeat them together: a direct conv's chunk loop,
 unrolled by 2, used to put three of its four loads on dma0 (its peeled loads had left dma1
@@ -136,6 +139,19 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     cycles = {op: _trips(op, kernel) * _dma_cycles(op, target) for op in dmas}
     stores = sum(c for op, c in cycles.items() if _writes_dram(op))
     light_stores = LIGHT_STORES * stores < sum(cycles.values()) - stores
+    stepped = {  # storing loops with a loop of reads inside: blocks of several K steps
+        parent
+        for op in dmas
+        if _reads_dram(op)
+        for parent in _parents(op, kernel)[1:]
+        if parent in storing and isinstance(_parents(op, kernel)[0], scf.ForOp)
+    }
+    stores_per_trip = {  # each stepped loop's stores, in cycles per trip
+        loop: sum(c for op, c in cycles.items() if _writes_dram(op) and loop in _parents(op, kernel))
+        / max(1, _trips(loop, kernel) * (trip_count(loop) or 1))
+        for loop in stepped
+        if isinstance(loop, scf.ForOp)
+    }
     transfers = []
     groups: dict[scf.ForOp, int] = {}  # loops whose DMA ops are balanced among themselves
     for at, op in enumerate(dmas):
@@ -160,11 +176,19 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
                     innermost, kernel, target, on_chip=True
                 )
             spreads = apart or (innermost is not None and copy_bound[innermost])
+        # light stores let reads wait behind them, but not a block's peeled first step when
+        # the previous block's stores take longer than the read itself: its tiles are needed
+        # as the block starts, and on dma1 they would load only after those stores
+        step_prologue = (
+            reads_dram
+            and innermost is not None
+            and stores_per_trip.get(innermost, 0) > _dma_cycles(op, target)
+        )
         behind = (
             not _writes_dram(op)
             and (order[op] > first_store or in_storing_loop)
             and not spreads
-            and not light_stores
+            and (not light_stores or step_prologue)
         )
         group = groups.setdefault(innermost, len(groups)) if _moves_alone(innermost) else None
         follows = None if waits_for_loads else _completed_load(dmas, at)
