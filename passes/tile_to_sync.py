@@ -132,7 +132,8 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     order = {op: index for index, op in enumerate(kernel.walk())}
     dmas = [op for op in kernel.walk() if _is_dma(op) and sync.engine_of(op) is None]
     first_store = min((order[op] for op in dmas if _writes_dram(op)), default=len(order))
-    storing = {parent for op in dmas if _writes_dram(op) for parent in _parents(op, kernel)}
+    around = {op: _parents(op, kernel) for op in dmas}
+    storing = {parent for op in dmas if _writes_dram(op) for parent in around[op]}
     load_bound: dict[scf.ForOp, bool] = {}  # `_bound_by_loads` per loop, asked once
     copy_bound: dict[scf.ForOp, bool] = {}  # the same, counting on-chip copies too
     loaded = {tile.base_buffer(op.accesses()[-1][0]) for op in dmas if _reads_dram(op)}
@@ -142,21 +143,20 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     stepped = {  # storing loops with a loop of reads inside: blocks of several K steps
         parent
         for op in dmas
-        if _reads_dram(op)
-        for parent in _parents(op, kernel)[1:]
-        if parent in storing and isinstance(_parents(op, kernel)[0], scf.ForOp)
+        if _reads_dram(op) and around[op] and isinstance(around[op][0], scf.ForOp)
+        for parent in around[op][1:]
+        if parent in storing and isinstance(parent, scf.ForOp)
     }
     stores_per_trip = {  # each stepped loop's stores, in cycles per trip
-        loop: sum(c for op, c in cycles.items() if _writes_dram(op) and loop in _parents(op, kernel))
+        loop: sum(c for op, c in cycles.items() if _writes_dram(op) and loop in around[op])
         / max(1, _trips(loop, kernel) * (trip_count(loop) or 1))
         for loop in stepped
-        if isinstance(loop, scf.ForOp)
     }
     transfers = []
     groups: dict[scf.ForOp, int] = {}  # loops whose DMA ops are balanced among themselves
     for at, op in enumerate(dmas):
         reads_dram = _reads_dram(op)
-        parents = _parents(op, kernel)
+        parents = around[op]
         in_storing_loop = any(parent in storing for parent in parents)
         # a read in a loop of its own that stores nothing meets a store only at that loop's
         # entry: worth a bubble there when the loop waits for its loads anyway

@@ -108,7 +108,7 @@ def _charge_block(
         if kind != "last" or not hoisted:
             _step_loads(cost, p, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
         if kind in ("first", "only"):  # the block's residual or chain inputs, after those tiles
-            for element in (F32,) * p.residual + tuple(DTYPES[dtype] for dtype in p.chain_tiles):
+            for element in p.block_inputs:
                 cost.add_dma(target, element * msz * nsz, "dram", "sram", times)
         step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
@@ -158,8 +158,7 @@ def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int,
         return drain, loads
     stores = sum(gc * dma_instruction_cycles(target, p.result_bytes * msz * gsz) for _, gsz, gc in groups)
     pace = 0 if rotates else max(0, stores - 2 * step)
-    inputs = (F32,) * p.residual + tuple(DTYPES[dtype] for dtype in p.chain_tiles)
-    block_load = sum(dma_instruction_cycles(target, element * msz * nsz) for element in inputs)
+    block_load = sum(dma_instruction_cycles(target, element * msz * nsz) for element in p.block_inputs)
     late = max(0, block_load - 2 * max(0, step - loads))
     return drain, pace + late + _shared_tile_stall(p, budget, steps, msz, nsz, tn)
 

@@ -50,6 +50,12 @@ class MatmulProblem:
     result, a requantized layer)."""
 
     @property
+    def block_inputs(self) -> tuple[int, ...]:
+        """Bytes an element of each tensor a block loads when it starts: the residual, then the
+        chain's tensor inputs."""
+        return (F32,) * self.residual + tuple(DTYPES[dtype] for dtype in self.chain_tiles)
+
+    @property
     def activation(self) -> tuple[str, ...]:
         """The activation's vector ops when they cannot ride on acc_read (after an add)."""
         if self.bias:
