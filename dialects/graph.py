@@ -1122,6 +1122,11 @@ class ConvOp(WindowOp):
     and the result are N x D1 x ... x C (NHWC in 2-D; the weight keeps its layout): what
     graph-channels-last gives the convs that run faster that way on the NPU.
 
+    i8 operands multiply exactly into an i32 result, as `graph-quantized-matmul` makes them
+    (ONNX ConvInteger with a per-tensor input zero point and none for the weight; no bias or
+    activation): `input_zero` is subtracted from every input element and the padding
+    contributes nothing, so y = sum over the in-bounds taps of (x - input_zero) * w.
+
     ```mlir
     %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
        : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32> -> tensor<1x16x32x32xf32>
@@ -1136,6 +1141,7 @@ class ConvOp(WindowOp):
     group = opt_attr_def(IntegerAttr)
     activation = opt_attr_def(StringAttr)
     channels_last = opt_attr_def(UnitAttr)
+    input_zero = opt_attr_def(IntegerAttr)
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) "
@@ -1145,11 +1151,19 @@ class ConvOp(WindowOp):
     def groups(self) -> int:
         return self.group.value.data if self.group is not None else 1
 
+    def is_integer(self) -> bool:
+        """Whether the conv multiplies i8 operands into an i32 result."""
+        return str(_elem(self.input)) == "i8"
+
+    def input_zero_point(self) -> int:
+        """The zero point subtracted from the input (0 when absent)."""
+        return self.input_zero.value.data if self.input_zero is not None else 0
+
     def inferred_type(self) -> TensorType:
         x, w = _shape(self.input), _shape(self.weight)
         spatial = self.out_spatial(w[2:])
         shape = [x[0], *spatial, w[0]] if self.is_channels_last() else [x[0], w[0], *spatial]
-        return TensorType(_elem(self.input), shape)
+        return TensorType(i32 if self.is_integer() else _elem(self.input), shape)
 
     def verify_(self) -> None:
         x, w = _shape(self.input), _shape(self.weight)
@@ -1165,6 +1179,13 @@ class ConvOp(WindowOp):
             bias = TensorType(_elem(self.input), [w[0]])
             _check(self.bias.type == bias, f"bias must be {bias}, one value per output channel")
         _check(_elem(self.input) == _elem(self.weight), "input and weight need one element type")
+        if self.is_integer():
+            _check(self.bias is None and self.activation is None, "an i8 conv has no bias or activation")
+        zero = self.input_zero_point()
+        _check(
+            zero == 0 or (self.is_integer() and -128 <= zero <= 127),
+            f"input_zero {zero} needs an i8 conv and must fit i8",
+        )
         expected = self.inferred_type()
         _check(self.output.type == expected, f"result type should be {expected}")
         _verify_activation(self)

@@ -386,6 +386,10 @@ def _quantization(lw: Lowering, node: onnx.NodeProto, inputs: Sequence[Value | N
     zero = lw.const(inputs[2], f"{node.op_type} zero point") if has_zero else absent
     if scale.dtype != np.float32:
         raise Unsupported(f"{node.op_type} with a {scale.dtype} scale is not supported (float32)")
+    if scale.ndim <= 1 and zero.ndim <= 1 and scale.size == zero.size == 1:
+        # one value each, however shaped (onnxruntime writes a bias's scale [1] with a scalar
+        # zero point): per tensor, as onnxruntime treats a one-element 1-D scale
+        scale, zero = np.asarray(scale.flat[0]), np.asarray(zero.flat[0])
     if scale.ndim > 1 or zero.shape != scale.shape:
         shapes = f"scale {list(scale.shape)} and zero point {list(zero.shape)}"
         raise Unsupported(

@@ -216,6 +216,13 @@ def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float, extra=None) -
 
 
 def _conv(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None):
+    if op.is_integer():  # exact in float64: |sum| <= K * 255 * 128 < 2**53
+        x = x.astype(np.float64) - op.input_zero_point()
+        return _conv_any_layout(op, x, w.astype(np.float64), None).astype(np.int32)
+    return _conv_any_layout(op, x, w, bias)
+
+
+def _conv_any_layout(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None):
     if op.is_channels_last():  # the same conv on N x C x spatial views
         return np.moveaxis(_conv_channels_first(op, np.moveaxis(x, -1, 1), w, bias), 1, -1)
     return _conv_channels_first(op, x, w, bias)

@@ -224,6 +224,8 @@ class DecomposeStridedConv(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
+        if op.is_integer():  # its phases would sum i32 partial products through DRAM, unfused
+            return
         if shape_of(op.weight)[1] < self.min_channels and (dims := space_to_depth(op)) is not None:
             new_ops = _space_to_depth_ops(op, dims)
             for new in new_ops:
@@ -261,16 +263,16 @@ class GraphPolyphaseConvPass(ModulePass):
     Input:
       Any module with graph ops.
     Output:
-      Every `graph.conv` that is strided in some dim, has no dilation, constant weights, no
-      activation or relu, and at least `min-channels` input channels per group becomes, per
-      phase that reads input (module docstring), a `graph.slice {steps = strides}` of its input
-      and a stride-1 `graph.conv` with that phase's taps of the weights (a new constant); the
-      phase convs are summed with `graph.add` in phase order, the first one carries the bias,
-      a relu follows the sum. All at the conv's location; the last op's result keeps the
-      conv's name. A strided conv with fewer input channels (group 1, undilated, constant
-      weights, sizes multiples of the strides, a tap in every phase, `space_to_depth`)
-      becomes reshape, transpose, reshape (its phases stacked along the channels,
-      `<conv>_stacked_input`) and one stride-1 conv with the rearranged weight
+      Every f32 `graph.conv` (an i8 one is left as it is) that is strided in some dim, has no
+      dilation, constant weights, no activation or relu, and at least `min-channels` input
+      channels per group becomes, per phase that reads input (module docstring), a `graph.slice
+      {steps = strides}` of its input and a stride-1 `graph.conv` with that phase's taps of the
+      weights (a new constant); the phase convs are summed with `graph.add` in phase order, the
+      first one carries the bias, a relu follows the sum. All at the conv's location; the last
+      op's result keeps the conv's name. A strided conv with fewer input channels (group 1,
+      undilated, constant weights, sizes multiples of the strides, a tap in every phase,
+      `space_to_depth`) becomes reshape, transpose, reshape (its phases stacked along the
+      channels, `<conv>_stacked_input`) and one stride-1 conv with the rearranged weight
       (`<conv>_stacked_weight`), bias and activation. Other convs are unchanged.
     Invariants:
       Every weight tap is used by exactly one phase conv: the same multiply-adds, summed in

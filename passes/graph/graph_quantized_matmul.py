@@ -15,6 +15,15 @@ wq' = wq - zw, the product is computed exactly on the int8 values and scaled onc
     %y   = graph.sub %y, za * colsum(wq') * sa * sw      (only when za != 0)
 
 The int8 activation stays in DRAM as int8 (4x fewer bytes than f32) and the weight as int8.
+
+A conv of the same operands (weight [C_out, C/g, k...], scale per tensor or per output channel)
+becomes an i8 conv that subtracts the activation's zero point from its input (graph.conv's
+`input_zero`): the float conv pads with 0.0, which is the zero point in the integer domain, so
+a correction by colsum would be wrong at the borders, and `input_zero` keeps it exact:
+
+    %acc = graph.conv %aq, %wq' {input_zero = za}    (i8 x i8 -> i32: sum of (aq - za) * wq')
+    %y   = graph.dequantize %acc, sa * sw, 0          (f32, sw per output channel [C_out, 1, 1])
+    %y   = graph.add %y, bias                         (the conv's bias, when it has one)
 """
 
 from __future__ import annotations
@@ -23,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32, i64
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -41,9 +50,10 @@ from aitc.dialects import graph
 INT8 = (-128, 127)
 
 
-def _activation(op: graph.MatMulOp) -> tuple[graph.DequantizeOp, float, int] | None:
-    """The lhs's dequantize with its one scale and integer zero point, if it dequantizes int8."""
-    dequantize = producer(op.lhs, graph.DequantizeOp)
+def _activation(value: SSAValue) -> tuple[graph.DequantizeOp, float, int] | None:
+    """The dequantize that makes `value`, with its one scale and integer zero point, if it
+    dequantizes int8."""
+    dequantize = producer(value, graph.DequantizeOp)
     if dequantize is None or str(graph.tensor_of(dequantize.input).get_element_type()) != "i8":
         return None
     scale, zero = constant_array(dequantize.scale), constant_array(dequantize.zero_point)
@@ -97,7 +107,7 @@ class QuantizedMatmul(RewritePattern):
     def match_and_rewrite(self, op: graph.MatMulOp, rewriter: PatternRewriter) -> None:
         if op.bias is not None or op.activation is not None:
             return
-        activation, weight = _activation(op), _weight(op)
+        activation, weight = _activation(op.lhs), _weight(op)
         if activation is None or weight is None:
             return
         (lhs, a_scale, a_zero), (rhs, centred, w_scale) = activation, weight
@@ -136,6 +146,114 @@ class QuantizedMatmul(RewritePattern):
             rewriter.erase(op)
         for dequantize in (lhs, rhs):
             if not dequantize.output.uses:
+                rewriter.erase(dequantize)
+
+
+def _conv_weight(op: graph.ConvOp) -> tuple[graph.DequantizeOp, np.ndarray, np.ndarray] | None:
+    """The weight's dequantize, the constant weight minus its zero point as int8 [C_out, C/g,
+    k...], and the scale per output channel [C_out] (float64), if the weight is one and its
+    scale and zero point are per tensor or per output channel (axis 0)."""
+    dequantize = producer(op.weight, graph.DequantizeOp)
+    if dequantize is None:
+        return None
+    weight = constant_array(dequantize.input)
+    scale, zero = constant_array(dequantize.scale), constant_array(dequantize.zero_point)
+    if weight is None or scale is None or zero is None or weight.dtype not in (np.int8, np.uint8):
+        return None
+    rows = weight.shape[0]
+    scales = np.broadcast_to(scale, weight.shape).astype(np.float64).reshape(rows, -1)
+    zeros = np.broadcast_to(zero, weight.shape).astype(np.int64).reshape(rows, -1)
+    if np.any(scales != scales[:, :1]) or np.any(zeros != zeros[:, :1]):
+        return None  # a scale per input channel or tap does not factor out of the sum
+    centred = weight.astype(np.int64) - zeros.reshape(weight.shape)
+    if centred.min(initial=0) < INT8[0] or centred.max(initial=0) > INT8[1]:
+        return None
+    return dequantize, centred.astype(np.int8), scales[:, 0]
+
+
+def _conv_bias(op: graph.ConvOp) -> np.ndarray | None:
+    """The conv's bias as f32 [C_out] when it is a constant or dequantizes one (as QDQ models
+    quantize it to int32), computed as graph.dequantize does; None when there is none; a bias
+    computed at run time is not handled (the caller leaves the conv)."""
+    if op.bias is None:
+        return None
+    value = constant_array(op.bias)
+    if value is not None:
+        return value.astype(np.float32)
+    dequantize = producer(op.bias, graph.DequantizeOp)
+    assert dequantize is not None, "checked by _conv_bias_known"
+    parts = [constant_array(v) for v in (dequantize.input, dequantize.scale, dequantize.zero_point)]
+    integer, scale, zero = parts
+    assert integer is not None
+    assert scale is not None
+    assert zero is not None
+    difference = (integer.astype(np.int64) - zero.astype(np.int64)).astype(np.float32)
+    return (difference * scale.astype(np.float32)).astype(np.float32)
+
+
+def _conv_bias_known(op: graph.ConvOp) -> bool:
+    """Whether the conv has no bias, a constant one or the dequantize of a constant."""
+    if op.bias is None or constant_array(op.bias) is not None:
+        return True
+    dequantize = producer(op.bias, graph.DequantizeOp)
+    return dequantize is not None and all(
+        constant_array(v) is not None for v in (dequantize.input, dequantize.scale, dequantize.zero_point)
+    )
+
+
+class QuantizedConv(RewritePattern):
+    """conv(dequantize(int8 x), dequantize(constant int8 W)) -> dequantize(i8 conv) + bias.
+
+    The int8 conv subtracts the activation's zero point from its input (`input_zero`), so the
+    padding, which is 0 in the float domain, is the zero point in the integer one: the
+    product is exact and needs no correction per position."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
+        if op.activation is not None or op.is_channels_last() or op.is_integer():
+            return
+        activation, weight = _activation(op.input), _conv_weight(op)
+        if activation is None or weight is None or not _conv_bias_known(op):
+            return
+        (lhs, a_scale, a_zero), (rhs, centred, w_scale) = activation, weight
+        hint, rank = name_hint(op), len(shape_of(op.output))
+        attributes = {
+            k: v for k, v in op.attributes.items() if k in ("strides", "pads", "dilations", "group")
+        }
+        if a_zero:
+            attributes["input_zero"] = IntegerAttr(a_zero, i64)
+        scale = (a_scale * w_scale).astype(np.float32)
+        per_channel = [-1] + [1] * (rank - 2)
+        weights = new_constant(centred, f"{hint}_int8", op.location)
+        product = graph.ConvOp.create(
+            operands=[lhs.input, weights.output],
+            result_types=[TensorType(i32, shape_of(op.output))],
+            attributes=attributes,
+        )
+        new: list[Operation] = [
+            weights,
+            product,
+            scales := new_constant(
+                scale.reshape(per_channel) if np.unique(scale).size > 1 else scale[:1].reshape(()),
+                f"{hint}_scale",
+                op.location,
+            ),
+            zero := new_constant(np.zeros(1, np.int32), f"{hint}_zero", op.location),
+            result := graph.DequantizeOp(product.output, scales.output, zero.output),
+        ]
+        bias, bias_dequantize = _conv_bias(op), op.bias and producer(op.bias, graph.DequantizeOp)
+        if bias is not None:
+            offsets = new_constant(bias.reshape(per_channel), f"{hint}_bias", op.location)
+            new += [offsets, result := graph.AddOp(result.output, offsets.output)]
+        for made in new:
+            if not isinstance(made, graph.ConstantOp):
+                made.location = op.location
+        product.output.name_hint = f"{hint}_acc"
+        result.results[0].name_hint = op.output.name_hint
+        rewriter.insert(new, InsertPoint.before(op))
+        rewriter.replace(op, [], [result.results[0]])
+        for dequantize in (lhs, rhs, bias_dequantize):
+            if dequantize is not None and not dequantize.output.uses:
                 rewriter.erase(dequantize)
 
 
@@ -192,17 +310,25 @@ class GraphQuantizedMatmulPass(ModulePass):
       (or uint8) weight with a scale and zero point per tensor or per column, whose centred
       values fit int8, becomes an i8 x i8 -> i32 graph.matmul and a graph.dequantize of the
       product (scale sa * sw per column), minus the constant za * colsum(W) * sa * sw when the
-      activation's zero point is not 0. Other matmuls are left as they are (they compute the
-      dequantized values in f32).
+      activation's zero point is not 0. Likewise every channels-first f32 graph.conv without
+      an activation whose input dequantizes int8 (one scale and zero point) and whose weight
+      dequantizes a constant int8 or uint8 tensor with a scale and zero point per tensor or
+      per output channel, centred values fitting int8, and whose bias (if any) is a constant
+      or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
+      graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the
+      bias. Other matmuls and convs are left as they are (they compute the dequantized values
+      in f32).
     Invariants:
       The integer product is exact (i32 accumulation, |sum| <= K * 128 * 128); the f32 result
       equals the float product of the dequantized operands up to float rounding (one scaling
-      of an exact sum instead of K rounded products). The dequantizes left without users are
-      erased.
+      of an exact sum instead of K rounded products); so does the conv's, padding included.
+      The dequantizes left without users are erased.
     """
 
     name = "graph-quantized-matmul"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(GreedyRewritePatternApplier([SignedActivations()])).rewrite_module(op)
-        PatternRewriteWalker(GreedyRewritePatternApplier([QuantizedMatmul()])).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([QuantizedMatmul(), QuantizedConv()])
+        ).rewrite_module(op)

@@ -49,16 +49,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import f32
+import numpy as np
+from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import Operation, SSAValue
 
+from aitc.analysis.graph_matching import name_hint
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
+from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile.conv_channels_last import estimate as channels_last_estimate
 from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv
-from aitc.passes.graph_to_tile.costs import Budget, add_kernel_cycles
+from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
@@ -91,6 +93,7 @@ from aitc.passes.graph_to_tile.window_costs import (
     window_plan_of,
 )
 from aitc.target import Target
+from aitc.weights import attr_to_array
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ def residual_of(conv: Operation, chain: list[Operation]) -> Fused | None:
     activation of its own, one group, and all are f32."""
     if not isinstance(conv, graph.ConvOp) or conv.activation or conv.groups() != 1 or not chain:
         return None
+    if conv.is_integer():
+        return None
     add, *rest = chain
     if len(rest) > 1 or (rest and not isinstance(rest[0], graph.ReluOp)):
         return None
@@ -153,22 +158,34 @@ class _MatrixConv:
     """Emits the implicit GEMM loop nest of one planned conv (see the module docstring)."""
 
     def __init__(
-        self, kb: KernelBuilder, g: Geometry, plan: WindowPlan, views: ConvViews, activation, after=None
+        self,
+        kb: KernelBuilder,
+        g: Geometry,
+        plan: WindowPlan,
+        views: ConvViews,
+        activation,
+        after=None,
+        input_zero: int = 0,
     ):
+        """`input_zero`: an i8 conv's input zero point, the stage's padding value (the bias,
+        if any, is then the column that subtracts it: `integer_correction`)."""
         self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
         self.after = after  # the activation after a fused residual add
         k = g.channels * g.taps
         order = "tap" if plan.per_tap else "channel"
-        self.cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), order, per_tap=plan.per_tap)
+        element = buffer_element(views.x)
+        result = i32 if str(element) == "i8" else element  # the matrix engine's accumulator type
+        block = (plan.rows, plan.cols, plan.tc)
+        self.cols = Im2col(kb, g, block, order, input_zero, per_tap=plan.per_tap, element=element)
         layout = self.cols.layout
-        self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], f32, "sram")
+        self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], element, "sram")
         if plan.per_tap and not plan.keep:
             self.weight_taps = kernel_view(kb, self.weights, [plan.tm, g.taps, plan.tc])
-        self.acc = kb.alloc([plan.tm, layout.width], f32, "acc")
+        self.acc = kb.alloc([plan.tm, layout.width], result, "acc")
         self.single_acc = kb.budget.single_acc(plan.acc_bytes)
-        self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
+        self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], result, "sram")
         self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
-        self.bias = kb.alloc([g.outs, 1], f32, "sram") if views.bias is not None else None
+        self.bias = kb.alloc([g.outs, 1], result, "sram") if views.bias is not None else None
         self.residual = None
         if views.residual is not None:  # shaped like y: the residual's window of the block
             residual = kb.alloc([plan.tm, layout.out_width(layout.compact)], f32, "sram")
@@ -378,7 +395,9 @@ def _problems(
     """The matrix-engine problem, and for a depthwise conv the vector-engine one (with a fused
     residual add: the matrix one only)."""
     activation = op.activation.data if op.activation else None
-    has_bias, temps = op.bias is not None, ACTIVATION_TEMPS.get(activation or "", 0)
+    integer, input_zero = op.is_integer(), op.input_zero_point()
+    has_bias = op.bias is not None or bool(input_zero)  # an i8 conv's correction column is its bias
+    temps = ACTIVATION_TEMPS.get(activation or "", 0)
     finish = ("add", *activation_ops(activation)) if has_bias else (activation or "acc_read",)
     residual = activation_ops(fused.activation) if fused else None
     constant = isinstance(op.weight.owner, graph.ConstantOp) and op.weight.owner.value is not None
@@ -393,17 +412,28 @@ def _problems(
             False,
             finish,
             temps if has_bias else 0,
+            pad_value=input_zero,
             residual=residual,
             tap_major=tap_major,
+            element=1 if integer else F32,
         )
     ]
-    if fused:
+    if fused or integer:  # the vector engine's depthwise products would wrap in i8
         return problems
     if g.channels == 1 and g.outs == 1:
         depthwise = Geometry(g.batch, g.groups, 1, g.groups, g.h, g.w)
         ops = ("mul",) + ("mul", "add") * (g.taps - 1) + ("add",) * has_bias + activation_ops(activation)
         problems.append(WindowProblem(depthwise, "vector", has_bias, True, ops, temps))
     return problems
+
+
+def integer_correction(op: graph.ConvOp) -> np.ndarray:
+    """-input_zero * (the sum of each output channel's weights), as i32 [C_out, 1]: an i8 conv
+    whose padding holds the input zero point sums (x - zero) * w over every tap once this
+    column is added (graph.conv's `input_zero`)."""
+    weight = attr_to_array(op.weight.owner.value)  # type: ignore[union-attr]  (window_problem: a constant)
+    sums = weight.astype(np.int64).reshape(weight.shape[0], -1).sum(axis=1, keepdims=True)
+    return (-op.input_zero_point() * sums).astype(np.int32)
 
 
 def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry, budget: Budget) -> str:
@@ -509,14 +539,26 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     )
     activation = op.activation.data if op.activation else None
     views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
+    input_zero = op.input_zero_point()
+    if input_zero:
+        correction = ctx.constant(integer_correction(op), f"{name_hint(op)}_zero_point_sums", op.location)
+        views = replace(views, bias=ctx.view(correction, [g.groups * g.outs, 1]))
     kb = ctx.kernel(ops)
     kb.cost.depth = window_budget(problems[0], plan, ctx.budget).depth
     kb.cost.places_straight = places_straight(plan, g.channels)
     if plan.engine == "matrix":
-        _MatrixConv(kb, g, plan, views, activation, fused.activation if fused else None).run()
+        after = fused.activation if fused else None
+        _MatrixConv(kb, g, plan, views, activation, after, input_zero).run()
     else:
         _lower_depthwise(kb, problems[-1].g, plan, views, activation)
     reason = _reason(plan, plans, g, ctx.budget)
+    if op.is_integer():
+        reason += "; i8 x i8 -> i32 on the matrix engine"
+        if input_zero:
+            reason += (
+                f", the padding filled with the input zero point {input_zero} and each output "
+                "channel's sum of it times its weights subtracted in the epilogue"
+            )
     if fused is not None:
         estimates = conv_fusion_estimates(op, fused, ctx.budget) or (plan.cycles, 0)
         reason += (

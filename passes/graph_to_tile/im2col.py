@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import f32
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
 from aitc.passes.graph_to_tile.elementwise import fill
@@ -41,10 +41,12 @@ class Im2col:
         order: str,
         pad_value: float = 0.0,
         per_tap: bool = False,
+        element: Attribute = f32,
     ):
         """`block` = (R, Q, tc): output rows, output cols and channels per chunk. `per_tap`
         (`WindowPlan.per_tap`): with stride 1 no tap copies, the matmuls read the stage, viewed
-        flat per channel (`patch`), at each tap's first element; and `refill`."""
+        flat per channel (`patch`), at each tap's first element; and `refill`. `element`: the
+        input's element type (the stage's and the patch's)."""
         self.kb, self.g, self.order, self.pad_value = kb, g, order, pad_value
         self.in_place = g.direct or (per_tap and g.unit_stride)
         self.refill = per_tap and not g.direct
@@ -55,7 +57,7 @@ class Im2col:
         engine, and the next load for them."""
         self.rows, self.cols, self.tc = block
         self.layout = layout = PatchLayout(g, *block, order)
-        tc, element = self.tc, f32
+        tc = self.tc
         hs, ws = layout.hs, layout.ws
         self.stage = kb.alloc([layout.planes, hs, ws], element, "sram")
         self._views: dict[tuple, SSAValue] = {}

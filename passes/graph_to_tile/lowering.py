@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import DenseResourceAttr, TensorType
+from xdsl.dialects.builtin import DenseResourceAttr, LocationAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aitc.analysis.graph_matching import node_name
@@ -176,6 +176,15 @@ class LoweringContext:
             self.decls.append(op)
             self.permuted[key] = op.buffer
         return self.permuted[key]
+
+    def constant(self, array: np.ndarray, hint: str, location: LocationAttr | None = None) -> SSAValue:
+        """The DRAM buffer of a constant the lowering computes at compile time (a tile.const
+        of its own, named `hint`)."""
+        op = tile.ConstOp(array_to_attr(np.ascontiguousarray(array), hint))
+        if location is not None:
+            op.location = location
+        self.decls.append(op)
+        return op.buffer
 
     def view(self, buffer: SSAValue, shape: Sequence[int]) -> SSAValue:
         """A tile.reshape of `buffer` to `shape` (the buffer itself when the shape is equal)."""

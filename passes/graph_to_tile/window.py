@@ -132,9 +132,17 @@ def tap_major_order(rank: int) -> tuple[int, ...]:
 
 
 def window_problem(op: Operation) -> str | None:
-    """Why a conv or pooling op is not lowered (f32, 1-D or 2-D, non-empty), else None."""
-    if str(tensor_element(op.operands[0])) != "f32":
-        return f"{op.name} is lowered for f32 only, got {tensor_element(op.operands[0])}"
+    """Why a conv or pooling op is not lowered (f32, or an i8 conv in channels-first layout;
+    1-D or 2-D, non-empty), else None."""
+    element = str(tensor_element(op.operands[0]))
+    conv = op if isinstance(op, graph.ConvOp) and op.is_integer() and not op.is_channels_last() else None
+    if element != "f32" and conv is None:
+        return f"{op.name} is lowered for f32 and channels-first i8 convs only, got {element}"
+    if conv is not None and conv.input_zero_point() and not isinstance(conv.weight.owner, graph.ConstantOp):
+        return (
+            "an i8 conv with an input zero point needs a constant weight (the column that "
+            "corrects the padding is computed at compile time)"
+        )
     rank = len(tensor_shape(op.operands[0]))
     if rank not in (3, 4):
         return f"{rank - 2}-D {op.name} is not lowered (only 1-D and 2-D)"

@@ -67,6 +67,9 @@ class WindowProblem:
     tap_major: bool = False
     """Matrix engine: the weights may be laid out tap-major (a constant, or a single tap), so
     `WindowPlan.per_tap` plans are candidates too."""
+    element: int = F32
+    """Bytes of an input and weight element (1 for an i8 conv: its stage, patch and weight
+    tiles; the accumulator, output and bias columns are 4-byte f32 or i32 either way)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None =
         per_channel = (g.taps if p.weights else 0) + int(p.bias)
         weights = (g.outs if plan.keep else plan.tc) * per_channel
         rest = plan.tc * (layout.out_width() + p.temps * layout.width) + (layout.width if p.counts else 0)
-    return F32 * (stage + patch + weights + rest)
+    return p.element * (stage + patch + weights) + F32 * rest
 
 
 def window_acc(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None = None) -> int:
@@ -182,10 +185,11 @@ def _copy(
     box: list[int],
     times: int,
     independent: bool = False,
+    element: int = F32,
 ) -> None:
-    """One tile.copy of `box` between buffers of `shapes` (src, dst), run `times` times
-    (`independent`: as `Cost.add_dma` says)."""
-    count, nbytes = dma_transfers(box, shapes[0], shapes[1], F32)
+    """One tile.copy of `box` between buffers of `shapes` (src, dst) of `element`-byte
+    elements, run `times` times (`independent`: as `Cost.add_dma` says)."""
+    count, nbytes = dma_transfers(box, shapes[0], shapes[1], element)
     cost.add_dma(budget.target, nbytes, *spaces, times * count, looped=times > 1, independent=independent)
 
 
@@ -207,21 +211,22 @@ def _gather(
             "lines": [layout.planes * layout.hs, layout.ws],
         }
         for view, _, sizes in refill_windows(g, block, (h, w)):
-            _copy(cost, budget, ("sram", "sram"), (sources[view], views[view]), list(sizes), times, True)
+            shapes = (sources[view], views[view])
+            _copy(cost, budget, ("sram", "sram"), shapes, list(sizes), times, True, p.element)
     if h_n and w_n:
         stage = [layout.planes, layout.hs, layout.ws]
-        _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times)
+        _copy(cost, budget, ("dram", "sram"), (source, stage), [cs, h_n, w_n], times, element=p.element)
     if g.direct or (plan is not None and in_place(g, plan)):
         return
-    count, nbytes = _tap_transfers(layout, cs, layout.positions(h.size, w.size))
+    count, nbytes = _tap_transfers(layout, cs, layout.positions(h.size, w.size), p.element)
     cost.add_dma(budget.target, nbytes, "sram", "sram", times * count, ops=g.taps, looped=times > 1)
 
 
-def _tap_transfers(layout: PatchLayout, cs: int, positions: int) -> tuple[int, int]:
+def _tap_transfers(layout: PatchLayout, cs: int, positions: int, element: int = F32) -> tuple[int, int]:
     """(DMA instructions, bytes each) of one tap's copy into the patch: every tap moves the same
     box."""
     tap = layout.tap_copy(0, 0, cs, positions)
-    return dma_transfers(tap.box, tap.src_shape, tap.dst_shape, F32)
+    return dma_transfers(tap.box, tap.src_shape, tap.dst_shape, element)
 
 
 def taps_beside(budget: Budget, g: Geometry, layout: PatchLayout, cs: int, positions: int) -> int:
@@ -363,7 +368,7 @@ def _matrix_prologue(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowP
             for op in ops:  # tiles no load writes: filled while the first loads run
                 cost.add_vector(vector_cycles(target, op, rows, cols), ahead=True)
     if plan.keep:
-        cost.add_dma(target, F32 * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
+        cost.add_dma(target, p.element * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
     if p.bias:
         cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
 
@@ -384,12 +389,12 @@ def _chunk_products(
     g, (ms, cs, positions) = p.g, sizes
     if not plan.per_tap:
         if not plan.keep:
-            cost.add_dma(budget.target, F32 * ms * cs * g.taps, "dram", "sram", times)
+            cost.add_dma(budget.target, p.element * ms * cs * g.taps, "dram", "sram", times)
         _contract(cost, budget, ms, cs * g.taps, positions, times)
         return
     if not plan.keep:
         weights = ([g.groups * g.outs, g.taps, g.channels], [plan.tm, g.taps, plan.tc])
-        _copy(cost, budget, ("dram", "sram"), weights, [ms, g.taps, cs], times)
+        _copy(cost, budget, ("dram", "sram"), weights, [ms, g.taps, cs], times, element=p.element)
     if merged_taps(g, plan):
         _contract(cost, budget, ms, cs * g.taps, positions, times, unrolled=True)
         return

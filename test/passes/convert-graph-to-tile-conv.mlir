@@ -395,3 +395,29 @@ func.func @max_pool_channels_last(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf
 // EDGE:            %[[TAPS:[0-9]+]] = tile.reshape %[[STAGE]] : memref<9x10x16xf32, "sram"> -> memref<45x32xf32, "sram">
 // EDGE-NOT:        tile.copy {{.*}} to %[[TAPS]]
 // EDGE-COUNT-8:    tile.binary {{.*}} sizes [4, 16] {op = "max"}
+
+// -----
+
+// An int8 conv with an input zero point of -5: the stage, patch and weight tiles are i8, the
+// accumulator and output i32. The padding is filled with the zero point (cmp_eq, mul, add -5),
+// so every tap reads x or the zero point, and the epilogue adds -(-5) * (each output channel's
+// weight sum) = [15, 135, 30, -5] (a compile-time i32 column) instead of reading ACC alone.
+func.func @int8_conv_zero_point(%x: tensor<1x3x6x6xi8>) -> tensor<1x4x6x6xi32> {
+  %w = graph.constant dense<[[[[1, 2, 3], [4, 5, 6], [7, 8, 9]], [[-1, -2, -3], [-4, -5, -6], [-7, -8, -9]], [[0, 0, 1], [0, 0, 1], [0, 0, 1]]], [[[1, 1, 1], [1, 1, 1], [1, 1, 1]], [[1, 1, 1], [1, 1, 1], [1, 1, 1]], [[1, 1, 1], [1, 1, 1], [1, 1, 1]]], [[[0, 0, 0], [0, 1, 0], [0, 0, 0]], [[0, 0, 0], [0, 2, 0], [0, 0, 0]], [[0, 0, 0], [0, 3, 0], [0, 0, 0]]], [[[-128, 127, 0], [0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0], [0, 0, 0]]]]> : tensor<4x3x3x3xi8>
+  %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, input_zero = -5 : i64} : tensor<1x3x6x6xi8>, tensor<4x3x3x3xi8> -> tensor<1x4x6x6xi32> loc("/conv1/Conv")
+  func.return %y : tensor<1x4x6x6xi32>
+}
+// CHECK-LABEL: func.func @int8_conv_zero_point
+// CHECK:         [[SUMS:%.+]] = tile.const dense<{{\[\[}}15], [135], [30], [-5]]> : tensor<4x1xi32>
+// CHECK:         tile.kernel "/conv1/Conv" {{.*}} reason = "implicit GEMM: {{.*}}; i8 x i8 -> i32 on the matrix engine, the padding filled with the input zero point -5 and each output channel's sum of it times its weights subtracted in the epilogue"}
+// CHECK-DAG:       [[STAGE:%.+]] = tile.alloc : memref<3x8x8xi8, "sram">
+// CHECK-DAG:       [[PATCH:%.+]] = tile.alloc : memref<27x46xi8, "sram">
+// CHECK-DAG:       [[W:%.+]] = tile.alloc : memref<4x27xi8, "sram">
+// CHECK-DAG:       [[ACC:%.+]] = tile.alloc : memref<4x46xi32, "acc">
+// CHECK-DAG:       [[Y:%.+]] = tile.alloc : memref<4x48xi32, "sram">
+// CHECK-DAG:       [[COLUMN:%.+]] = tile.alloc : memref<4x1xi32, "sram">
+// CHECK:           tile.binary_imm {{.*}} {op = "add", imm = -5.000000e+00 : f64} : memref<24x8xi8, "sram">, memref<24x8xi8, "sram">
+// CHECK:           tile.copy [[SUMS]]{{.*}} to [[COLUMN]]
+// CHECK:           tile.matmul [[W]]{{.*}}, [[PATCH]]{{.*}} to [[ACC]]{{.*}} : memref<4x27xi8, "sram">, memref<27x46xi8, "sram">, memref<4x46xi32, "acc">
+// CHECK:           tile.binary [[ACC]]{{.*}}, [[COLUMN]]{{.*}} to [[Y]]{{.*}} {op = "add", broadcast = "col"}
+// CHECK:           tile.copy {{.*}} : memref<4x6x8xi32, "sram">, memref<4x6x6xi32, "dram">

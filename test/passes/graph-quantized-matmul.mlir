@@ -104,3 +104,51 @@ func.func @uint8_activation(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
 // CHECK:         graph.matmul %q, %fc_int8 : tensor<2x2xi8>, tensor<2x2xi8> -> tensor<2x2xi32>
 // CHECK:         %fc_zero_point_sums = graph.constant dense<[5.600000e+01, -2.800000e+01]> : tensor<2xf32>
 // CHECK-NOT:     ui8
+
+// -----
+
+// A conv of a dequantized int8 activation (zero point 3) and a constant int8 weight with a
+// scale per output channel, and an int32 bias dequantized: an i8 conv that subtracts the zero
+// point from its input (so its padding counts as 0), scaled per channel [C_out, 1, 1] by
+// sa * sw = [0.5, 1.0], then the bias (2 * 0.25, -4 * 0.5) added in f32.
+func.func @conv(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xf32> {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<3> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xf32>
+  %wq = graph.constant dense<[[[[1, 2, 3]], [[4, 5, 6]]], [[[-1, -2, -3]], [[7, 8, 9]]]]> : tensor<2x2x1x3xi8>
+  %sw = graph.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf32>
+  %zw = graph.constant dense<0> : tensor<2x1x1x1xi8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<2x2x1x3xi8>, tensor<2x1x1x1xf32>, tensor<2x1x1x1xi8> -> tensor<2x2x1x3xf32>
+  %bq = graph.constant dense<[2, -4]> : tensor<2xi32>
+  %sb = graph.constant dense<[0.25, 0.5]> : tensor<2xf32>
+  %zb = graph.constant dense<0> : tensor<2xi32>
+  %b = graph.dequantize %bq, %sb, %zb : tensor<2xi32>, tensor<2xf32>, tensor<2xi32> -> tensor<2xf32>
+  %y = graph.conv %a, %w, %b {pads = array<i64: 0, 1, 0, 1>} : tensor<1x2x4x4xf32>, tensor<2x2x1x3xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32> loc("conv")
+  func.return %y : tensor<1x2x4x4xf32>
+}
+// CHECK-LABEL: func.func @conv
+// CHECK:         %conv_acc = graph.conv %x, %conv_int8 {pads = array<i64: 0, 1, 0, 1>, input_zero = 3 : i64} : tensor<1x2x4x4xi8>, tensor<2x2x1x3xi8> -> tensor<1x2x4x4xi32>
+// CHECK-NEXT:    %conv_scale = graph.constant dense<{{\[\[\[}}5.000000e-01]], {{\[\[}}1.000000e+00]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %conv_zero = graph.constant dense<0> : tensor<1xi32>
+// CHECK-NEXT:    [[SCALED:%.+]] = graph.dequantize %conv_acc, %conv_scale, %conv_zero
+// CHECK-NEXT:    %conv_bias = graph.constant dense<{{\[\[\[}}5.000000e-01]], {{\[\[}}-2.000000e+00]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %y = graph.add [[SCALED]], %conv_bias
+// CHECK-NEXT:    func.return %y
+// CHECK-NOT:     graph.dequantize %x
+
+// -----
+
+// A weight with a scale per input channel does not factor out of the sum: the conv stays f32.
+func.func @conv_scale_per_input_channel(%x: tensor<1x2x4x4xi8>) -> tensor<1x1x4x4xf32> {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<0> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xf32>
+  %wq = graph.constant dense<[[[[1]], [[2]]]]> : tensor<1x2x1x1xi8>
+  %sw = graph.constant dense<[[[[1.0]], [[2.0]]]]> : tensor<1x2x1x1xf32>
+  %zw = graph.constant dense<0> : tensor<1x2x1x1xi8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<1x2x1x1xi8>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xi8> -> tensor<1x2x1x1xf32>
+  %y = graph.conv %a, %w : tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32> -> tensor<1x1x4x4xf32>
+  func.return %y : tensor<1x1x4x4xf32>
+}
+// CHECK-LABEL: func.func @conv_scale_per_input_channel
+// CHECK:         graph.conv %{{.*}} : tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32> -> tensor<1x1x4x4xf32>

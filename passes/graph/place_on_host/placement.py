@@ -39,12 +39,12 @@ def _is_bool(value: SSAValue) -> bool:
 
 
 def _index_arithmetic(op: Operation) -> bool:
-    """Small integer computations (shapes, indices) other than the int8 matmuls of quantized
-    models, which are the matrix engine's work."""
+    """Small integer computations (shapes, indices) other than the int8 matmuls and convs of
+    quantized models, which are the matrix engine's work."""
     values = [*op.operands, *op.results]
     return (
         bool(op.results)
-        and not isinstance(op, graph.MatMulOp)
+        and not isinstance(op, graph.MatMulOp | graph.ConvOp)
         and not any(_is_float(v) for v in values)
         and sum(_elements(r) for r in op.results) <= HOST_INDEX_ELEMENTS
     )

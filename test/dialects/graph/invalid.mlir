@@ -1137,3 +1137,33 @@ func.func @int8_matmul_bias(%a: tensor<2x4xi8>, %b: tensor<4x3xi8>, %c: tensor<3
 }
 // CHECK-LABEL: {{^}}// {{-+}}
 // CHECK:       Operation does not verify: an i8 matmul has no bias or activation
+
+// -----
+
+// An int8 conv has an i32 result and no bias.
+func.func @int8_conv_bias(%x: tensor<1x2x4x4xi8>, %w: tensor<3x2x1x1xi8>, %b: tensor<3xi8>) -> tensor<1x3x4x4xi32> {
+  %0 = graph.conv %x, %w, %b : tensor<1x2x4x4xi8>, tensor<3x2x1x1xi8>, tensor<3xi8> -> tensor<1x3x4x4xi32>
+  func.return %0 : tensor<1x3x4x4xi32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: an i8 conv has no bias or activation
+
+// -----
+
+// An input zero point belongs to an int8 conv.
+func.func @float_conv_zero(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = graph.conv %x, %w {input_zero = 3 : i64} : tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32> -> tensor<1x3x4x4xf32>
+  func.return %0 : tensor<1x3x4x4xf32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: input_zero 3 needs an i8 conv and must fit i8
+
+// -----
+
+// The result of an int8 conv is i32.
+func.func @int8_conv_result(%x: tensor<1x2x4x4xi8>, %w: tensor<3x2x1x1xi8>) -> tensor<1x3x4x4xi8> {
+  %0 = graph.conv %x, %w : tensor<1x2x4x4xi8>, tensor<3x2x1x1xi8> -> tensor<1x3x4x4xi8>
+  func.return %0 : tensor<1x3x4x4xi8>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: result type should be tensor<1x3x4x4xi32>

@@ -217,6 +217,14 @@ func.func @quantize(%x: tensor<2x3x4xf32>, %s: tensor<f32>, %z: tensor<i8>, %c: 
 // CHECK-NEXT:    %2 = graph.matmul %0, %w : tensor<2x3x4xi8>, tensor<4x5xi8> -> tensor<2x3x5xi32>
 // CHECK-NEXT:    func.return %1, %2 : tensor<2x3x4xf32>, tensor<2x3x5xi32>
 
+// The int8 conv graph-quantized-matmul makes: i8 x i8 -> i32, the input's zero point subtracted.
+func.func @int8_conv(%x: tensor<1x3x6x6xi8>, %w: tensor<4x3x3x3xi8>) -> tensor<1x4x6x6xi32> {
+  %0 = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, input_zero = -128 : i64} : tensor<1x3x6x6xi8>, tensor<4x3x3x3xi8> -> tensor<1x4x6x6xi32>
+  func.return %0 : tensor<1x4x6x6xi32>
+}
+// CHECK-LABEL: func.func @int8_conv(
+// CHECK-NEXT:    %0 = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>, input_zero = -128 : i64} : tensor<1x3x6x6xi8>, tensor<4x3x3x3xi8> -> tensor<1x4x6x6xi32>
+
 // Batched matmul against a shared 2-D weight; with a bias and a fused activation.
 func.func @matmul(%a: tensor<8x128x64xf32>, %b: tensor<64x32xf32>, %bias: tensor<32xf32>) -> (tensor<8x128x32xf32>, tensor<8x128x32xf32>) {
   %0 = graph.matmul %a, %b : tensor<8x128x64xf32>, tensor<64x32xf32> -> tensor<8x128x32xf32>

@@ -89,6 +89,17 @@ def test_per_axis_scales():
     np.testing.assert_array_equal(got["y"], want["y"])
 
 
+def test_a_one_element_scale_with_a_scalar_zero_point_is_per_tensor():
+    """onnxruntime's quantize_static writes a folded bias's DequantizeLinear with a scale of
+    shape [1] and a scalar zero point; onnxruntime takes one value each as per tensor."""
+    model = _qdq([2, 3], np.array([0.1], np.float32), 3)
+    x = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    got = run_module(import_onnx(model), {"x": x})
+    want = onnxruntime_outputs(model, {"x": x})
+    np.testing.assert_array_equal(got["q"], want["q"])
+    np.testing.assert_array_equal(got["y"], want["y"])
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [

@@ -1,0 +1,190 @@
+"""int8 convolutions on the NPU: a Conv of dequantized int8 tensors (QDQ) becomes an i8 x i8 ->
+i32 graph.conv (graph-quantized-matmul), lowered as an implicit GEMM on the matrix engine with
+its padding filled with the input's zero point; the results match onnxruntime running the same
+QDQ model, at every level and through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from aitc.compiler import CompileOptions, compile_module
+from aitc.dialects import graph
+from aitc.frontend.onnx_import import import_onnx
+from aitc.interp.run import run_module
+from aitc.reference import onnxruntime_outputs
+from aitc.sim import Simulator
+from aitc.testing import model_zoo
+
+
+def _qdq_conv(
+    shape: tuple[int, int, int, int], outs: int, kernel: int, seed: int, per_channel: bool, **attrs
+) -> tuple[onnx.ModelProto, np.ndarray]:
+    """x -> QuantizeLinear (int8, a random zero point) -> DequantizeLinear -> Conv with an int8
+    weight (per tensor or per output channel) and an int32 bias, both dequantized -> y (f32),
+    then y quantized again (yq, int8); and an input."""
+    rng = np.random.default_rng(seed)
+    group = attrs.get("group", 1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x_scale, x_zero = np.float32(0.03), np.int8(rng.integers(-100, 100))
+    w = rng.integers(-127, 128, (outs, shape[1] // group, kernel, kernel)).astype(np.int8)
+    w_scale = (rng.uniform(0.002, 0.01, outs) if per_channel else np.array(0.005)).astype(np.float32)
+    b_scale = (x_scale * w_scale).astype(np.float32)
+    b = rng.integers(-2000, 2000, outs).astype(np.int32)
+    constants = {
+        "x_scale": x_scale, "x_zero": x_zero, "w": w, "w_scale": w_scale,
+        "w_zero": np.zeros(w_scale.shape, np.int8), "b": b, "b_scale": b_scale,
+        "b_zero": np.zeros(b_scale.shape, np.int32), "y_scale": np.float32(0.05), "y_zero": np.int8(-3),
+    }  # fmt: skip
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quantize_x"),
+        helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequantize_x"),
+        helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"], name="dequantize_w", axis=0),
+        helper.make_node("DequantizeLinear", ["b", "b_scale", "b_zero"], ["bd"], name="dequantize_b", axis=0),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["y"], name="conv", **attrs),
+        helper.make_node("QuantizeLinear", ["y", "y_scale", "y_zero"], ["yq"], name="quantize_y"),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "qdq_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("yq", TensorProto.INT8, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 19)])
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    for index in range(2):
+        model.graph.output[index].CopyFrom(inferred.graph.output[index])
+    return model, x
+
+
+def _assert_matches(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
+    """y within float rounding of onnxruntime's (it sums f32 products, the NPU an exact integer
+    sum scaled once), yq within one step (a value within rounding of a boundary)."""
+    scale = float(np.abs(want["y"]).max()) or 1.0
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5 * scale)
+    assert got["yq"].dtype == np.int8
+    assert np.abs(got["yq"].astype(np.int16) - want["yq"]).max(initial=0) <= 1
+
+
+def _i8_matmuls(program) -> list:
+    return [op for op in program.walk() if op.name == "hw.matmul" and "i8" in str(op.attributes.get("dtype"))]
+
+
+SETTINGS = settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(
+    c=st.integers(1, 6), f=st.integers(1, 6), size=st.integers(3, 9), kernel=st.sampled_from([1, 2, 3]),
+    stride=st.integers(1, 2), pad=st.integers(0, 2), dilation=st.integers(1, 2), grouped=st.booleans(),
+    per_channel=st.booleans(), target=st.sampled_from(["tiny", "edge"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_int8_convs_run_on_the_matrix_engine(
+    c, f, size, kernel, stride, pad, dilation, grouped, per_channel, target, seed
+):
+    """Shapes, strides, pads, dilations, groups (depthwise when c == f), zero points and
+    per-channel scales: the compiled program multiplies in i8 and matches onnxruntime."""
+    group = c if grouped else 1
+    outs = c * max(1, f // c) if grouped else f
+    size = max(size, dilation * (kernel - 1) + 1 - 2 * pad)
+    attrs = {"strides": [stride] * 2, "pads": [pad] * 4, "dilations": [dilation] * 2, "group": group}
+    model, x = _qdq_conv((1, c, size, size), outs, kernel, seed, per_channel, **attrs)
+    program = compile_module(model, CompileOptions(target=target, depth=2)).module
+    assert _i8_matmuls(program), "the conv multiplies int8 on the matrix engine"
+    got = Simulator(program, target).run({"x": x}).outputs  # raises on any race or deadlock
+    _assert_matches(got, onnxruntime_outputs(model, {"x": x}))
+
+
+@pytest.mark.parametrize("level", ["graph", "tile", "sync"])
+def test_every_level_of_an_int8_conv_computes_the_same(level):
+    """The i8 conv with an input zero point and padding: each level's result equals the
+    simulator's bit for bit (integers, and one scaling of them)."""
+    model, x = _qdq_conv((2, 5, 7, 7), 6, 3, 7, True, pads=[1, 2, 1, 0], strides=[1, 2])
+    module = import_onnx(model)
+    lowered = compile_module(module, CompileOptions(target="tiny", emit=level)).module
+    text = str(lowered)
+    if level == "graph":
+        assert "input_zero" in text
+        assert "xi32>" in text
+    got = run_module(lowered, {"x": x})
+    hw = compile_module(module, CompileOptions(target="tiny")).module
+    simulated = Simulator(hw, "tiny").run({"x": x}).outputs
+    for name in ("y", "yq"):
+        np.testing.assert_array_equal(got[name], simulated[name], err_msg=name)
+    _assert_matches(simulated, onnxruntime_outputs(model, {"x": x}))
+
+
+def test_the_graph_conv_is_int8_with_its_zero_point():
+    model, _ = _qdq_conv((1, 3, 6, 6), 4, 3, 1, False, pads=[1, 1, 1, 1])
+    module = compile_module(import_onnx(model), CompileOptions(target="edge", emit="graph")).module
+    convs = [op for op in module.walk() if isinstance(op, graph.ConvOp)]
+    assert len(convs) == 1
+    assert convs[0].is_integer()
+    assert convs[0].input_zero_point() != 0
+    assert str(graph.tensor_of(convs[0].output).get_element_type()) == "i32"
+
+
+def _cnn_quantized_by_onnxruntime(folder: Path, per_channel: bool) -> tuple[onnx.ModelProto, dict]:
+    """model_zoo's residual block (convs, batch norms, relus, a strided downsample) quantized by
+    onnxruntime's quantize_static (QDQ, int8) after its pre-processing (which folds the batch
+    norms into the convs), calibrated on 8 random images; and an input."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    model, inputs = model_zoo.residual_block(batch=1, channels=8, image=10)
+    name = next(iter(inputs))
+    rng = np.random.default_rng(3)
+    samples = [rng.standard_normal(inputs[name].shape).astype(np.float32) for _ in range(8)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter({name: s} for s in samples)
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    onnx.save(model, folder / "float.onnx")
+    quant_pre_process(str(folder / "float.onnx"), str(folder / "prepared.onnx"), skip_symbolic_shape=True)
+    quantize_static(str(folder / "prepared.onnx"), str(folder / "quantized.onnx"), Reader(),
+                    quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)  # fmt: skip
+    return onnx.load(str(folder / "quantized.onnx")), inputs
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_a_quantize_static_cnn_runs_its_convs_in_int8_through_the_cli(capsys, tmp_path, per_channel):
+    """`aitc compile` of a CNN that onnxruntime quantized puts every node on the NPU, every conv
+    as i8 x i8 -> i32 matmuls; `aitc run` of the binary matches onnxruntime on the same model."""
+    from aitc.tools.aitc_main import main
+
+    model, inputs = _cnn_quantized_by_onnxruntime(tmp_path, per_channel)
+    op_types = [n.op_type for n in model.graph.node]
+    assert op_types.count("Conv") == 5
+    assert "BatchNormalization" not in op_types
+    source, binary = tmp_path / "model.onnx", tmp_path / "model.aitb"
+    onnx.save(model, source)
+    shape = "x=" + "x".join(str(d) for d in inputs["x"].shape)
+    compile_ = ["compile", str(source), "--input-shape", shape, "--cores", "1", "-o", str(binary)]
+    assert main(compile_) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "placement: every node on the NPU" in out
+    assert main(["disasm", str(binary)]) == 0
+    matmuls = [line for line in capsys.readouterr().out.splitlines() if "hw.matmul" in line]
+    assert matmuls
+    assert all("dtype=i8" in line for line in matmuls), matmuls[:3]
+    np.savez(tmp_path / "in.npz", **inputs)
+    run = ["run", binary, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"]
+    assert main([str(a) for a in run]) == 0, capsys.readouterr().err
+    got = dict(np.load(tmp_path / "out.npz"))
+    want = onnxruntime_outputs(model, inputs)
+    for name, value in want.items():
+        scale = float(np.abs(value).max()) or 1.0
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
