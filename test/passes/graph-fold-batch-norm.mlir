@@ -102,3 +102,31 @@ func.func @alone(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
 // CHECK-LABEL: func.func @alone
 // CHECK-NEXT:    %s = graph.constant
 // CHECK-NEXT:    %y = graph.batch_norm %x, %s, %s, %s, %s
+
+// -----
+
+// An int8 conv's scaling back (graph-quantized-matmul's dequantize by sa * sw and bias add)
+// absorbs the batch norm after it: factor = [2, 1.5] scales the scale [0.5, 0.5] per channel
+// to [1, 0.75], and the bias [1, 2] becomes (b - mean) * factor + beta = [0.5, 1].
+func.func @fold_into_dequantize(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xf32> {
+  %w = graph.constant dense<1> : tensor<2x2x1x1xi8>
+  %acc = graph.conv %x, %w {input_zero = 3 : i64} : tensor<1x2x4x4xi8>, tensor<2x2x1x1xi8> -> tensor<1x2x4x4xi32>
+  %sc = graph.constant dense<0.5> : tensor<1xf32>
+  %z = graph.constant dense<0> : tensor<1xi32>
+  %d = graph.dequantize %acc, %sc, %z : tensor<1x2x4x4xi32>, tensor<1xf32>, tensor<1xi32> -> tensor<1x2x4x4xf32> loc("conv")
+  %cb = graph.constant dense<[[[1.0]], [[2.0]]]> : tensor<2x1x1xf32>
+  %c = graph.add %d, %cb : tensor<1x2x4x4xf32>, tensor<2x1x1xf32> -> tensor<1x2x4x4xf32>
+  %s = graph.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %b = graph.constant dense<[0.5, 1.0]> : tensor<2xf32>
+  %m = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %v = graph.constant dense<[0.0, 3.0]> : tensor<2xf32>
+  %y = graph.batch_norm %c, %s, %b, %m, %v {epsilon = 1.0 : f64} : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32> loc("bn1")
+  func.return %y : tensor<1x2x4x4xf32>
+}
+// CHECK-LABEL: func.func @fold_into_dequantize
+// CHECK:         %bn1_scale = graph.constant dense<{{\[\[\[}}1.000000e+00]], {{\[\[}}7.500000e-01]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %bn1_scaled = graph.dequantize %acc, %bn1_scale, %z : tensor<1x2x4x4xi32>, tensor<2x1x1xf32>, tensor<1xi32> -> tensor<1x2x4x4xf32>
+// CHECK-NEXT:    %bn1_bias = graph.constant dense<{{\[\[\[}}5.000000e-01]], {{\[\[}}1.000000e+00]]]> : tensor<2x1x1xf32>
+// CHECK-NEXT:    %y = graph.add %bn1_scaled, %bn1_bias
+// CHECK-NEXT:    func.return %y
+// CHECK-NOT:     graph.batch_norm

@@ -188,3 +188,28 @@ def test_a_quantize_static_cnn_runs_its_convs_in_int8_through_the_cli(capsys, tm
     for name, value in want.items():
         scale = float(np.abs(value).max()) or 1.0
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
+
+
+def test_an_aitc_quantized_cnn_folds_its_batch_norms_into_the_int8_scaling(tmp_path):
+    """`aitc quantize` keeps a CNN's batch norms after its convs (in float); compiled, each one
+    folds into the scaling back of its int8 conv (graph-fold-batch-norm), no batch-norm kernel
+    is left, and every tensor matches onnxruntime running the same QDQ model (int8 tensors
+    within one step)."""
+    from aitc.quantize import quantize_model
+    from aitc.verify import verify_model
+
+    model, inputs = model_zoo.residual_block(batch=1, channels=8, image=10)
+    quantized, _ = quantize_model(model, inputs, per_channel=True, cache=tmp_path)
+    assert "BatchNormalization" in {n.op_type for n in quantized.graph.node}
+    shapes = {k: list(v.shape) for k, v in inputs.items()}
+    options = CompileOptions(target="edge", cores=1, input_shapes=shapes)
+    tiled = compile_module(quantized, CompileOptions(target="edge", emit="tile", input_shapes=shapes)).module
+    kernels = [str(k.attributes["op"]) for k in tiled.walk() if k.name == "tile.kernel"]
+    assert not [k for k in kernels if "batch_norm" in k], kernels
+    checked = verify_model(quantized, options, "hw", ("entire",), inputs)
+    assert not checked.failures, [
+        f"{c.tensor}: {c.comparison and c.comparison.problem}" for c in checked.failures
+    ]
+    steps = [c.comparison.max_abs for c in checked.checks if c.dtype == "int8" and c.comparison is not None]
+    assert len(steps) >= 4
+    assert max(steps) <= 1
