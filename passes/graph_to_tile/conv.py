@@ -55,24 +55,34 @@ import numpy as np
 from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.graph_matching import name_hint
+from aitc.analysis.graph_matching import name_hint, splat_value
 from aitc.dialects import graph
+from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile.conv_channels_last import estimate as channels_last_estimate
 from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv
 from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles
-from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, activation_ops, apply_activation
+from aitc.passes.graph_to_tile.elementwise import (
+    ACTIVATION_TEMPS,
+    EMITTERS,
+    Operand,
+    activation_ops,
+    apply_activation,
+)
+from aitc.passes.graph_to_tile.epilogue import EpilogueChain, epilogue_chain
 from aitc.passes.graph_to_tile.im2col import Im2col, VectorWindow
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
     Fused,
     LoweringContext,
     residual_operand,
+    tensor_element,
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
 from aitc.passes.graph_to_tile.movement import kernel_view
 from aitc.passes.graph_to_tile.tuning import choose, noted
+from aitc.passes.graph_to_tile.vector import SLOT_TYPES
 from aitc.passes.graph_to_tile.window import (
     Block,
     Geometry,
@@ -92,7 +102,7 @@ from aitc.passes.graph_to_tile.window_costs import (
     window_minimum,
     window_plan_of,
 )
-from aitc.target import Target
+from aitc.types import element_bytes
 from aitc.weights import attr_to_array
 
 
@@ -100,7 +110,9 @@ from aitc.weights import attr_to_array
 class ConvViews:
     """DRAM views: x [N*C, H, W], w [C_out, C/g*kh*kw] (tap-major [C_out, kh*kw*C/g] per tap,
     then also `w_taps` [C_out, kh*kw, C/g]), out [N*C_out, OH, OW], bias [C_out, 1],
-    and a residual added to the output (out's view), if one is fused."""
+    and a residual added to the output (out's view), if one is fused. With an epilogue chain
+    (an int8 conv's): `out` is the chain result's, `cols` its per-channel inputs [C_out, 1]
+    and `tiles` its inputs of the output's shape (out's view)."""
 
     x: SSAValue
     w: SSAValue
@@ -108,10 +120,17 @@ class ConvViews:
     bias: SSAValue | None
     residual: SSAValue | None = None
     w_taps: SSAValue | None = None
+    cols: tuple[SSAValue, ...] = ()
+    tiles: tuple[SSAValue, ...] = ()
 
     @staticmethod
     def of(
-        ctx: LoweringContext, op: graph.ConvOp, g: Geometry, fused: Fused | None, per_tap: bool
+        ctx: LoweringContext,
+        op: graph.ConvOp,
+        g: Geometry,
+        fused: Fused | None,
+        per_tap: bool,
+        chain: EpilogueChain | None = None,
     ) -> ConvViews:
         c_in, c_out = g.groups * g.channels, g.groups * g.outs
         out = [g.batch * c_out, g.h.out, g.w.out]
@@ -126,13 +145,16 @@ class ConvViews:
             )
             assert tap_major is not None, "per-tap plans are only offered for constant weights"
         weight = tap_major if tap_major is not None else ctx.buffer(op.weight)
+        result = chain.result if chain else fused.output if fused else op.output
         return ConvViews(
             ctx.value_view(op.input, [g.batch * c_in, g.h.size, g.w.size]),
             ctx.view(weight, [c_out, g.channels * g.taps]),
-            ctx.value_view(fused.output if fused else op.output, out),
+            ctx.value_view(result, out),
             ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None else None,
             ctx.value_view(fused.residual, out) if fused else None,
             ctx.view(weight, [c_out, g.taps, g.channels]) if tap_major is not None else None,
+            tuple(ctx.value_view(col, [c_out, 1]) for col in chain.cols) if chain else (),
+            tuple(ctx.value_view(tile_, out) for tile_ in chain.tiles) if chain else (),
         )
 
 
@@ -166,9 +188,11 @@ class _MatrixConv:
         activation,
         after=None,
         input_zero: int = 0,
+        chain: EpilogueChain | None = None,
     ):
         """`input_zero`: an i8 conv's input zero point, the stage's padding value (the bias,
-        if any, is then the column that subtracts it: `integer_correction`)."""
+        if any, is then the column that subtracts it: `integer_correction`). `chain`: the
+        elementwise chain run on each output tile (`epilogue`), whose result is stored."""
         self.kb, self.g, self.plan, self.v, self.activation = kb, g, plan, views, activation
         self.after = after  # the activation after a fused residual add
         k = g.channels * g.taps
@@ -195,6 +219,16 @@ class _MatrixConv:
             )
         temps = ACTIVATION_TEMPS.get(activation or "", 0) if self.bias is not None else 0
         self.temp = Win.at(kb.alloc([plan.tm, layout.width], f32, "sram")) if temps else None
+        self.chain = chain
+        if chain is not None:  # its columns, its tiles (and their 3-D views) and working slots
+            dense = [plan.tm, layout.out_width(layout.compact)]
+            shape3 = [plan.tm, plan.rows, layout.out_pitch(layout.compact)]
+            self.columns = [kb.alloc([g.outs, 1], tensor_element(col), "sram") for col in chain.cols]
+            self.inputs = [kb.alloc(dense, tensor_element(value), "sram") for value in chain.tiles]
+            self.inputs3 = [kernel_view(kb, tile_, shape3) for tile_ in self.inputs]
+            self.slots = [kb.alloc(dense, SLOT_TYPES[t], "sram") for t in chain.slot_types]
+            result = self.slots[chain.slot_of[chain.result]]
+            self.y3 = kernel_view(kb, result, shape3)
 
     def run(self) -> None:
         self.kb.loop(0, self.g.groups, 1, self._group)
@@ -206,6 +240,8 @@ class _MatrixConv:
             kb.copy(Win(v.w, (self.w_row, 0)), Win.at(self.weights), [g.outs, g.channels * g.taps])
         if self.bias is not None and v.bias is not None:
             kb.copy(Win(v.bias, (self.w_row, 0)), Win.at(self.bias), [g.outs, 1])
+        for src, dst in zip(v.cols, self.columns if self.chain is not None else (), strict=True):
+            kb.copy(Win(src, (self.w_row, 0)), Win.at(dst), [g.outs, 1])
         kb.loop(0, g.batch, 1, lambda n: self._image(gi, n))
 
     def _image(self, gi: Index, n: Index) -> None:
@@ -332,12 +368,45 @@ class _MatrixConv:
         if self.bias is not None:
             apply_activation(kb, self.activation, y, self.temp, sizes)
         at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
+        if self.chain is not None:
+            self._run_chain(y, m0, at, (ms, hb, wb), sizes)
         if self.residual is not None and self.v.residual is not None:  # + residual, then activation
             residual, residual3 = self.residual
             kb.copy(Win(self.v.residual, at), Win.at(residual3), [ms, hb.size, wb.size], ahead=True)
             kb.binary("add", y, Win.at(residual), y, sizes)
             apply_activation(kb, self.after, y, None, sizes)
         kb.copy(Win.at(self.y3), Win(self.v.out, at), [ms, hb.size, wb.size])
+
+    def _run_chain(
+        self, y: Win, m0: Index, at: tuple, tile: tuple[int, Block, Block], sizes: list[int]
+    ) -> None:
+        """The epilogue chain on the output tile `y` (the i32 sum): its tensor inputs' windows
+        loaded first, each op into its working slot; the result slot is what `y3` stores."""
+        kb, chain, (ms, hb, wb) = self.kb, self.chain, tile
+        assert chain is not None
+        for src, dst in zip(self.v.tiles, self.inputs3, strict=True):
+            kb.copy(Win(src, at), Win.at(dst), [ms, hb.size, wb.size], ahead=True)
+        cols = dict(zip(chain.cols, self.columns, strict=True))
+        tiles = dict(zip(chain.tiles, self.inputs, strict=True))
+
+        def operand(value: SSAValue) -> Operand:
+            if value is chain.source:
+                return Operand("full", y)
+            if value in tiles:
+                return Operand("full", Win.at(tiles[value]))
+            if value in cols:
+                return Operand("col", Win(cols[value], (m0, 0)))
+            if value in chain.slot_of:
+                return Operand("full", Win.at(self.slots[chain.slot_of[value]]))
+            imm = splat_value(value)
+            assert imm is not None  # epilogue_chain admits only these
+            return Operand("imm", value=imm)
+
+        for op in chain.ops:
+            kb.location = op.location
+            temps = [Win.at(self.slots[t]) for t in chain.temps_of[op]]
+            result = Win.at(self.slots[chain.slot_of[op.results[0]]])
+            EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
 
 
 # --------------------------------------------------------------------------- vector engine
@@ -390,15 +459,31 @@ im2col plans, which need fewer, are the only candidates."""
 
 
 def _problems(
-    op: graph.ConvOp, g: Geometry, target: Target, fused: Fused | None = None
+    op: graph.ConvOp,
+    g: Geometry,
+    budget: Budget,
+    fused: Fused | None = None,
+    chain: EpilogueChain | None = None,
 ) -> list[WindowProblem]:
     """The matrix-engine problem, and for a depthwise conv the vector-engine one (with a fused
-    residual add: the matrix one only)."""
+    residual add, or an int8 conv: the matrix one only)."""
+    target = budget.target
     activation = op.activation.data if op.activation else None
     integer, input_zero = op.is_integer(), op.input_zero_point()
     has_bias = op.bias is not None or bool(input_zero)  # an i8 conv's correction column is its bias
     temps = ACTIVATION_TEMPS.get(activation or "", 0)
     finish = ("add", *activation_ops(activation)) if has_bias else (activation or "acc_read",)
+    chained: dict = {}
+    if chain is not None:  # its vector ops per tile, its working slots and inputs, what it stores
+        slots = sum(DTYPES[t] for t in chain.slot_types)
+        inputs = tuple(element_bytes(tensor_element(v)) for v in chain.tiles)
+        finish += chain.vector_ops(budget)
+        chained = {
+            "stored": element_bytes(tensor_element(chain.result)),
+            "chain_bytes": slots + sum(inputs),
+            "columns": len(chain.cols),
+            "tile_inputs": inputs,
+        }
     residual = activation_ops(fused.activation) if fused else None
     constant = isinstance(op.weight.owner, graph.ConstantOp) and op.weight.owner.value is not None
     tap_major = ((g.taps > 1 and constant) or (g.taps == 1 and not g.direct)) and (
@@ -416,6 +501,7 @@ def _problems(
             residual=residual,
             tap_major=tap_major,
             element=1 if integer else F32,
+            **chained,
         )
     ]
     if fused or integer:  # the vector engine's depthwise products would wrap in i8
@@ -491,7 +577,7 @@ def _cannot_fit(op: graph.ConvOp, problem: WindowProblem, budget: Budget) -> Can
 def estimated_cycles(op: graph.ConvOp, budget: Budget) -> int | None:
     """The estimate of the cheapest channels-first plan of `op` (None: none fits)."""
     g = conv_geometry(op)
-    plans = [plan for p in _problems(op, g, budget.target) if (plan := plan_window(p, budget)) is not None]
+    plans = [plan for p in _problems(op, g, budget) if (plan := plan_window(p, budget)) is not None]
     return min(plan.cycles for plan in plans) if plans else None
 
 
@@ -506,7 +592,7 @@ def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tup
         nbytes = 4 * math.prod(tensor_shape(op.output))
         return pair[0].cycles, pair[1].cycles + add_kernel_cycles(budget.target, nbytes)
     g = conv_geometry(op)
-    plans = [plan_window(_problems(op, g, budget.target, f)[0], budget) for f in (fused, None)]
+    plans = [plan_window(_problems(op, g, budget, f)[0], budget) for f in (fused, None)]
     with_residual, alone = plans
     if with_residual is None or alone is None:
         return None
@@ -515,16 +601,18 @@ def conv_fusion_estimates(op: graph.ConvOp, fused: Fused, budget: Budget) -> tup
 
 
 def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
-    """One conv, or a conv and the residual add (+ relu) fused into it (`fuse_residuals`)."""
-    op, *chain = ops
+    """One conv, or a conv and the residual add (+ relu) fused into it (`fuse_residuals`), or an
+    int8 conv and the elementwise chain of its epilogue (`fuse_epilogue_chains`)."""
+    op, *rest = ops
     assert isinstance(op, graph.ConvOp)
-    fused = residual_of(op, chain) if chain else None
-    assert not chain or fused is not None
+    chain = epilogue_chain(op, rest) if rest and op.is_integer() else None
+    fused = residual_of(op, rest) if rest and chain is None else None
+    assert not rest or fused is not None or chain is not None
     if op.is_channels_last():
         lower_channels_last_conv(ctx, ops, fused)
         return
     g = conv_geometry(op)
-    problems = _problems(op, g, ctx.budget.target, fused)
+    problems = _problems(op, g, ctx.budget, fused, chain)
     plans = [plan for p in problems if (plan := plan_window(p, ctx.budget)) is not None]
     if not plans:
         raise _cannot_fit(op, problems[-1], ctx.budget)
@@ -538,7 +626,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
         lambda choice: _plan_of(problems, ctx.budget, choice),
     )
     activation = op.activation.data if op.activation else None
-    views = ConvViews.of(ctx, op, g, fused, plan.per_tap)
+    views = ConvViews.of(ctx, op, g, fused, plan.per_tap, chain)
     input_zero = op.input_zero_point()
     if input_zero:
         correction = ctx.constant(integer_correction(op), f"{name_hint(op)}_zero_point_sums", op.location)
@@ -548,7 +636,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     kb.cost.places_straight = places_straight(plan, g.channels)
     if plan.engine == "matrix":
         after = fused.activation if fused else None
-        _MatrixConv(kb, g, plan, views, activation, after, input_zero).run()
+        _MatrixConv(kb, g, plan, views, activation, after, input_zero, chain).run()
     else:
         _lower_depthwise(kb, problems[-1].g, plan, views, activation)
     reason = _reason(plan, plans, g, ctx.budget)
@@ -559,6 +647,12 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
                 f", the padding filled with the input zero point {input_zero} and each output "
                 "channel's sum of it times its weights subtracted in the epilogue"
             )
+    if chain is not None:
+        names = ", ".join(o.name.removeprefix("graph.") for o in chain.ops)
+        reason += (
+            f"; the epilogue runs the {len(chain.ops)}-op elementwise chain on each output tile "
+            f"({names}); the i32 sum stays on chip"
+        )
     if fused is not None:
         estimates = conv_fusion_estimates(op, fused, ctx.budget) or (plan.cycles, 0)
         reason += (

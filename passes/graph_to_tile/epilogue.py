@@ -1,4 +1,4 @@
-"""Elementwise chains fused into the epilogue of an int8 matmul (convert-graph-to-tile).
+"""Elementwise chains fused into the epilogue of an int8 matmul or conv (convert-graph-to-tile).
 
 graph-quantized-matmul leaves an i8 x i8 -> i32 matmul followed by its scaling back to f32
 and whatever the model does next elementwise (a bias, an activation, the next layer's
@@ -16,6 +16,10 @@ kernel. The chain qualifies when it starts with a dequantize of the product (its
 and every other input is an immediate, one value per output column (a `1 x n` row loaded once
 per kernel) or a tensor of the product's shape (a residual: each block loads its window when
 it starts, so the loads overlap the block's matmuls).
+
+An int8 conv (channels first: an output tile is [output channels, positions]) takes a chain
+the same way, whose other inputs are immediates or one value per output channel (`cols`,
+[C_out, 1, ...]: a column loaded once per group, broadcast along the tile's rows).
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from aitc.passes.graph_to_tile.vector import elementwise_unsupported, plan_slots
 
 @dataclass(frozen=True)
 class EpilogueChain:
-    """An elementwise chain the matmul kernel runs on each output tile: `ops` in order, the
-    product they read (`source`), the 1 x n rows (`rows`, in load order), the working tiles
-    (`slot_of`, `temps_of`, `slot_types` as `vector.plan_slots` plans them)."""
+    """An elementwise chain the matmul or conv kernel runs on each output tile: `ops` in
+    order, the product they read (`source`), the 1 x n rows (`rows`, in load order; a matmul's),
+    the per-channel columns (`cols`; a conv's), the working tiles (`slot_of`, `temps_of`,
+    `slot_types` as `vector.plan_slots` plans them)."""
 
     ops: tuple[Operation, ...]
     source: SSAValue
@@ -48,6 +53,7 @@ class EpilogueChain:
     slot_of: dict[SSAValue, int]
     temps_of: dict[Operation, list[int]]
     slot_types: list[str]
+    cols: tuple[SSAValue, ...] = ()
 
     @property
     def result(self) -> SSAValue:
@@ -65,6 +71,8 @@ class EpilogueChain:
                 return Operand("full", scratch)
             if value in self.rows:
                 return Operand("row", scratch)
+            if value in self.cols:
+                return Operand("col", scratch)
             imm = splat_value(value)
             assert imm is not None  # epilogue_chain admits only these
             return Operand("imm", value=imm)
@@ -91,31 +99,49 @@ def _is_row(value: SSAValue, rank: int, columns: int) -> bool:
     return len(shape) <= rank and bool(shape) and shape[-1] == columns and math.prod(shape) == columns
 
 
-def epilogue_chain(matmul: Operation, ops: list[Operation]) -> EpilogueChain | None:
-    """The chain `ops` as the epilogue of int8 `matmul` (module docstring), or None."""
-    if not isinstance(matmul, graph.MatMulOp) or str(tensor_element(matmul.lhs)) != "i8" or not ops:
+def _is_channel_column(value: SSAValue, shape: tuple[int, ...]) -> bool:
+    """Whether `value` holds one value per channel (axis 1) of a tensor of `shape`."""
+    own = tensor_shape(value)
+    if len(own) > len(shape) or len(shape) < 2:
+        return False
+    padded = (1,) * (len(shape) - len(own)) + tuple(own)
+    return padded[1] == shape[1] and math.prod(padded) == shape[1]
+
+
+def _integer_producer(op: Operation) -> bool:
+    """An int8 matmul, or an int8 channels-first conv: the producers a chain can follow."""
+    if isinstance(op, graph.MatMulOp):
+        return str(tensor_element(op.lhs)) == "i8"
+    return isinstance(op, graph.ConvOp) and op.is_integer() and not op.is_channels_last()
+
+
+def epilogue_chain(producer: Operation, ops: list[Operation]) -> EpilogueChain | None:
+    """The chain `ops` as the epilogue of int8 `producer` (module docstring), or None."""
+    if not _integer_producer(producer) or not ops:
         return None
-    first, source = ops[0], matmul.output
+    first, source = ops[0], producer.results[0]
     if not isinstance(first, graph.DequantizeOp) or first.input is not source or not source.has_one_use():
         return None
     shape = tensor_shape(source)
     if not shape or any(value is source for op in ops[1:] for value in op.operands):
         return None
-    kinds = _input_kinds(ops, source, shape)
+    kinds = _input_kinds(ops, source, shape, isinstance(producer, graph.ConvOp))
     if kinds is None:
         return None
     rows = tuple(value for value, kind in kinds.items() if kind == "row")
+    cols = tuple(value for value, kind in kinds.items() if kind == "col")
     tiles = tuple(value for value, kind in kinds.items() if kind == "full" and value is not source)
     slot_of, temps_of, slot_types = plan_slots(list(ops), kinds)
-    return EpilogueChain(tuple(ops), source, rows, tiles, slot_of, temps_of, slot_types)
+    return EpilogueChain(tuple(ops), source, rows, tiles, slot_of, temps_of, slot_types, cols)
 
 
 def _input_kinds(
-    ops: list[Operation], source: SSAValue, shape: tuple[int, ...]
+    ops: list[Operation], source: SSAValue, shape: tuple[int, ...], conv: bool = False
 ) -> dict[SSAValue, str] | None:
     """How the chain reads each input: the product and tensors of its shape "full", splats
-    "imm", per-column values "row"; None when an op is not an elementwise op of the product's
-    shape the vector engine runs, or an input is anything else."""
+    "imm", per-column values "row" (a matmul's), per-channel values "col" (a `conv`'s); None
+    when an op is not an elementwise op of the product's shape the vector engine runs, or an
+    input is anything else."""
     produced = {op.results[0] for op in ops}
     kinds: dict[SSAValue, str] = {source: "full"}
     for op in ops:
@@ -126,7 +152,9 @@ def _input_kinds(
                 continue
             if splat_value(value) is not None:
                 kinds[value] = "imm"
-            elif _is_row(value, len(shape), shape[-1]):
+            elif conv and _is_channel_column(value, shape):
+                kinds[value] = "col"
+            elif not conv and _is_row(value, len(shape), shape[-1]):
                 kinds[value] = "row"
             elif tensor_shape(value) == shape:
                 kinds[value] = "full"
@@ -146,9 +174,9 @@ def tile_types(chain: EpilogueChain) -> tuple[str, ...]:
 
 
 def fuse_epilogue_chains(units: list[list[Operation]]) -> list[list[Operation]]:
-    """Lowering units (in order) with each lone int8 matmul merged with the elementwise chain
-    unit that starts by dequantizing its product (`epilogue_chain`), placed at the chain's
-    position and lowered by the matmul's lowering."""
+    """Lowering units (in order) with each lone int8 matmul or conv merged with the elementwise
+    chain unit that starts by dequantizing its product (`epilogue_chain`), placed at the
+    chain's position and lowered by the producer's lowering."""
     single = {unit[0]: index for index, unit in enumerate(units) if len(unit) == 1}
     merged: list[list[Operation] | None] = list(units)
     for index, unit in enumerate(units):

@@ -70,6 +70,15 @@ class WindowProblem:
     element: int = F32
     """Bytes of an input and weight element (1 for an i8 conv: its stage, patch and weight
     tiles; the accumulator, output and bias columns are 4-byte f32 or i32 either way)."""
+    stored: int = F32
+    """Bytes of a stored output element (an int8 conv's epilogue chain may end in int8)."""
+    chain_bytes: int = 0
+    """Matrix engine: bytes per output-tile element of an epilogue chain's working slots and
+    tensor inputs (`epilogue` lists its vector ops after the first)."""
+    columns: int = 0
+    """Per-channel columns [C_out, 1] (4-byte) the epilogue chain reads, loaded per group."""
+    tile_inputs: tuple[int, ...] = ()
+    """Element bytes of each tensor input of the chain, loaded per output tile."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,7 @@ def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None =
         rest = plan.tm * (tiles * layout.out_width(layout.compact) + p.temps * layout.width) + (
             g.outs if p.bias else 0
         )
+        rest += (plan.tm * layout.out_width(layout.compact) * p.chain_bytes) // F32 + p.columns * g.outs
     else:
         per_channel = (g.taps if p.weights else 0) + int(p.bias)
         weights = (g.outs if plan.keep else plan.tc) * per_channel
@@ -261,7 +271,7 @@ def _store(
     g = p.g
     out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
     pitch = layout.out_pitch(p.engine == "matrix" and layout.compact)
-    _copy(cost, budget, ("sram", "dram"), ([box[0], layout.rows, pitch], out), box, times)
+    _copy(cost, budget, ("sram", "dram"), ([box[0], layout.rows, pitch], out), box, times, element=p.stored)
 
 
 def _matrix_epilogue(
@@ -279,6 +289,11 @@ def _matrix_epilogue(
         else:
             tile = (ms, layout.positions(h.size, w.size))
             cost.add_vector(vector_cycles(target, first, *tile), times)
+    g, pitch = p.g, layout.out_pitch(layout.compact)
+    for nbytes in p.tile_inputs:  # the chain's tensor inputs: their window of the tile, ahead
+        out = [g.batch * g.groups * g.outs, g.h.out, g.w.out]
+        count, size = dma_transfers([ms, h.size, w.size], out, [ms, layout.rows, pitch], nbytes)
+        cost.add_dma(target, size, "dram", "sram", times * count, ahead=True, looped=times > 1)
     for op in rest:
         cost.add_vector(vector_cycles(target, op, *tile), times)
     if p.residual is not None:  # the residual's window of the block, added, then the activation
@@ -370,6 +385,8 @@ def _matrix_prologue(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowP
     if plan.keep:
         cost.add_dma(target, p.element * g.outs * g.channels * g.taps, "dram", "sram", g.groups)
     if p.bias:
+        cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
+    for _ in range(p.columns):  # an epilogue chain's per-channel columns
         cost.add_dma(target, F32 * g.outs, "dram", "sram", g.groups)
 
 

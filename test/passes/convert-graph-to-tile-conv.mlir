@@ -421,3 +421,40 @@ func.func @int8_conv_zero_point(%x: tensor<1x3x6x6xi8>) -> tensor<1x4x6x6xi32> {
 // CHECK:           tile.matmul [[W]]{{.*}}, [[PATCH]]{{.*}} to [[ACC]]{{.*}} : memref<4x27xi8, "sram">, memref<27x46xi8, "sram">, memref<4x46xi32, "acc">
 // CHECK:           tile.binary [[ACC]]{{.*}}, [[COLUMN]]{{.*}} to [[Y]]{{.*}} {op = "add", broadcast = "col"}
 // CHECK:           tile.copy {{.*}} : memref<4x6x8xi32, "sram">, memref<4x6x6xi32, "dram">
+
+// -----
+
+// An int8 conv layer: conv, its scaling back per channel, bias, relu and requantization are
+// one kernel. Each output tile is read from ACC (i32), cast to f32, scaled and shifted by the
+// per-channel columns (loaded once, broadcast "col"), relu'd, divided by the output scale and
+// cast to int8 with its zero point; only the int8 result goes to DRAM.
+func.func @int8_conv_layer(%x: tensor<1x2x4x4xi8>) -> tensor<1x3x4x4xi8> {
+  %w = graph.constant dense<[[[[1]], [[2]]], [[[3]], [[-4]]], [[[5]], [[6]]]]> : tensor<3x2x1x1xi8>
+  %acc = graph.conv %x, %w : tensor<1x2x4x4xi8>, tensor<3x2x1x1xi8> -> tensor<1x3x4x4xi32> loc("conv")
+  %s = graph.constant dense<[[[0.5]], [[0.25]], [[2.0]]]> : tensor<3x1x1xf32>
+  %z = graph.constant dense<0> : tensor<1xi32>
+  %d = graph.dequantize %acc, %s, %z : tensor<1x3x4x4xi32>, tensor<3x1x1xf32>, tensor<1xi32> -> tensor<1x3x4x4xf32> loc("conv")
+  %b = graph.constant dense<[[[1.0]], [[-2.0]], [[3.0]]]> : tensor<3x1x1xf32>
+  %y = graph.add %d, %b : tensor<1x3x4x4xf32>, tensor<3x1x1xf32> -> tensor<1x3x4x4xf32> loc("conv")
+  %r = graph.relu %y : tensor<1x3x4x4xf32> loc("relu")
+  %qs = graph.constant dense<0.1> : tensor<f32>
+  %qz = graph.constant dense<-128> : tensor<i8>
+  %q = graph.quantize %r, %qs, %qz : tensor<1x3x4x4xf32>, tensor<f32>, tensor<i8> -> tensor<1x3x4x4xi8> loc("quantize")
+  func.return %q : tensor<1x3x4x4xi8>
+}
+// CHECK-LABEL: func.func @int8_conv_layer
+// CHECK:         tile.kernel "quantize" {op = "graph.conv,graph.dequantize,graph.add,graph.relu,graph.quantize", {{.*}} the epilogue runs the 4-op elementwise chain on each output tile (dequantize, add, relu, quantize); the i32 sum stays on chip"}
+// CHECK-DAG:       [[Y:%.+]] = tile.alloc : memref<3x8xi32, "sram">
+// CHECK-DAG:       [[SCALE:%.+]] = tile.alloc : memref<3x1xf32, "sram">
+// CHECK-DAG:       [[BIAS:%.+]] = tile.alloc : memref<3x1xf32, "sram">
+// CHECK-DAG:       [[F:%.+]] = tile.alloc : memref<3x8xf32, "sram">
+// CHECK-DAG:       [[Q:%.+]] = tile.alloc : memref<3x8xi8, "sram">
+// CHECK:           [[Q3:%.+]] = tile.reshape [[Q]] : memref<3x8xi8, "sram"> -> memref<3x2x4xi8, "sram">
+// CHECK:           tile.acc_read {{.*}} to [[Y]]
+// CHECK-NEXT:      tile.cast [[Y]]{{.*}} to [[F]]{{.*}} : memref<3x8xi32, "sram">, memref<3x8xf32, "sram">
+// CHECK-NEXT:      tile.binary [[F]]{{.*}}, [[SCALE]]{{.*}} {op = "mul", broadcast = "col"}
+// CHECK-NEXT:      tile.binary {{.*}}, [[BIAS]]{{.*}} {op = "add", broadcast = "col"}
+// CHECK-NEXT:      tile.unary {{.*}} {op = "relu"}
+// CHECK-NEXT:      tile.binary_imm {{.*}} {op = "div", imm = 0.10000000149011612 : f64}
+// CHECK-NEXT:      tile.cast {{.*}} to [[Q]]{{.*}} {zero = -128 : i64}
+// CHECK-NEXT:      tile.copy [[Q3]]{{.*}} : memref<3x2x4xi8, "sram">, memref<3x4x4xi8, "dram">

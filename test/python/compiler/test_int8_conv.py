@@ -24,11 +24,18 @@ from aitc.testing import model_zoo
 
 
 def _qdq_conv(
-    shape: tuple[int, int, int, int], outs: int, kernel: int, seed: int, per_channel: bool, **attrs
+    shape: tuple[int, int, int, int],
+    outs: int,
+    kernel: int,
+    seed: int,
+    per_channel: bool,
+    relu: bool = False,
+    **attrs,
 ) -> tuple[onnx.ModelProto, np.ndarray]:
     """x -> QuantizeLinear (int8, a random zero point) -> DequantizeLinear -> Conv with an int8
     weight (per tensor or per output channel) and an int32 bias, both dequantized -> y (f32),
-    then y quantized again (yq, int8); and an input."""
+    then y quantized again (yq, int8); and an input. With `relu` the conv's result goes
+    through a Relu before the quantize and yq is the only output (a layer of a quantized CNN)."""
     rng = np.random.default_rng(seed)
     group = attrs.get("group", 1)
     x = rng.standard_normal(shape).astype(np.float32)
@@ -47,20 +54,23 @@ def _qdq_conv(
         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequantize_x"),
         helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zero"], ["wd"], name="dequantize_w", axis=0),
         helper.make_node("DequantizeLinear", ["b", "b_scale", "b_zero"], ["bd"], name="dequantize_b", axis=0),
-        helper.make_node("Conv", ["xd", "wd", "bd"], ["y"], name="conv", **attrs),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["c" if relu else "y"], name="conv", **attrs),
+        *([helper.make_node("Relu", ["c"], ["y"], name="relu")] if relu else []),
         helper.make_node("QuantizeLinear", ["y", "y_scale", "y_zero"], ["yq"], name="quantize_y"),
     ]
+    outputs = [helper.make_tensor_value_info("yq", TensorProto.INT8, None)]
+    if not relu:
+        outputs.insert(0, helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
     graph_ = helper.make_graph(
         nodes,
         "qdq_conv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("yq", TensorProto.INT8, None)],
+        outputs,
         [numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()],
     )  # fmt: skip
     model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 19)])
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    for index in range(2):
+    for index in range(len(outputs)):
         model.graph.output[index].CopyFrom(inferred.graph.output[index])
     return model, x
 
@@ -68,8 +78,9 @@ def _qdq_conv(
 def _assert_matches(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
     """y within float rounding of onnxruntime's (it sums f32 products, the NPU an exact integer
     sum scaled once), yq within one step (a value within rounding of a boundary)."""
-    scale = float(np.abs(want["y"]).max()) or 1.0
-    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5 * scale)
+    if "y" in want:
+        scale = float(np.abs(want["y"]).max()) or 1.0
+        np.testing.assert_allclose(got["y"], want["y"], rtol=1e-4, atol=1e-5 * scale)
     assert got["yq"].dtype == np.int8
     assert np.abs(got["yq"].astype(np.int16) - want["yq"]).max(initial=0) <= 1
 
@@ -100,6 +111,28 @@ def test_random_int8_convs_run_on_the_matrix_engine(
     program = compile_module(model, CompileOptions(target=target, depth=2)).module
     assert _i8_matmuls(program), "the conv multiplies int8 on the matrix engine"
     got = Simulator(program, target).run({"x": x}).outputs  # raises on any race or deadlock
+    _assert_matches(got, onnxruntime_outputs(model, {"x": x}))
+
+
+@SETTINGS
+@given(
+    c=st.integers(1, 6), f=st.integers(1, 40), size=st.integers(3, 12), kernel=st.sampled_from([1, 3]),
+    stride=st.integers(1, 2), pad=st.integers(0, 1), per_channel=st.booleans(),
+    target=st.sampled_from(["tiny", "edge"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_int8_conv_layers_fuse_their_requantization(
+    c, f, size, kernel, stride, pad, per_channel, target, seed
+):
+    """conv -> relu -> quantize, as a quantized CNN's layer: one kernel, whose epilogue scales
+    each output tile back (per channel), adds the bias, applies the relu and quantizes, storing
+    int8; the result within one step of onnxruntime's."""
+    attrs = {"strides": [stride] * 2, "pads": [pad] * 4}
+    model, x = _qdq_conv((1, c, size, size), f, kernel, seed, per_channel, relu=True, **attrs)
+    tiled = compile_module(model, CompileOptions(target=target, emit="tile")).module
+    kernels = [str(k.attributes["op"]) for k in tiled.walk() if k.name == "tile.kernel"]
+    assert '"graph.conv,graph.dequantize,graph.add,graph.relu,graph.quantize"' in kernels, kernels
+    program = compile_module(model, CompileOptions(target=target, depth=2)).module
+    got = Simulator(program, target).run({"x": x}).outputs
     _assert_matches(got, onnxruntime_outputs(model, {"x": x}))
 
 
