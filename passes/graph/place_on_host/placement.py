@@ -38,13 +38,20 @@ def _is_bool(value: SSAValue) -> bool:
     return isinstance(type_, TensorType) and is_bool(type_.get_element_type())
 
 
+def _is_int8(value: SSAValue) -> bool:
+    type_ = value.type
+    return isinstance(type_, TensorType) and str(type_.get_element_type()) == "i8"
+
+
 def _index_arithmetic(op: Operation) -> bool:
     """Small integer computations (shapes, indices) other than the int8 matmuls and convs of
-    quantized models, which are the matrix engine's work."""
+    quantized models, which are the matrix engine's work, and the moves of their int8 tensors
+    (a slice, a concat: activations, as a multi-core program splits them)."""
     values = [*op.operands, *op.results]
     return (
         bool(op.results)
         and not isinstance(op, graph.MatMulOp | graph.ConvOp)
+        and not any(_is_int8(r) for r in op.results)
         and not any(_is_float(v) for v in values)
         and sum(_elements(r) for r in op.results) <= HOST_INDEX_ELEMENTS
     )

@@ -246,3 +246,22 @@ def test_an_aitc_quantized_cnn_folds_its_batch_norms_into_the_int8_scaling(tmp_p
     steps = [c.comparison.max_abs for c in checked.checks if c.dtype == "int8" and c.comparison is not None]
     assert len(steps) >= 4
     assert max(steps) <= 1
+
+
+@pytest.mark.parametrize("strategy", ["auto", "sp", "tp"])
+def test_an_int8_cnn_on_four_cores_matches_onnxruntime(tmp_path, strategy):
+    """Sharded over 4 cores, an int8 conv splits by images and output channels only (no partial
+    i32 sums, no halo whose fill would be 0 where its padding is the input's zero point), and
+    the int8 activations' slices stay on the NPU (they are data, not index arithmetic)."""
+    from aitc.quantize import quantize_model
+
+    model, inputs = model_zoo.residual_block(batch=1, channels=16, image=12)
+    quantized, _ = quantize_model(model, inputs, per_channel=True, cache=tmp_path)
+    shapes = {k: list(v.shape) for k, v in inputs.items()}
+    options = CompileOptions(target="edge", cores=4, input_shapes=shapes, shard=strategy)
+    program = compile_module(quantized, options).module
+    assert _i8_matmuls(program)
+    got = Simulator(program, "edge").run(inputs).outputs
+    for name, want in onnxruntime_outputs(quantized, inputs).items():
+        scale = float(np.abs(want).max()) or 1.0
+        np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
