@@ -12,8 +12,9 @@ Per model, one core:
 - the wall time of each.
 
 Then fp32 against int8 (`aitc quantize`, minmax, per-tensor weights; calibrated on the
-model's own inputs, or for the digits MLP on 100 training images): simulated cycles and DRAM
-bytes of both compiled for one core, the int8 MatMuls the matrix engine runs, and accuracy
+model's own inputs, on a seeded random input for the CNN examples (measured on another), or
+for the digits MLP on 100 training images): simulated cycles and DRAM
+bytes of both compiled for one core, the int8 matmul instructions (MatMuls and Convs), and accuracy
 (the int8 output's SQNR against the fp32 output; for the digits MLP top-1 on the 597 held-out
 images, float and int8, and their agreement).
 
@@ -129,9 +130,24 @@ def int8_rows(models, names: list[str], target: str) -> list[list[object]]:
     ]  # fmt: skip
     for name in names:
         model, inputs = models[name]
-        if inputs is not None and any(n.op_type in ("MatMul", "Gemm") for n in model.graph.node):
+        if not any(n.op_type in ("MatMul", "Gemm", "Conv") for n in model.graph.node):
+            continue
+        if inputs is None:  # calibrated on one seeded random input, measured on another
+            rows.append(int8_row(name, model, _random_inputs(model, 1), _random_inputs(model, 0), target))
+        else:
             rows.append(int8_row(name, model, inputs, inputs, target))
     return rows
+
+
+def _random_inputs(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """Standard normal f32 inputs of the model's (static) input shapes."""
+    rng = np.random.default_rng(seed)
+    initializers = {i.name for i in model.graph.initializer}
+    return {
+        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in model.graph.input
+        if i.name not in initializers
+    }
 
 
 def main() -> None:

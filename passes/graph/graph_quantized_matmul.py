@@ -212,6 +212,8 @@ class QuantizedConv(RewritePattern):
     def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
         if op.activation is not None or op.is_channels_last() or op.is_integer():
             return
+        if shape_of(op.weight)[1] == 1 and op.groups() > 1:
+            return  # depthwise: the vector engine's f32 products beat a matmul per channel
         activation, weight = _activation(op.input), _conv_weight(op)
         if activation is None or weight is None or not _conv_bias_known(op):
             return
@@ -313,7 +315,8 @@ class GraphQuantizedMatmulPass(ModulePass):
       activation's zero point is not 0. Likewise every channels-first f32 graph.conv without
       an activation whose input dequantizes int8 (one scale and zero point) and whose weight
       dequantizes a constant int8 or uint8 tensor with a scale and zero point per tensor or
-      per output channel, centred values fitting int8, and whose bias (if any) is a constant
+      per output channel, centred values fitting int8, that is not depthwise (one input
+      channel per group: those run faster on the vector engine in f32), and whose bias (if any) is a constant
       or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
       graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the
       bias. Other matmuls and convs are left as they are (they compute the dequantized values

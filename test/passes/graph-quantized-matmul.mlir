@@ -152,3 +152,20 @@ func.func @conv_scale_per_input_channel(%x: tensor<1x2x4x4xi8>) -> tensor<1x1x4x
 }
 // CHECK-LABEL: func.func @conv_scale_per_input_channel
 // CHECK:         graph.conv %{{.*}} : tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32> -> tensor<1x1x4x4xf32>
+
+// -----
+
+// A depthwise conv (one input channel per group) stays f32: the vector engine's products per
+// channel beat a matmul per channel.
+func.func @depthwise_stays_float(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xf32> {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<0> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xf32>
+  %wq = graph.constant dense<[[[[1]]], [[[2]]]]> : tensor<2x1x1x1xi8>
+  %sw = graph.constant dense<1.0> : tensor<f32>
+  %w = graph.dequantize %wq, %sw, %za : tensor<2x1x1x1xi8>, tensor<f32>, tensor<i8> -> tensor<2x1x1x1xf32>
+  %y = graph.conv %a, %w {group = 2 : i64} : tensor<1x2x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+// CHECK-LABEL: func.func @depthwise_stays_float
+// CHECK:         graph.conv %{{.*}} {group = 2 : i64} : tensor<1x2x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
