@@ -224,16 +224,16 @@ class DecomposeStridedConv(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
-        if op.is_integer():  # its phases would sum i32 partial products through DRAM, unfused
-            return
         if shape_of(op.weight)[1] < self.min_channels and (dims := space_to_depth(op)) is not None:
+            # exact for an i8 conv too: its stacked padding is the original's, the taps a
+            # phase lacks are zero weights, and `input_zero` carries over
             new_ops = _space_to_depth_ops(op, dims)
             for new in new_ops:
                 new.location = op.location
             rewriter.replace(op, new_ops)
             return
-        if not decomposable(op, self.min_channels):
-            return
+        if not decomposable(op, self.min_channels) or op.is_integer():
+            return  # an i8 conv's phases would sum i32 partial products through DRAM, unfused
         x, out = shape_of(op.input), shape_of(op.output)
         kernel, (strides, pads, _) = shape_of(op.weight)[2:], op.window()
         rank = len(kernel)
@@ -263,17 +263,18 @@ class GraphPolyphaseConvPass(ModulePass):
     Input:
       Any module with graph ops.
     Output:
-      Every f32 `graph.conv` (an i8 one is left as it is) that is strided in some dim, has no
-      dilation, constant weights, no activation or relu, and at least `min-channels` input
-      channels per group becomes, per phase that reads input (module docstring), a `graph.slice
-      {steps = strides}` of its input and a stride-1 `graph.conv` with that phase's taps of the
-      weights (a new constant); the phase convs are summed with `graph.add` in phase order, the
-      first one carries the bias, a relu follows the sum. All at the conv's location; the last
-      op's result keeps the conv's name. A strided conv with fewer input channels (group 1,
-      undilated, constant weights, sizes multiples of the strides, a tap in every phase,
+      Every f32 `graph.conv` that is strided in some dim, has no dilation, constant weights, no
+      activation or relu, and at least `min-channels` input channels per group becomes, per
+      phase that reads input (module docstring), a `graph.slice {steps = strides}` of its input
+      and a stride-1 `graph.conv` with that phase's taps of the weights (a new constant); the
+      phase convs are summed with `graph.add` in phase order, the first one carries the bias,
+      a relu follows the sum. All at the conv's location; the last op's result keeps the
+      conv's name. A strided conv with fewer input channels (f32 or i8; group 1, undilated,
+      constant weights, sizes multiples of the strides, a tap in every phase,
       `space_to_depth`) becomes reshape, transpose, reshape (its phases stacked along the
       channels, `<conv>_stacked_input`) and one stride-1 conv with the rearranged weight
-      (`<conv>_stacked_weight`), bias and activation. Other convs are unchanged.
+      (`<conv>_stacked_weight`), bias, activation and input zero point. Other convs (i8 ones
+      with many channels: their phases would sum i32 partial products) are unchanged.
     Invariants:
       Every weight tap is used by exactly one phase conv: the same multiply-adds, summed in
       another order (results equal up to float rounding; a conv with one phase, e.g. 1x1

@@ -268,3 +268,18 @@ def test_an_int8_cnn_on_four_cores_matches_onnxruntime(tmp_path, strategy):
     for name, want in onnxruntime_outputs(quantized, inputs).items():
         scale = float(np.abs(want).max()) or 1.0
         np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-4 * scale, err_msg=name)
+
+
+def test_an_int8_stem_conv_stacks_its_phases():
+    """A 3-channel 7x7 stride-2 int8 conv (a ResNet stem) becomes a stride-1 conv over its input
+    phases stacked along the channels (graph-polyphase-conv's space-to-depth), still in i8 with
+    its input zero point, and matches onnxruntime."""
+    model, x = _qdq_conv((1, 3, 16, 16), 8, 7, 5, True, relu=True, strides=[2, 2], pads=[3, 3, 3, 3])
+    tiled = compile_module(model, CompileOptions(target="edge", emit="tile")).module
+    kernels = [str(k.attributes["op"]) for k in tiled.walk() if k.name == "tile.kernel"]
+    assert '"graph.transpose"' in kernels  # the phases stacked along the channels, in int8
+    assert "memref<1x12x8x8xi8" in str(tiled)  # the stride-1 conv's input
+    program = compile_module(model, CompileOptions(target="edge")).module
+    assert _i8_matmuls(program)
+    got = Simulator(program, "edge").run({"x": x}).outputs
+    _assert_matches(got, onnxruntime_outputs(model, {"x": x}))
