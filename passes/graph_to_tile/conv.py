@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -207,8 +208,11 @@ class _MatrixConv:
             self.weight_taps = kernel_view(kb, self.weights, [plan.tm, g.taps, plan.tc])
         self.acc = kb.alloc([plan.tm, layout.width], result, "acc")
         self.single_acc = kb.budget.single_acc(plan.acc_bytes)
-        self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], result, "sram")
-        self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
+        # the i32 sum in SRAM, unless an epilogue chain reads it from ACC (`_epilogue`)
+        self.chain_reads_acc = chain is not None and views.bias is None and not layout.compact
+        if not self.chain_reads_acc:
+            self.y = kb.alloc([plan.tm, layout.out_width(layout.compact)], result, "sram")
+            self.y3 = kernel_view(kb, self.y, [plan.tm, plan.rows, layout.out_pitch(layout.compact)])
         self.bias = kb.alloc([g.outs, 1], result, "sram") if views.bias is not None else None
         self.residual = None
         if views.residual is not None:  # shaped like y: the residual's window of the block
@@ -347,7 +351,6 @@ class _MatrixConv:
         kb, hb, wb, layout = self.kb, self.hb, self.wb, self.cols.layout
         positions = self.cols.positions(hb, wb)
         sizes = [ms, hb.size * wb.size] if layout.compact else [ms, positions]
-        y = Win.at(self.y)
 
         def first(acc: Win, dst: Win, box: list[int]) -> None:
             if self.bias is None:
@@ -355,6 +358,12 @@ class _MatrixConv:
             else:
                 kb.binary("add", acc, Win(self.bias, (m0, 0)), dst, box, "col")
 
+        at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
+        if self.chain_reads_acc:  # the chain's first op (a cast) reads ACC itself: no acc_read
+            self._run_chain(Win.at(self.acc), m0, at, (ms, hb, wb), sizes)
+            kb.copy(Win.at(self.y3), Win(self.v.out, at), [ms, hb.size, wb.size])
+            return
+        y = Win.at(self.y)
         with kb.cost.reading_acc(self.single_acc):
             if layout.compact:
                 row = lambda r, _: first(  # noqa: E731
@@ -367,7 +376,6 @@ class _MatrixConv:
                 first(Win.at(self.acc), y, sizes)
         if self.bias is not None:
             apply_activation(kb, self.activation, y, self.temp, sizes)
-        at = (kb.add(self.o_row, m0), hb.o0, wb.o0)
         if self.chain is not None:
             self._run_chain(y, m0, at, (ms, hb, wb), sizes)
         if self.residual is not None and self.v.residual is not None:  # + residual, then activation
@@ -380,8 +388,9 @@ class _MatrixConv:
     def _run_chain(
         self, y: Win, m0: Index, at: tuple, tile: tuple[int, Block, Block], sizes: list[int]
     ) -> None:
-        """The epilogue chain on the output tile `y` (the i32 sum): its tensor inputs' windows
-        loaded first, each op into its working slot; the result slot is what `y3` stores."""
+        """The epilogue chain on the output tile `y` (the i32 sum, in SRAM or still in ACC):
+        its tensor inputs' windows loaded first, each op into its working slot; the result slot
+        is what `y3` stores."""
         kb, chain, (ms, hb, wb) = self.kb, self.chain, tile
         assert chain is not None
         for src, dst in zip(self.v.tiles, self.inputs3, strict=True):
@@ -406,7 +415,10 @@ class _MatrixConv:
             kb.location = op.location
             temps = [Win.at(self.slots[t]) for t in chain.temps_of[op]]
             result = Win.at(self.slots[chain.slot_of[op.results[0]]])
-            EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
+            reads_acc = y.buffer is self.acc and op is chain.ops[0]
+            with kb.cost.reading_acc(self.single_acc) if reads_acc else nullcontext():
+                EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
+        kb.location = chain.ops[-1].location
 
 
 # --------------------------------------------------------------------------- vector engine
@@ -483,6 +495,7 @@ def _problems(
             "chain_bytes": slots + sum(inputs),
             "columns": len(chain.cols),
             "tile_inputs": inputs,
+            "chain_reads_acc": not has_bias,
         }
     residual = activation_ops(fused.activation) if fused else None
     constant = isinstance(op.weight.owner, graph.ConstantOp) and op.weight.owner.value is not None

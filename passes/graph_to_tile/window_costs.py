@@ -79,6 +79,9 @@ class WindowProblem:
     """Per-channel columns [C_out, 1] (4-byte) the epilogue chain reads, loaded per group."""
     tile_inputs: tuple[int, ...] = ()
     """Element bytes of each tensor input of the chain, loaded per output tile."""
+    chain_reads_acc: bool = False
+    """The chain's first op reads the accumulator itself where the layout is not compact
+    (no correction column to add first): `epilogue`'s leading acc_read is then not emitted."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ def window_sram(p: WindowProblem, plan: WindowPlan, layout: PatchLayout | None =
     if p.engine == "matrix":
         k = g.channels * g.taps
         weights = g.outs * k if plan.keep else plan.tm * plan.tc * g.taps
-        tiles = 1 + (p.residual is not None)  # the output tile, and the residual's
+        # the output tile (none when a chain reads ACC itself), and the residual's
+        tiles = int(not (p.chain_reads_acc and not layout.compact)) + (p.residual is not None)
         rest = plan.tm * (tiles * layout.out_width(layout.compact) + p.temps * layout.width) + (
             g.outs if p.bias else 0
         )
@@ -281,7 +285,8 @@ def _matrix_epilogue(
     the others (the activation after a bias add) on the whole tile; `single`: the accumulator
     is not double-buffered (`Budget.single_acc`), so the next tile's products wait for that read."""
     layout, (h, w), ms = block
-    target, (first, *rest) = budget.target, p.epilogue
+    ops = p.epilogue[1:] if p.chain_reads_acc and not layout.compact else p.epilogue
+    target, (first, *rest) = budget.target, ops
     with cost.reading_acc(single):
         if layout.compact:
             cost.add_vector(vector_cycles(target, first, ms, w.size), times * h.size)
