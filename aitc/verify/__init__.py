@@ -132,15 +132,24 @@ def _infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return found
 
 
-def exposed_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[tuple[str, str, str]]]:
+def exposed_model(
+    model: onnx.ModelProto, constants: bool = True
+) -> tuple[onnx.ModelProto, list[tuple[str, str, str]]]:
     """`model` with every node output of a known type and shape also a graph output, and the
-    list of (tensor, node, op type) it compares, in node order (the model's outputs included)."""
+    list of (tensor, node, op type) it compares, in node order (the model's outputs included).
+    Without `constants`, a tensor computed from initializers alone (a QDQ model's dequantized
+    weights) is neither exposed nor compared: a multi-core program cannot return a constant."""
     infos = _infos(model)
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     outputs = {o.name for o in exposed.graph.output}
     tensors = []
+    constant = {i.name for i in model.graph.initializer}
     for index, node in enumerate(model.graph.node):
+        if node.op_type == "Constant" or all(not i or i in constant for i in node.input):
+            constant.update(node.output)
+            if not constants:
+                continue
         for name in node.output:
             if not name or (name not in infos and name not in outputs) or node.op_type == "Constant":
                 continue
@@ -357,7 +366,7 @@ def verify_model(
         [],
         profiles=tolerances_for(model),
     )
-    exposed, tensors = exposed_model(prepared)
+    exposed, tensors = exposed_model(prepared, constants=options.cores == 1)
     reference = onnxruntime_outputs(exposed, run_inputs)
     report.reference = {**run_inputs, **reference}
     checks: list[TensorCheck] = []

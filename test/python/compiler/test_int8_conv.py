@@ -283,3 +283,18 @@ def test_an_int8_stem_conv_stacks_its_phases():
     assert _i8_matmuls(program)
     got = Simulator(program, "edge").run({"x": x}).outputs
     _assert_matches(got, onnxruntime_outputs(model, {"x": x}))
+
+
+def test_verify_compares_a_qdq_model_on_four_cores():
+    """`aitc verify --cores 4` on a QDQ model: the dequantized weights (tensors of initializers
+    alone) are not compared, since a multi-core program cannot return a constant; every
+    activation is, within the quantized tolerances."""
+    from aitc.verify import verify_model
+
+    model, x = _qdq_conv((1, 8, 8, 8), 16, 3, 2, True, relu=True, pads=[1, 1, 1, 1])
+    options = CompileOptions(target="edge", cores=4)
+    report = verify_model(model, options, "hw", ("entire",), {"x": x})
+    compared = {c.tensor for c in report.checks}
+    assert {"xq", "yq"} <= compared
+    assert not compared & {"wd", "bd"}
+    assert not report.failures, [c.tensor for c in report.failures]
