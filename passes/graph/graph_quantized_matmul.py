@@ -259,6 +259,65 @@ class QuantizedConv(RewritePattern):
                 rewriter.erase(dequantize)
 
 
+def _per_channel_or_scalar(value: SSAValue, rank: int) -> bool:
+    """Whether constant `value` is one value, or one per channel (axis 1) of a rank-`rank`
+    tensor: what commutes with a max over each channel's windows."""
+    array = constant_array(value)
+    if array is None or array.ndim > rank:
+        return False
+    shape = (1,) * (rank - array.ndim) + array.shape
+    return all(d == 1 for i, d in enumerate(shape) if i != 1)
+
+
+class QuantizedMaxPool(RewritePattern):
+    """quantize(max_pool(x)) -> max_pool(quantize(x)), and max_pool(dequantize(q)) ->
+    dequantize(max_pool(q)): quantizing (a positive scale, rounding, saturation) and
+    dequantizing never decrease, so they commute with a max, and the max pool computes on
+    int8 (1 byte an element; its padding is -128, which never wins over a value of the
+    window, as -inf never does in f32)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MaxPoolOp, rewriter: PatternRewriter) -> None:
+        if op.is_channels_last() or str(graph.tensor_of(op.input).get_element_type()) != "f32":
+            return
+        rank = len(shape_of(op.input))
+        users = [use.operation for use in op.output.uses]
+        quantize = users[0] if len(users) == 1 and isinstance(users[0], graph.QuantizeOp) else None
+        dequantize = producer(op.input, graph.DequantizeOp)
+        if quantize is not None and str(graph.tensor_of(quantize.output).get_element_type()) == "i8":
+            if not all(_per_channel_or_scalar(v, rank) for v in (quantize.scale, quantize.zero_point)):
+                return
+            early = graph.QuantizeOp(op.input, quantize.scale, quantize.zero_point)
+            pooled = self._pool(op, early.output)
+            early.location, early.output.name_hint = quantize.location, f"{name_hint(op)}_input_int8"
+            rewriter.insert([early, pooled], InsertPoint.before(quantize))  # after its scale's def
+            pooled.output.name_hint = quantize.output.name_hint
+            rewriter.replace(quantize, [], [pooled.output])
+            rewriter.erase(op)
+            return
+        if dequantize is None or str(graph.tensor_of(dequantize.input).get_element_type()) != "i8":
+            return
+        if not all(_per_channel_or_scalar(v, rank) for v in (dequantize.scale, dequantize.zero_point)):
+            return
+        pooled = self._pool(op, dequantize.input)
+        late = graph.DequantizeOp(pooled.output, dequantize.scale, dequantize.zero_point)
+        late.location, late.output.name_hint = op.location, op.output.name_hint
+        pooled.output.name_hint = f"{name_hint(op)}_int8"
+        rewriter.replace(op, [pooled, late], [late.output])
+        if not dequantize.output.uses:
+            rewriter.erase(dequantize)
+
+    @staticmethod
+    def _pool(op: graph.MaxPoolOp, value: SSAValue) -> graph.MaxPoolOp:
+        """`op`'s max pool of int8 `value`."""
+        result = TensorType(graph.tensor_of(value).get_element_type(), shape_of(op.output))
+        pooled = graph.MaxPoolOp.create(
+            operands=[value], result_types=[result], attributes=dict(op.attributes)
+        )
+        pooled.location = op.location
+        return pooled
+
+
 def _signed_zero(zero: np.ndarray, hint: str, location) -> graph.ConstantOp:
     """A uint8 zero point moved into int8 (-128), as a constant."""
     return new_constant((zero.astype(np.int16) - 128).astype(np.int8), f"{hint}_zero_int8", location)
@@ -320,11 +379,16 @@ class GraphQuantizedMatmulPass(ModulePass):
       or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
       graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the
       bias. Other matmuls and convs are left as they are (they compute the dequantized values
-      in f32).
+      in f32). A channels-first f32 max pool whose only use quantizes to int8, or whose input
+      dequantizes int8, with a scale and zero point per tensor or per channel, pools int8:
+      quantize(max_pool(x)) -> max_pool(quantize(x)), max_pool(dequantize(q)) ->
+      dequantize(max_pool(q)).
     Invariants:
       The integer product is exact (i32 accumulation, |sum| <= K * 128 * 128); the f32 result
       equals the float product of the dequantized operands up to float rounding (one scaling
       of an exact sum instead of K rounded products); so does the conv's, padding included.
+      A max pool moved across a quantize or dequantize gives the same values (both never
+      decrease; NaN aside).
       The dequantizes left without users are erased.
     """
 
@@ -333,5 +397,5 @@ class GraphQuantizedMatmulPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(GreedyRewritePatternApplier([SignedActivations()])).rewrite_module(op)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([QuantizedMatmul(), QuantizedConv()])
+            GreedyRewritePatternApplier([QuantizedMatmul(), QuantizedConv(), QuantizedMaxPool()])
         ).rewrite_module(op)

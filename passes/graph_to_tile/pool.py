@@ -7,7 +7,8 @@ independent channels. Per chunk, with the tap-major patch:
 
     y = tap0 <op> tap1;  y = y <op> tap for the other taps     (tile.binary max / add)
 
-max: padding and ceil_mode's partial windows read the stage's -inf fill, so they never win.
+max: padding and ceil_mode's partial windows read the stage's -inf fill (-128 for an int8 max
+pool, which graph-quantized-matmul makes from a quantize of a max pool), so they never win.
 avg: they read 0, and the sum is divided by each output's count, computed at compile time as
 aitc/interp/graph.py does (count_include_pad counts the explicit pads, never the ceil_mode
 extension): kh*kw everywhere -> tile.binary_imm div; otherwise a [1, OH*OW] tile.const of
@@ -51,6 +52,9 @@ from aitc.passes.graph_to_tile.window_costs import (
 from aitc.weights import array_to_attr
 
 # --------------------------------------------------------------------------- pooling
+
+INT8_MIN = -128
+"""An int8 max pool's padding: the smallest int8 never wins a max (as -inf does in f32)."""
 
 
 def pool_geometry(op: graph.PoolOp) -> Geometry:
@@ -121,12 +125,15 @@ class _Divisor:
         kb.binary("div", acc, Win.at(self.tile), acc, sizes, "row")
 
 
-def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None) -> WindowProblem:
+def _pool_problem(g: Geometry, is_max: bool, divisor: _Divisor | None, int8: bool = False) -> WindowProblem:
+    """`int8`: an i8 max pool (1-byte tiles, padding read as -128, the type's minimum)."""
     combine = ("max" if is_max else "add",) * (g.taps - 1) or ("copy",)
     epilogue = combine if divisor is None else (*combine, "div")
     counted = divisor is not None and not divisor.uniform
+    pad = (INT8_MIN if int8 else -math.inf) if is_max else 0.0
+    size = 1 if int8 else F32
     return WindowProblem(
-        g, "vector", epilogue=epilogue, counts=counted, pad_value=-math.inf if is_max else 0.0
+        g, "vector", epilogue=epilogue, counts=counted, pad_value=pad, element=size, stored=size
     )
 
 
@@ -144,7 +151,8 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
         return
     g, is_max = pool_geometry(op), isinstance(op, graph.MaxPoolOp)
     divisor = _Divisor(op, g) if isinstance(op, graph.AvgPoolOp) else None
-    problem = _pool_problem(g, is_max, divisor)
+    element = tensor_element(op.input)
+    problem = _pool_problem(g, is_max, divisor, str(element) == "i8")
     plan = plan_window(problem, ctx.budget)
     if plan is None:
         sram, _ = window_minimum(problem)
@@ -160,8 +168,8 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
     )
     kb = ctx.kernel(ops)
     kb.cost.depth = WINDOW_DEPTH
-    cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap", problem.pad_value)
-    y = kb.alloc([plan.tc, cols.layout.out_width()], f32, "sram")
+    cols = Im2col(kb, g, (plan.rows, plan.cols, plan.tc), "tap", problem.pad_value, element=element)
+    y = kb.alloc([plan.tc, cols.layout.out_width()], element, "sram")
     if divisor is not None:
         divisor.allocate(ctx, kb, cols.layout)
 
@@ -180,7 +188,9 @@ def lower_pool(ctx: LoweringContext, ops: list[Operation]) -> None:
 
 
 def _pool_reason(op: graph.PoolOp, plan, counted: bool) -> str:
-    if isinstance(op, graph.MaxPoolOp):
+    if isinstance(op, graph.MaxPoolOp) and str(tensor_element(op.input)) == "i8":
+        how = f"max over the taps in int8, padding read as {INT8_MIN}"
+    elif isinstance(op, graph.MaxPoolOp):
         how = "max over the taps, padding read as -inf"
     else:
         divisor = "a per-position count row (tile.const)" if counted else "the uniform count"

@@ -136,8 +136,9 @@ def window_problem(op: Operation) -> str | None:
     1-D or 2-D, non-empty), else None."""
     element = str(tensor_element(op.operands[0]))
     conv = op if isinstance(op, graph.ConvOp) and op.is_integer() and not op.is_channels_last() else None
-    if element != "f32" and conv is None:
-        return f"{op.name} is lowered for f32 and channels-first i8 convs only, got {element}"
+    int8_max_pool = isinstance(op, graph.MaxPoolOp) and element == "i8" and not op.is_channels_last()
+    if element != "f32" and conv is None and not int8_max_pool:
+        return f"{op.name} is lowered for f32, and channels-first i8 convs and max pools, got {element}"
     if conv is not None and conv.input_zero_point() and not isinstance(conv.weight.owner, graph.ConstantOp):
         return (
             "an i8 conv with an input zero point needs a constant weight (the column that "

@@ -231,6 +231,8 @@ def _pool_rows(op: graph.PoolOp) -> Halo | None:
         return None
     if isinstance(op, graph.AvgPoolOp) and padded and op.count_include_pad is None:
         return None
+    if padded and str(graph.tensor_of(op.input).get_element_type()) != "f32":
+        return None  # an int8 max pool's padding is its type's minimum, not a halo's -inf
     fill = "-inf" if isinstance(op, graph.MaxPoolOp) and padded else "0"
     return Halo(2, 0, 2, pads[0], max(0, extent - strides[0] - pads[0]), fill)
 

@@ -194,6 +194,22 @@ func.func @max_pool_pad(%x: tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> {
 
 // -----
 
+// An int8 max pool (graph-quantized-matmul pools quantized values): the same kernel on 1-byte
+// tiles, its padding filled with -128, the int8 minimum, which never wins a max.
+func.func @int8_max_pool_pad(%x: tensor<1x4x6x6xi8>) -> tensor<1x4x6x6xi8> {
+  %y = graph.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x6x6xi8> -> tensor<1x4x6x6xi8>
+  func.return %y : tensor<1x4x6x6xi8>
+}
+// CHECK-LABEL: func.func @int8_max_pool_pad
+// CHECK:         tile.kernel "graph.max_pool" {op = "graph.max_pool", tiles = array<i64: 6, 6, 2>, {{.*}}reason = "max over the taps in int8, padding read as -128;
+// CHECK:           tile.binary_imm {{.*}} {op = "add", imm = -1.280000e+02 : f64} : memref<16x8xi8, "sram">, memref<16x8xi8, "sram">
+// CHECK:           tile.copy {{.*}} sizes [2, 6, 6] : memref<4x6x6xi8, "dram">, memref<2x8x8xi8, "sram">
+// CHECK-COUNT-9:   tile.copy {{.*}} sizes [2, 46, 1] : memref<2x64x1xi8, "sram">
+// CHECK-COUNT-8:   tile.binary {{.*}} sizes [2, 46] {op = "max"} : memref<{{.*}}xi8, "sram">
+// CHECK-NEXT:      tile.copy {{.*}} sizes [2, 6, 6] : memref<2x6x8xi8, "sram">, memref<4x6x6xi8, "dram">
+
+// -----
+
 // Average pooling without count_include_pad divides by the per-position count of in-bounds
 // taps: a tile.const row in the patch's wide layout ([1, OH*8], row pitch 8, the columns between
 // rows hold 1), loaded per block, broadcast over the channels.

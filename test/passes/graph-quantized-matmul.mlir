@@ -169,3 +169,35 @@ func.func @depthwise_stays_float(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xf32> 
 }
 // CHECK-LABEL: func.func @depthwise_stays_float
 // CHECK:         graph.conv %{{.*}} {group = 2 : i64} : tensor<1x2x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
+
+// -----
+
+// A max pool before a quantize to int8 pools the quantized values instead (quantizing never
+// decreases, so it commutes with a max): quantize, then an int8 max pool.
+func.func @max_pool_then_quantize(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xi8> {
+  %p = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32> loc("pool")
+  %s = graph.constant dense<0.1> : tensor<f32>
+  %z = graph.constant dense<-3> : tensor<i8>
+  %q = graph.quantize %p, %s, %z : tensor<1x2x2x2xf32>, tensor<f32>, tensor<i8> -> tensor<1x2x2x2xi8> loc("quantize")
+  func.return %q : tensor<1x2x2x2xi8>
+}
+// CHECK-LABEL: func.func @max_pool_then_quantize
+// CHECK:         %z = graph.constant
+// CHECK-NEXT:    %pool_input_int8 = graph.quantize %x, %s, %z : tensor<1x2x4x4xf32>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xi8>
+// CHECK-NEXT:    %q = graph.max_pool %pool_input_int8 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8>
+// CHECK-NEXT:    func.return %q
+
+// -----
+
+// A max pool of a dequantized int8 tensor pools the int8 values, then dequantizes.
+func.func @dequantize_then_max_pool(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x2x2xf32> {
+  %s = graph.constant dense<0.1> : tensor<f32>
+  %z = graph.constant dense<-3> : tensor<i8>
+  %d = graph.dequantize %x, %s, %z : tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xf32>
+  %p = graph.max_pool %d {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xf32> -> tensor<1x2x2x2xf32> loc("pool")
+  func.return %p : tensor<1x2x2x2xf32>
+}
+// CHECK-LABEL: func.func @dequantize_then_max_pool
+// CHECK:         %pool_int8 = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8>
+// CHECK-NEXT:    %p = graph.dequantize %pool_int8, %s, %z : tensor<1x2x2x2xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x2x2xf32>
+// CHECK-NEXT:    func.return %p

@@ -298,3 +298,59 @@ def test_verify_compares_a_qdq_model_on_four_cores():
     assert {"xq", "yq"} <= compared
     assert not compared & {"wd", "bd"}
     assert not report.failures, [c.tensor for c in report.failures]
+
+
+def _qdq_max_pool(shape, seed: int, quantize_after: bool, **attrs) -> tuple[onnx.ModelProto, np.ndarray]:
+    """x -> Q -> DQ -> MaxPool -> Q -> yq (onnxruntime's QDQ form of a max pool), or with
+    `quantize_after` x -> MaxPool -> Q -> yq (`aitc quantize`'s: a max pool before a conv's
+    quantized input); and an input."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    constants = {"s": np.float32(0.02), "z": np.int8(rng.integers(-20, 20))}
+    pool_input = "x" if quantize_after else "xd"
+    nodes = [] if quantize_after else [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="quantize_x"),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dequantize_x"),
+    ]  # fmt: skip
+    nodes += [
+        helper.make_node("MaxPool", [pool_input], ["p"], name="pool", **attrs),
+        helper.make_node("QuantizeLinear", ["p", "s", "z"], ["yq"], name="quantize_y"),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "qdq_pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("yq", TensorProto.INT8, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()],
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 19)])
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    model.graph.output[0].CopyFrom(inferred.graph.output[0])
+    return model, x
+
+
+@SETTINGS
+@given(
+    c=st.integers(1, 5), size=st.integers(3, 11), kernel=st.integers(1, 3), stride=st.integers(1, 2),
+    pad=st.integers(0, 1), ceil=st.booleans(), quantize_after=st.booleans(),
+    target=st.sampled_from(["tiny", "edge"]), seed=st.integers(0, 99),
+)  # fmt: skip
+def test_random_max_pools_between_quantizations_pool_int8(
+    c, size, kernel, stride, pad, ceil, quantize_after, target, seed
+):
+    """A max pool next to a quantize or a dequantize pools the int8 values (quantizing and
+    dequantizing never decrease, so they commute with a max): an i8 max pool on the vector
+    engine, its padding -128; the int8 result equals onnxruntime's bit for bit."""
+    pad = min(pad, kernel - 1)
+    ceil = ceil and not pad  # ceil_mode with end padding: onnx and aitc disagree on the shape
+    attrs = {"kernel_shape": [kernel] * 2, "strides": [stride] * 2, "pads": [pad] * 4, "ceil_mode": int(ceil)}
+    model, x = _qdq_max_pool((1, c, size, size), seed, quantize_after, **attrs)
+    tiled = compile_module(model, CompileOptions(target=target, emit="tile")).module
+    pools = [
+        k for k in tiled.walk() if k.name == "tile.kernel" and "graph.max_pool" in str(k.attributes["op"])
+    ]
+    assert pools
+    assert all("xi8" in str(k) for k in pools)
+    program = compile_module(model, CompileOptions(target=target, depth=2)).module
+    got = Simulator(program, target).run({"x": x}).outputs["yq"]
+    np.testing.assert_array_equal(got, onnxruntime_outputs(model, {"x": x})["yq"])
