@@ -1123,9 +1123,10 @@ class ConvOp(WindowOp):
     graph-channels-last gives the convs that run faster that way on the NPU.
 
     i8 operands multiply exactly into an i32 result, as `graph-quantized-matmul` makes them
-    (ONNX ConvInteger with a per-tensor input zero point and none for the weight; no bias or
-    activation): `input_zero` is subtracted from every input element and the padding
-    contributes nothing, so y = sum over the in-bounds taps of (x - input_zero) * w.
+    (ONNX ConvInteger with a per-tensor input zero point and none for the weight; no
+    activation; an optional i32 bias): `input_zero` is subtracted from every input element and
+    the padding contributes nothing, so y = sum over the in-bounds taps of
+    (x - input_zero) * w (+ bias).
 
     ```mlir
     %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>}
@@ -1176,11 +1177,11 @@ class ConvOp(WindowOp):
         )
         _check(w[1] * g == c_in, f"weight expects {w[1] * g} input channels, input has {c_in}")
         if self.bias is not None:
-            bias = TensorType(_elem(self.input), [w[0]])
+            bias = TensorType(i32 if self.is_integer() else _elem(self.input), [w[0]])
             _check(self.bias.type == bias, f"bias must be {bias}, one value per output channel")
         _check(_elem(self.input) == _elem(self.weight), "input and weight need one element type")
         if self.is_integer():
-            _check(self.bias is None and self.activation is None, "an i8 conv has no bias or activation")
+            _check(self.activation is None, "an i8 conv has no activation")
         zero = self.input_zero_point()
         _check(
             zero == 0 or (self.is_integer() and -128 <= zero <= 127),

@@ -218,7 +218,8 @@ def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float, extra=None) -
 def _conv(op: graph.ConvOp, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None):
     if op.is_integer():  # exact in float64: |sum| <= K * 255 * 128 < 2**53
         x = x.astype(np.float64) - op.input_zero_point()
-        return _conv_any_layout(op, x, w.astype(np.float64), None).astype(np.int32)
+        offset = None if bias is None else bias.astype(np.float64)
+        return _conv_any_layout(op, x, w.astype(np.float64), offset).astype(np.int32)
     return _conv_any_layout(op, x, w, bias)
 
 

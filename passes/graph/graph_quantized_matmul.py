@@ -24,6 +24,9 @@ a correction by colsum would be wrong at the borders, and `input_zero` keeps it 
     %acc = graph.conv %aq, %wq' {input_zero = za}    (i8 x i8 -> i32: sum of (aq - za) * wq')
     %y   = graph.dequantize %acc, sa * sw, 0          (f32, sw per output channel [C_out, 1, 1])
     %y   = graph.add %y, bias                         (the conv's bias, when it has one)
+
+A bias that dequantizes int32 by sa * sw itself (as QDQ quantizers write a conv's bias) is
+added to the sum instead, in i32 (`%acc = graph.conv %aq, %wq', %bq`): no f32 add.
 """
 
 from __future__ import annotations
@@ -201,6 +204,25 @@ def _conv_bias_known(op: graph.ConvOp) -> bool:
     )
 
 
+def _integer_bias(op: graph.ConvOp, scale: np.ndarray) -> np.ndarray | None:
+    """The conv's bias as the int32 it dequantizes, [C_out], when that dequantize's scale is
+    the product's (`scale`, sa * sw per output channel, as QDQ models quantize a bias) and its
+    zero point 0: then it adds to the exact sum in i32, before the one scaling."""
+    dequantize = producer(op.bias, graph.DequantizeOp) if op.bias is not None else None
+    if dequantize is None:
+        return None
+    parts = [constant_array(v) for v in (dequantize.input, dequantize.scale, dequantize.zero_point)]
+    integer, bias_scale, zero = parts
+    if integer is None or bias_scale is None or zero is None or integer.dtype != np.int32 or np.any(zero):
+        return None
+    columns = scale.shape[0]
+    if integer.size != columns or bias_scale.size not in (1, columns):
+        return None
+    if not np.array_equal(np.broadcast_to(bias_scale.reshape(-1), (columns,)), scale):
+        return None
+    return integer.reshape(columns)
+
+
 class QuantizedConv(RewritePattern):
     """conv(dequantize(int8 x), dequantize(constant int8 W)) -> dequantize(i8 conv) + bias.
 
@@ -208,16 +230,26 @@ class QuantizedConv(RewritePattern):
     padding, which is 0 in the float domain, is the zero point in the integer one: the
     product is exact and needs no correction per position."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
+    @staticmethod
+    def _operands(op: graph.ConvOp):
+        """(the activation's dequantize, scale, zero point), (the weight's dequantize, centred
+        int8 weight, scale per output channel) when `op` qualifies (the class docstring), else
+        None."""
         if op.activation is not None or op.is_channels_last() or op.is_integer():
-            return
+            return None
         if shape_of(op.weight)[1] == 1 and op.groups() > 1:
-            return  # depthwise: the vector engine's f32 products beat a matmul per channel
+            return None  # depthwise: the vector engine's f32 products beat a matmul per channel
         activation, weight = _activation(op.input), _conv_weight(op)
         if activation is None or weight is None or not _conv_bias_known(op):
+            return None
+        return activation, weight
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConvOp, rewriter: PatternRewriter) -> None:
+        matched = self._operands(op)
+        if matched is None:
             return
-        (lhs, a_scale, a_zero), (rhs, centred, w_scale) = activation, weight
+        (lhs, a_scale, a_zero), (rhs, centred, w_scale) = matched
         hint, rank = name_hint(op), len(shape_of(op.output))
         attributes = {
             k: v for k, v in op.attributes.items() if k in ("strides", "pads", "dilations", "group")
@@ -227,13 +259,16 @@ class QuantizedConv(RewritePattern):
         scale = (a_scale * w_scale).astype(np.float32)
         per_channel = [-1] + [1] * (rank - 2)
         weights = new_constant(centred, f"{hint}_int8", op.location)
+        integer_bias = _integer_bias(op, np.broadcast_to(scale, (centred.shape[0],)))
+        new: list[Operation] = [weights]
+        operands = [lhs.input, weights.output]
+        if integer_bias is not None:  # added to the exact sum: no f32 add after the scaling
+            new.append(biases := new_constant(integer_bias, f"{hint}_bias_int32", op.location))
+            operands.append(biases.output)
         product = graph.ConvOp.create(
-            operands=[lhs.input, weights.output],
-            result_types=[TensorType(i32, shape_of(op.output))],
-            attributes=attributes,
+            operands=operands, result_types=[TensorType(i32, shape_of(op.output))], attributes=attributes
         )
-        new: list[Operation] = [
-            weights,
+        new += [
             product,
             scales := new_constant(
                 scale.reshape(per_channel) if np.unique(scale).size > 1 else scale[:1].reshape(()),
@@ -244,7 +279,7 @@ class QuantizedConv(RewritePattern):
             result := graph.DequantizeOp(product.output, scales.output, zero.output),
         ]
         bias, bias_dequantize = _conv_bias(op), op.bias and producer(op.bias, graph.DequantizeOp)
-        if bias is not None:
+        if bias is not None and integer_bias is None:
             offsets = new_constant(bias.reshape(per_channel), f"{hint}_bias", op.location)
             new += [offsets, result := graph.AddOp(result.output, offsets.output)]
         for made in new:
@@ -378,7 +413,8 @@ class GraphQuantizedMatmulPass(ModulePass):
       channel per group: those run faster on the vector engine in f32), and whose bias (if any) is a constant
       or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
       graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the
-      bias. Other matmuls and convs are left as they are (they compute the dequantized values
+      bias (an int32 bias dequantized by exactly sa * sw with zero point 0 is the i8 conv's
+      own i32 bias instead). Other matmuls and convs are left as they are (they compute the dequantized values
       in f32). A channels-first f32 max pool whose only use quantizes to int8, or whose input
       dequantizes int8, with a scale and zero point per tensor or per channel, pools int8:
       quantize(max_pool(x)) -> max_pool(quantize(x)), max_pool(dequantize(q)) ->

@@ -151,7 +151,7 @@ class ConvViews:
             ctx.value_view(op.input, [g.batch * c_in, g.h.size, g.w.size]),
             ctx.view(weight, [c_out, g.channels * g.taps]),
             ctx.value_view(result, out),
-            ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None else None,
+            ctx.value_view(op.bias, [c_out, 1]) if op.bias is not None and not op.is_integer() else None,
             ctx.value_view(fused.residual, out) if fused else None,
             ctx.view(weight, [c_out, g.taps, g.channels]) if tap_major is not None else None,
             tuple(ctx.value_view(col, [c_out, 1]) for col in chain.cols) if chain else (),
@@ -527,12 +527,15 @@ def _problems(
 
 
 def integer_correction(op: graph.ConvOp) -> np.ndarray:
-    """-input_zero * (the sum of each output channel's weights), as i32 [C_out, 1]: an i8 conv
-    whose padding holds the input zero point sums (x - zero) * w over every tap once this
-    column is added (graph.conv's `input_zero`)."""
+    """The bias minus input_zero * (the sum of each output channel's weights), as i32
+    [C_out, 1]: an i8 conv whose padding holds the input zero point sums (x - zero) * w over
+    every tap, plus its bias, once this column is added (graph.conv's `input_zero`)."""
     weight = attr_to_array(op.weight.owner.value)  # type: ignore[union-attr]  (window_problem: a constant)
     sums = weight.astype(np.int64).reshape(weight.shape[0], -1).sum(axis=1, keepdims=True)
-    return (-op.input_zero_point() * sums).astype(np.int32)
+    column = -op.input_zero_point() * sums
+    if op.bias is not None:
+        column += attr_to_array(op.bias.owner.value).astype(np.int64).reshape(-1, 1)  # type: ignore[union-attr]
+    return column.astype(np.int32)
 
 
 def _reason(plan: WindowPlan, plans: list[WindowPlan], g: Geometry, budget: Budget) -> str:
@@ -641,7 +644,7 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
     activation = op.activation.data if op.activation else None
     views = ConvViews.of(ctx, op, g, fused, plan.per_tap, chain)
     input_zero = op.input_zero_point()
-    if input_zero:
+    if op.is_integer() and (input_zero or op.bias is not None):
         correction = ctx.constant(integer_correction(op), f"{name_hint(op)}_zero_point_sums", op.location)
         views = replace(views, bias=ctx.view(correction, [g.groups * g.outs, 1]))
     kb = ctx.kernel(ops)
@@ -660,6 +663,8 @@ def lower_conv(ctx: LoweringContext, ops: list[Operation]) -> None:
                 f", the padding filled with the input zero point {input_zero} and each output "
                 "channel's sum of it times its weights subtracted in the epilogue"
             )
+        if op.bias is not None:
+            reason += ", the i32 bias added " + ("with it" if input_zero else "in the epilogue")
     if chain is not None:
         names = ", ".join(o.name.removeprefix("graph.") for o in chain.ops)
         reason += (

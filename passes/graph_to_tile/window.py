@@ -139,10 +139,14 @@ def window_problem(op: Operation) -> str | None:
     int8_max_pool = isinstance(op, graph.MaxPoolOp) and element == "i8" and not op.is_channels_last()
     if element != "f32" and conv is None and not int8_max_pool:
         return f"{op.name} is lowered for f32, and channels-first i8 convs and max pools, got {element}"
-    if conv is not None and conv.input_zero_point() and not isinstance(conv.weight.owner, graph.ConstantOp):
+    if (
+        conv is not None
+        and (conv.input_zero_point() or conv.bias is not None)
+        and not all(v is None or isinstance(v.owner, graph.ConstantOp) for v in (conv.weight, conv.bias))
+    ):
         return (
-            "an i8 conv with an input zero point needs a constant weight (the column that "
-            "corrects the padding is computed at compile time)"
+            "an i8 conv with an input zero point or a bias needs a constant weight and bias (the "
+            "column that corrects the padding and adds the bias is computed at compile time)"
         )
     rank = len(tensor_shape(op.operands[0]))
     if rank not in (3, 4):

@@ -178,7 +178,7 @@ def _conv(op: graph.ConvOp) -> Rule:
         # an i8 conv: no partial sums (its result is an exact i32 sum, summed again by nothing)
         # and no rows split (a halo's fill would be 0, its padding is the input's zero point)
         channel_in = 1 if groups > 1 else None
-        operands = ((0, channel_in, *(None,) * (len(x) - 2)), (1, None, None, *rest))
+        operands = ((0, channel_in, *(None,) * (len(x) - 2)), (1, None, None, *rest), *bias)
         return Rule((PARALLEL, PARALLEL), operands, ((0, 1, None, *rest),))
     if groups == 1 and op.activation is None:
         # loops: 0 = N, 1 = output channel, 2 = input channel (sum), 3 = output rows

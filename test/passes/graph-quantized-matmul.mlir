@@ -201,3 +201,30 @@ func.func @dequantize_then_max_pool(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x2x2xf3
 // CHECK:         %pool_int8 = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8>
 // CHECK-NEXT:    %p = graph.dequantize %pool_int8, %s, %z : tensor<1x2x2x2xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x2x2xf32>
 // CHECK-NEXT:    func.return %p
+
+// -----
+
+// A bias quantized to int32 by the product's own scale (sa * sw = 0.5 * [1, 2]), as QDQ
+// quantizers write it, is the int8 conv's i32 bias: added to the exact sum, no f32 add.
+func.func @conv_int32_bias(%x: tensor<1x2x4x4xi8>) -> tensor<1x2x4x4xf32> {
+  %sa = graph.constant dense<0.5> : tensor<f32>
+  %za = graph.constant dense<3> : tensor<i8>
+  %a = graph.dequantize %x, %sa, %za : tensor<1x2x4x4xi8>, tensor<f32>, tensor<i8> -> tensor<1x2x4x4xf32>
+  %wq = graph.constant dense<[[[[1]], [[2]]], [[[3]], [[4]]]]> : tensor<2x2x1x1xi8>
+  %sw = graph.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf32>
+  %zw = graph.constant dense<0> : tensor<2x1x1x1xi8>
+  %w = graph.dequantize %wq, %sw, %zw : tensor<2x2x1x1xi8>, tensor<2x1x1x1xf32>, tensor<2x1x1x1xi8> -> tensor<2x2x1x1xf32>
+  %bq = graph.constant dense<[7, -9]> : tensor<2xi32>
+  %sb = graph.constant dense<[0.5, 1.0]> : tensor<2xf32>
+  %zb = graph.constant dense<0> : tensor<2xi32>
+  %b = graph.dequantize %bq, %sb, %zb : tensor<2xi32>, tensor<2xf32>, tensor<2xi32> -> tensor<2xf32>
+  %y = graph.conv %a, %w, %b : tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32> loc("conv")
+  func.return %y : tensor<1x2x4x4xf32>
+}
+// CHECK-LABEL: func.func @conv_int32_bias
+// CHECK:         %conv_bias_int32 = graph.constant dense<[7, -9]> : tensor<2xi32>
+// CHECK-NEXT:    %conv_acc = graph.conv %x, %conv_int8, %conv_bias_int32 {input_zero = 3 : i64} : tensor<1x2x4x4xi8>, tensor<2x2x1x1xi8>, tensor<2xi32> -> tensor<1x2x4x4xi32>
+// CHECK-NEXT:    %conv_scale = graph.constant
+// CHECK-NEXT:    %conv_zero = graph.constant
+// CHECK-NEXT:    %y = graph.dequantize %conv_acc, %conv_scale, %conv_zero
+// CHECK-NEXT:    func.return %y

@@ -1140,13 +1140,23 @@ func.func @int8_matmul_bias(%a: tensor<2x4xi8>, %b: tensor<4x3xi8>, %c: tensor<3
 
 // -----
 
-// An int8 conv has an i32 result and no bias.
+// An int8 conv has an i32 result and an i32 bias.
 func.func @int8_conv_bias(%x: tensor<1x2x4x4xi8>, %w: tensor<3x2x1x1xi8>, %b: tensor<3xi8>) -> tensor<1x3x4x4xi32> {
   %0 = graph.conv %x, %w, %b : tensor<1x2x4x4xi8>, tensor<3x2x1x1xi8>, tensor<3xi8> -> tensor<1x3x4x4xi32>
   func.return %0 : tensor<1x3x4x4xi32>
 }
 // CHECK-LABEL: {{^}}// {{-+}}
-// CHECK:       Operation does not verify: an i8 conv has no bias or activation
+// CHECK:       Operation does not verify: bias must be tensor<3xi32>, one value per output channel
+
+// -----
+
+// An int8 conv has no fused activation.
+func.func @int8_conv_activation(%x: tensor<1x2x4x4xi8>, %w: tensor<3x2x1x1xi8>) -> tensor<1x3x4x4xi32> {
+  %0 = graph.conv %x, %w {activation = "relu"} : tensor<1x2x4x4xi8>, tensor<3x2x1x1xi8> -> tensor<1x3x4x4xi32>
+  func.return %0 : tensor<1x3x4x4xi32>
+}
+// CHECK-LABEL: {{^}}// {{-+}}
+// CHECK:       Operation does not verify: an i8 conv has no activation
 
 // -----
 
