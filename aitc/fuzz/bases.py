@@ -19,10 +19,10 @@ import aitc
 from aitc.fuzz.runner import run_for_artifact
 from aitc.testing import model_zoo
 
-MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host", "qdq")
+MODELS = ("mlp", "cnn", "reshape", "layer", "depthwise", "host", "qdq", "qdq_cnn")
 """Names of the base ONNX models (every input dim static, so no --input-shape is needed)."""
 LEVELS = ("tile", "sync", "hw")
-COMPILED_MODELS = ("mlp", "host", "qdq")
+COMPILED_MODELS = ("mlp", "host", "qdq", "qdq_cnn")
 """Models compiled for `tiny` into lower-level .mlir and .aitb seeds (`host` is a bundle)."""
 
 
@@ -83,6 +83,51 @@ def _qdq_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
 
 
+def _qdq_cnn_model() -> onnx.ModelProto:
+    """x [1, 3, 8, 8] -> QuantizeLinear/DequantizeLinear (int8, zero point -5) -> Conv 3x3 pad 1
+    with an int8 weight (a scale per output channel) and an int32 bias -> Relu -> MaxPool 2x2
+    -> QuantizeLinear/DequantizeLinear -> y: a quantized CNN layer, whose conv and max pool run
+    in int8 on the NPU."""
+    rng = np.random.default_rng(0)
+    w_scale = np.array([0.01, 0.02, 0.015, 0.03], np.float32)
+    x_scale = np.float32(0.05)
+    constants = [
+        numpy_helper.from_array(rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), "w_q"),
+        numpy_helper.from_array(w_scale, "w_scale"),
+        numpy_helper.from_array(np.zeros(4, np.int8), "w_zero"),
+        numpy_helper.from_array(rng.integers(-500, 500, 4).astype(np.int32), "b_q"),
+        numpy_helper.from_array((x_scale * w_scale).astype(np.float32), "b_scale"),
+        numpy_helper.from_array(np.zeros(4, np.int32), "b_zero"),
+        numpy_helper.from_array(np.array(x_scale, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(-5, np.int8), "x_zero"),
+        numpy_helper.from_array(np.array(0.04, np.float32), "h_scale"),
+        numpy_helper.from_array(np.array(-128, np.int8), "h_zero"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="quantize_x"),
+        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="dequantize_x"),
+        helper.make_node(
+            "DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], name="dequantize_w", axis=0
+        ),
+        helper.make_node(
+            "DequantizeLinear", ["b_q", "b_scale", "b_zero"], ["b"], name="dequantize_b", axis=0
+        ),
+        helper.make_node("Conv", ["x_dq", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("QuantizeLinear", ["p", "h_scale", "h_zero"], ["h_q"], name="quantize_h"),
+        helper.make_node("DequantizeLinear", ["h_q", "h_scale", "h_zero"], ["y"], name="dequantize_h"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])],
+        constants,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
 def _build_model(name: str) -> onnx.ModelProto:
     builders = {
         "mlp": lambda: model_zoo.mlp(batch=2, features=8, hidden=16, classes=4)[0],
@@ -92,6 +137,7 @@ def _build_model(name: str) -> onnx.ModelProto:
         "host": lambda: model_zoo.mlp_with_host_ops(batch=2, features=8, hidden=8, classes=4)[0],
         "reshape": _reshape_model,
         "qdq": _qdq_model,
+        "qdq_cnn": _qdq_cnn_model,
     }
     batch = {"mlp": 2, "cnn": 1, "layer": 1, "depthwise": 1}
     built = builders[name]()
