@@ -9,9 +9,15 @@ For each examples/models/*.onnx:
 and compare each with onnxruntime on the same inputs; then
   4. verify each on one core as `aitc perf` and `aitc verify` do: the cost model's per-kernel
      error against the simulator, the critical path's busiest engine, and every node's output
-     at hw level against onnxruntime (lowest SQNR).
-Prints the tables and where the binaries, the optimised IR and a Chrome/Perfetto trace were
-written.
+     at hw level against onnxruntime (lowest SQNR);
+  5. quantize to int8 (`aitc quantize`: QDQ, per-channel weights) the digits MLP (trained on
+     scikit-learn's digits, calibrated on 100 training images, measured on the 597 held-out
+     ones) and resnet_block, and run each next to its float original: cycles, DRAM traffic,
+     accuracy;
+  6. `aitc perf` of resnet_block: its per-kernel table, the critical path, and the report
+     folder with the roofline and timeline charts.
+Prints the tables and where the binaries, the optimised IR, a Chrome/Perfetto trace and the
+perf report were written.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from aitc import api
 from aitc.binary import save_program
 from aitc.compiler import CompileOptions, compile_module, shard_plan_report
 from aitc.diagnostics import AitcError
@@ -31,11 +38,13 @@ from aitc.frontend.onnx_import import import_onnx, node_support
 from aitc.interp.run import entry_function, random_inputs, run_module
 from aitc.ir import print_mlir
 from aitc.passes.pipelines import graph_optimize_pipeline, run_pipeline
-from aitc.perf import profile_model
+from aitc.perf import format_perf, profile_model, report_files
+from aitc.quantize import quantize_model
 from aitc.reference import onnxruntime_outputs, relative_error
 from aitc.report import format_table
 from aitc.sim import Simulator, write_trace
 from aitc.target import load_target
+from aitc.testing import model_zoo
 from aitc.verify import verify_model
 
 HERE = Path(__file__).parent
@@ -118,6 +127,66 @@ def verification(path: Path, model: onnx.ModelProto, inputs) -> tuple:
     return (path.stem, report.cycles, estimate, busiest, len(compared), f"{lowest:.0f}", verdict)
 
 
+def _simulated(model: onnx.ModelProto, inputs: dict[str, np.ndarray]):
+    """(outputs, cycles, DRAM bytes) of `model` compiled for one core of the target."""
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    run = api.compile(model, TARGET, input_shapes=shapes, cores=1).simulate(inputs)
+    return run.outputs, run.stats.cycles, run.stats.dram_read + run.stats.dram_write
+
+
+def int8_row(name: str, model: onnx.ModelProto, calibration, inputs, labels=None) -> tuple:
+    """`model` and its `aitc quantize` (per channel) side by side (one core): cycles, DRAM MB,
+    accuracy (top-1 against `labels` and the two models' agreement, else the int8 output's
+    SQNR against the float one)."""
+    quantized, _ = quantize_model(model, calibration, per_channel=True)
+    (float_out, float_cycles, float_dram), (int8_out, int8_cycles, int8_dram) = (
+        _simulated(m, inputs) for m in (model, quantized)
+    )
+    output = model.graph.output[0].name
+    want, got = float_out[output], int8_out[output]
+    if labels is not None:
+        top_float, top_int8 = want.argmax(axis=1), got.argmax(axis=1)
+        accuracy = (
+            f"top-1 {np.mean(top_float == labels):.2%} float, {np.mean(top_int8 == labels):.2%} int8, "
+            f"agreement {np.mean(top_float == top_int8):.2%}"
+        )
+    else:
+        noise = float(np.sum((got.astype(np.float64) - want) ** 2))
+        sqnr = 10 * np.log10(float(np.sum(want.astype(np.float64) ** 2)) / noise) if noise else float("inf")
+        accuracy = f"SQNR {sqnr:.1f} dB against float"
+    matmuls = sum(line.count("dtype=i8") for line in api.compile(
+        quantized, TARGET, input_shapes={k: list(v.shape) for k, v in inputs.items()}, cores=1
+    ).mlir().splitlines() if "hw.matmul" in line)  # fmt: skip
+    return (
+        name, float_cycles, int8_cycles, f"{int8_cycles / float_cycles:.2f}", f"{float_dram / 1e6:.3f}",
+        f"{int8_dram / 1e6:.3f}", matmuls, accuracy,
+    )  # fmt: skip
+
+
+def int8_rows(models: dict[str, tuple[onnx.ModelProto, dict[str, np.ndarray]]]) -> list[tuple]:
+    """Section 5: the digits MLP and resnet_block, float against int8."""
+    digits, images, labels = model_zoo.digits_mlp()
+    held_out = slice(model_zoo.DIGITS_TRAIN, None)
+    rows = [int8_row("digits_mlp", digits, {"x": images[:100]}, {"x": images[held_out]}, labels[held_out])]
+    if "resnet_block" in models:
+        model, inputs = models["resnet_block"]
+        rows.append(int8_row("resnet_block", model, inputs, inputs))
+    return rows
+
+
+def perf_report(path: Path, model: onnx.ModelProto, inputs) -> Path:
+    """Section 6: `aitc perf` of one model (one core), its table printed and its report files
+    (`aitc perf -o`) written to out/perf_<model>/; the folder."""
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    report = profile_model(model, CompileOptions(target=TARGET, cores=1, input_shapes=shapes), inputs)
+    print(format_perf(report, 8))
+    folder = OUT / f"perf_{path.stem}"
+    folder.mkdir(exist_ok=True)
+    for name, data in report_files(report).items():
+        write_atomic(folder / name, data)
+    return folder
+
+
 def example_inputs(path: Path, model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """`<stem>.inputs.npz` next to the model (token ids and masks), else seeded random inputs."""
     saved = path.with_suffix(".inputs.npz")
@@ -143,9 +212,11 @@ def _verdict(error: float) -> str:
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     graph_rows, npu_rows, multi_rows, verify_rows = [], [], [], []
+    models = {}
     for path in sorted((HERE / "models").glob("*.onnx")):
         model = onnx.load(path)
         inputs = example_inputs(path, model)
+        models[path.stem] = (model, inputs)
         reference = onnxruntime_outputs(model, inputs)
         graph_rows.append(graph_level(path, model, inputs, reference))
         npu_rows.append(npu_level(path, model, inputs, reference))
@@ -183,9 +254,20 @@ def main() -> None:
     verify_headers = ["model", "cycles", "est. error median / p90", "critical path (busiest)",
                       "tensors vs onnxruntime", "lowest SQNR dB", "result"]  # fmt: skip
     print(format_table(verify_headers, verify_rows))
+    print(f"\n5. int8 next to float on one core of '{TARGET}' (aitc quantize MODEL --per-channel)")
+    int8_headers = ["model", "float cycles", "int8 cycles", "int8/float", "float DRAM MB", "int8 DRAM MB",
+                    "int8 matmuls", "accuracy"]  # fmt: skip
+    print(format_table(int8_headers, int8_rows(models)))
     shown = OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT
+    folder = None
+    if "resnet_block" in models:
+        print(f"\n6. aitc perf resnet_block --cores 1 -o {shown}/perf_resnet_block")
+        folder = perf_report(HERE / "models" / "resnet_block.onnx", *models["resnet_block"])
     print(f"\nwritten to {shown}/: optimised graph IR (*.mlir), binaries (*.aitb), traces (*.trace.json:")
     print("open in https://ui.perfetto.dev or chrome://tracing)")
+    if folder is not None:
+        report = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+        print(f"perf report: {report}/perf.html, roofline chart: {report}/roofline.png")
     if any(row[-1] != "MATCH" for row in graph_rows + npu_rows + verify_rows) or any(
         row[-1] == "MISMATCH" for row in multi_rows
     ):
