@@ -46,6 +46,29 @@ def _reshape_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+X_SCALE = 0.05
+"""The QDQ bases' input scale."""
+
+
+def _activation_quantization(x_zero: int) -> list[onnx.TensorProto]:
+    """The QDQ bases' activation scales and zero points: the input x (`X_SCALE`, `x_zero`) and
+    the hidden h (0.04, -128, as a relu's output quantizes)."""
+    return [
+        numpy_helper.from_array(np.array(X_SCALE, np.float32), "x_scale"),
+        numpy_helper.from_array(np.array(x_zero, np.int8), "x_zero"),
+        numpy_helper.from_array(np.array(0.04, np.float32), "h_scale"),
+        numpy_helper.from_array(np.array(-128, np.int8), "h_zero"),
+    ]
+
+
+def _quantized_input() -> list[onnx.NodeProto]:
+    """x -> QuantizeLinear -> x_q -> DequantizeLinear -> x_dq."""
+    return [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="quantize_x"),
+        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="dequantize_x"),
+    ]
+
+
 def _qdq_model() -> onnx.ModelProto:
     """x [2, 8] -> QuantizeLinear/DequantizeLinear (int8, zero point 3) -> MatMul with an int8
     weight [8, 4] (a scale per column) -> Add -> Relu -> QuantizeLinear/DequantizeLinear -> y: a
@@ -56,14 +79,10 @@ def _qdq_model() -> onnx.ModelProto:
         numpy_helper.from_array(np.array([0.01, 0.02, 0.015, 0.03], np.float32), "w_scale"),
         numpy_helper.from_array(np.zeros(4, np.int8), "w_zero"),
         numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
-        numpy_helper.from_array(np.array(0.05, np.float32), "x_scale"),
-        numpy_helper.from_array(np.array(3, np.int8), "x_zero"),
-        numpy_helper.from_array(np.array(0.04, np.float32), "h_scale"),
-        numpy_helper.from_array(np.array(-128, np.int8), "h_zero"),
+        *_activation_quantization(3),
     ]
     nodes = [
-        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="quantize_x"),
-        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="dequantize_x"),
+        *_quantized_input(),
         helper.make_node(
             "DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], name="dequantize_w", axis=1
         ),
@@ -90,7 +109,7 @@ def _qdq_cnn_model() -> onnx.ModelProto:
     in int8 on the NPU."""
     rng = np.random.default_rng(0)
     w_scale = np.array([0.01, 0.02, 0.015, 0.03], np.float32)
-    x_scale = np.float32(0.05)
+    x_scale = np.float32(X_SCALE)
     constants = [
         numpy_helper.from_array(rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), "w_q"),
         numpy_helper.from_array(w_scale, "w_scale"),
@@ -98,14 +117,10 @@ def _qdq_cnn_model() -> onnx.ModelProto:
         numpy_helper.from_array(rng.integers(-500, 500, 4).astype(np.int32), "b_q"),
         numpy_helper.from_array((x_scale * w_scale).astype(np.float32), "b_scale"),
         numpy_helper.from_array(np.zeros(4, np.int32), "b_zero"),
-        numpy_helper.from_array(np.array(x_scale, np.float32), "x_scale"),
-        numpy_helper.from_array(np.array(-5, np.int8), "x_zero"),
-        numpy_helper.from_array(np.array(0.04, np.float32), "h_scale"),
-        numpy_helper.from_array(np.array(-128, np.int8), "h_zero"),
+        *_activation_quantization(-5),
     ]
     nodes = [
-        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"], name="quantize_x"),
-        helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"], name="dequantize_x"),
+        *_quantized_input(),
         helper.make_node(
             "DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w"], name="dequantize_w", axis=0
         ),
