@@ -332,18 +332,19 @@ def _qdq_max_pool(shape, seed: int, quantize_after: bool, **attrs) -> tuple[onnx
 @SETTINGS
 @given(
     c=st.integers(1, 5), size=st.integers(3, 11), kernel=st.integers(1, 3), stride=st.integers(1, 2),
-    pad=st.integers(0, 1), ceil=st.booleans(), quantize_after=st.booleans(),
+    pad=st.integers(0, 1), quantize_after=st.booleans(),
     target=st.sampled_from(["tiny", "edge"]), seed=st.integers(0, 99),
 )  # fmt: skip
 def test_random_max_pools_between_quantizations_pool_int8(
-    c, size, kernel, stride, pad, ceil, quantize_after, target, seed
+    c, size, kernel, stride, pad, quantize_after, target, seed
 ):
     """A max pool next to a quantize or a dequantize pools the int8 values (quantizing and
     dequantizing never decrease, so they commute with a max): an i8 max pool on the vector
     engine, its padding -128; the int8 result equals onnxruntime's bit for bit."""
     pad = min(pad, kernel - 1)
-    ceil = ceil and not pad  # ceil_mode with end padding: onnx and aitc disagree on the shape
-    attrs = {"kernel_shape": [kernel] * 2, "strides": [stride] * 2, "pads": [pad] * 4, "ceil_mode": int(ceil)}
+    # no ceil_mode: where its last window starts past the input, onnx's shape inference keeps it
+    # and onnxruntime and aitc drop it, and aitc refuses the model (see the stop's note)
+    attrs = {"kernel_shape": [kernel] * 2, "strides": [stride] * 2, "pads": [pad] * 4}
     model, x = _qdq_max_pool((1, c, size, size), seed, quantize_after, **attrs)
     tiled = compile_module(model, CompileOptions(target=target, emit="tile")).module
     pools = [
