@@ -174,6 +174,27 @@ def _conv_weight(op: graph.ConvOp) -> tuple[graph.DequantizeOp, np.ndarray, np.n
     return dequantize, centred.astype(np.int8), scales[:, 0]
 
 
+def _bias_dequantize(
+    op: graph.ConvOp,
+) -> tuple[graph.DequantizeOp, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The dequantize of a constant that makes the conv's bias, with its integer values, scale
+    and zero point, else None."""
+    dequantize = producer(op.bias, graph.DequantizeOp) if op.bias is not None else None
+    if dequantize is None:
+        return None
+    integer, scale, zero = (
+        constant_array(v) for v in (dequantize.input, dequantize.scale, dequantize.zero_point)
+    )
+    if integer is None or scale is None or zero is None:
+        return None
+    return dequantize, integer, scale, zero
+
+
+def _conv_bias_known(op: graph.ConvOp) -> bool:
+    """Whether the conv has no bias, a constant one or the dequantize of a constant."""
+    return op.bias is None or constant_array(op.bias) is not None or _bias_dequantize(op) is not None
+
+
 def _conv_bias(op: graph.ConvOp) -> np.ndarray | None:
     """The conv's bias as f32 [C_out] when it is a constant or dequantizes one (as QDQ models
     quantize it to int32), computed as graph.dequantize does; None when there is none; a bias
@@ -183,40 +204,28 @@ def _conv_bias(op: graph.ConvOp) -> np.ndarray | None:
     value = constant_array(op.bias)
     if value is not None:
         return value.astype(np.float32)
-    dequantize = producer(op.bias, graph.DequantizeOp)
-    assert dequantize is not None, "checked by _conv_bias_known"
-    parts = [constant_array(v) for v in (dequantize.input, dequantize.scale, dequantize.zero_point)]
-    integer, scale, zero = parts
-    assert integer is not None
-    assert scale is not None
-    assert zero is not None
+    found = _bias_dequantize(op)
+    assert found is not None, "checked by _conv_bias_known"
+    _, integer, scale, zero = found
     difference = (integer.astype(np.int64) - zero.astype(np.int64)).astype(np.float32)
     return (difference * scale.astype(np.float32)).astype(np.float32)
-
-
-def _conv_bias_known(op: graph.ConvOp) -> bool:
-    """Whether the conv has no bias, a constant one or the dequantize of a constant."""
-    if op.bias is None or constant_array(op.bias) is not None:
-        return True
-    dequantize = producer(op.bias, graph.DequantizeOp)
-    return dequantize is not None and all(
-        constant_array(v) is not None for v in (dequantize.input, dequantize.scale, dequantize.zero_point)
-    )
 
 
 def _integer_bias(op: graph.ConvOp, scale: np.ndarray) -> np.ndarray | None:
     """The conv's bias as the int32 it dequantizes, [C_out], when that dequantize's scale is
     the product's (`scale`, sa * sw per output channel, as QDQ models quantize a bias) and its
     zero point 0: then it adds to the exact sum in i32, before the one scaling."""
-    dequantize = producer(op.bias, graph.DequantizeOp) if op.bias is not None else None
-    if dequantize is None:
+    found = _bias_dequantize(op)
+    if found is None:
         return None
-    parts = [constant_array(v) for v in (dequantize.input, dequantize.scale, dequantize.zero_point)]
-    integer, bias_scale, zero = parts
-    if integer is None or bias_scale is None or zero is None or integer.dtype != np.int32 or np.any(zero):
-        return None
+    _, integer, bias_scale, zero = found
     columns = scale.shape[0]
-    if integer.size != columns or bias_scale.size not in (1, columns):
+    if (
+        integer.dtype != np.int32
+        or np.any(zero)
+        or integer.size != columns
+        or bias_scale.size not in (1, columns)
+    ):
         return None
     if not np.array_equal(np.broadcast_to(bias_scale.reshape(-1), (columns,)), scale):
         return None
@@ -406,17 +415,17 @@ class GraphQuantizedMatmulPass(ModulePass):
       (or uint8) weight with a scale and zero point per tensor or per column, whose centred
       values fit int8, becomes an i8 x i8 -> i32 graph.matmul and a graph.dequantize of the
       product (scale sa * sw per column), minus the constant za * colsum(W) * sa * sw when the
-      activation's zero point is not 0. Likewise every channels-first f32 graph.conv without
-      an activation whose input dequantizes int8 (one scale and zero point) and whose weight
-      dequantizes a constant int8 or uint8 tensor with a scale and zero point per tensor or
-      per output channel, centred values fitting int8, that is not depthwise (one input
-      channel per group: those run faster on the vector engine in f32), and whose bias (if any) is a constant
-      or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
-      graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the
-      bias (an int32 bias dequantized by exactly sa * sw with zero point 0 is the i8 conv's
-      own i32 bias instead). Other matmuls and convs are left as they are (they compute the dequantized values
-      in f32). A channels-first f32 max pool whose only use quantizes to int8, or whose input
-      dequantizes int8, with a scale and zero point per tensor or per channel, pools int8:
+      activation's zero point is not 0. Likewise every channels-first f32 graph.conv without an
+      activation whose input dequantizes int8 (one scale and zero point) and whose weight
+      dequantizes a constant int8 or uint8 tensor with a scale and zero point per tensor or per
+      output channel, centred values fitting int8, that is not depthwise (one input channel per
+      group: those run faster on the vector engine in f32), and whose bias (if any) is a
+      constant or the dequantize of one, becomes an i8 graph.conv with `input_zero` = za, a
+      graph.dequantize by sa * sw ([C_out, 1, ...] when per channel) and a graph.add of the bias
+      (an int32 bias dequantized by exactly sa * sw with zero point 0 is the i8 conv's own i32
+      bias instead). Other matmuls and convs are left as they are (they compute the dequantized
+      values in f32). A channels-first f32 max pool whose only use quantizes to int8, or whose
+      input dequantizes int8, with a scale and zero point per tensor or per channel, pools int8:
       quantize(max_pool(x)) -> max_pool(quantize(x)), max_pool(dequantize(q)) ->
       dequantize(max_pool(q)).
     Invariants:

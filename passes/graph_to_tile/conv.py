@@ -49,14 +49,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
 from xdsl.dialects.builtin import f32, i32
 from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.graph_matching import name_hint, splat_value
+from aitc.analysis.graph_matching import name_hint
 from aitc.dialects import graph
 from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
@@ -65,7 +64,6 @@ from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_con
 from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles
 from aitc.passes.graph_to_tile.elementwise import (
     ACTIVATION_TEMPS,
-    EMITTERS,
     Operand,
     activation_ops,
     apply_activation,
@@ -395,30 +393,10 @@ class _MatrixConv:
         assert chain is not None
         for src, dst in zip(self.v.tiles, self.inputs3, strict=True):
             kb.copy(Win(src, at), Win.at(dst), [ms, hb.size, wb.size], ahead=True)
-        cols = dict(zip(chain.cols, self.columns, strict=True))
-        tiles = dict(zip(chain.tiles, self.inputs, strict=True))
-
-        def operand(value: SSAValue) -> Operand:
-            if value is chain.source:
-                return Operand("full", y)
-            if value in tiles:
-                return Operand("full", Win.at(tiles[value]))
-            if value in cols:
-                return Operand("col", Win(cols[value], (m0, 0)))
-            if value in chain.slot_of:
-                return Operand("full", Win.at(self.slots[chain.slot_of[value]]))
-            imm = splat_value(value)
-            assert imm is not None  # epilogue_chain admits only these
-            return Operand("imm", value=imm)
-
-        for op in chain.ops:
-            kb.location = op.location
-            temps = [Win.at(self.slots[t]) for t in chain.temps_of[op]]
-            result = Win.at(self.slots[chain.slot_of[op.results[0]]])
-            reads_acc = y.buffer is self.acc and op is chain.ops[0]
-            with kb.cost.reading_acc(self.single_acc) if reads_acc else nullcontext():
-                EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
-        kb.location = chain.ops[-1].location
+        inputs = {v: Operand("full", Win.at(b)) for v, b in zip(chain.tiles, self.inputs, strict=True)}
+        inputs |= {v: Operand("col", Win(b, (m0, 0))) for v, b in zip(chain.cols, self.columns, strict=True)}
+        reads_acc = kb.cost.reading_acc(self.single_acc) if y.buffer is self.acc else None
+        chain.emit(kb, y, inputs, [Win.at(slot) for slot in self.slots], sizes, reads_acc)
 
 
 # --------------------------------------------------------------------------- vector engine

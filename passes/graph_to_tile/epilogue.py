@@ -25,14 +25,15 @@ the same way, whose other inputs are immediates or one value per output channel 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
 from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
-from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, Win, dram_buffer
+from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, KernelBuilder, Win, dram_buffer
 from aitc.passes.graph_to_tile.costs import Budget
 from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand
 from aitc.passes.graph_to_tile.lowering import tensor_element, tensor_shape
@@ -81,6 +82,41 @@ class EpilogueChain:
             temps = [scratch] * len(self.temps_of[op])
             EMITTERS[type(op)][0](recorder, op, [operand(v) for v in op.operands], scratch, temps, [1, 1])
         return tuple(recorder.names)
+
+    def emit(
+        self,
+        kb: KernelBuilder,
+        product: Win,
+        inputs: Mapping[SSAValue, Operand],
+        slots: Sequence[Win],
+        sizes: list[int],
+        first: AbstractContextManager | None = None,
+    ) -> Win:
+        """Emits the chain on one output tile of the kernel: `product` is what it starts from
+        (in ACC or SRAM), `inputs` the operands of its rows, columns and tensor inputs as the
+        kernel loaded them, `slots` its working tiles (`slot_types`); the first op runs inside
+        `first` (the cost model's ACC read, when it reads ACC). Each op carries its own
+        location, then the last op's stays. Returns the slot holding the result."""
+
+        def operand(value: SSAValue) -> Operand:
+            if value is self.source:
+                return Operand("full", product)
+            if value in inputs:
+                return inputs[value]
+            if value in self.slot_of:
+                return Operand("full", slots[self.slot_of[value]])
+            imm = splat_value(value)
+            assert imm is not None  # epilogue_chain admits only these
+            return Operand("imm", value=imm)
+
+        for op in self.ops:
+            kb.location = op.location
+            temps = [slots[t] for t in self.temps_of[op]]
+            result = slots[self.slot_of[op.results[0]]]
+            with first if first is not None and op is self.ops[0] else nullcontext():
+                EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
+        kb.location = self.ops[-1].location
+        return slots[self.slot_of[self.result]]
 
 
 class _VectorOpRecorder(CostOnlyBuilder):

@@ -48,13 +48,11 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import DenseArrayBase, i32, i64
 from xdsl.ir import Operation, SSAValue
 
-from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles, dma_instruction_cycles
 from aitc.passes.graph_to_tile.elementwise import (
     ACTIVATION_TEMPS,
-    EMITTERS,
     Operand,
     activation_ops,
     apply_activation,
@@ -349,29 +347,15 @@ class _MatmulEmitter:
         chain, kb = self.chain, self.kb
         assert chain is not None
         column = kb.add(at[1], at[2])
-        rows = {row: i for i, row in enumerate(chain.rows)}
-        tiles = {value: i for i, value in enumerate(chain.tiles)}
-
-        def operand(value: SSAValue) -> Operand:
-            if value is chain.source:
-                return Operand("full", product)
-            if value in tiles:  # the tile's window of the block's input (loaded by `step`)
-                return Operand("full", Win(self.bufs[f"full{tiles[value]}"], (0, at[2])))
-            if value in rows:
-                return Operand("row", Win(self.bufs[f"row{rows[value]}"], (0, column)))
-            if value in chain.slot_of:
-                return Operand("full", Win.at(self.bufs[f"chain{chain.slot_of[value]}"]))
-            imm = splat_value(value)
-            assert imm is not None  # epilogue_chain admits only these
-            return Operand("imm", value=imm)
-
-        for op in chain.ops:
-            kb.location = op.location
-            temps = [Win.at(self.bufs[f"chain{t}"]) for t in chain.temps_of[op]]
-            result = Win.at(self.bufs[f"chain{chain.slot_of[op.results[0]]}"])
-            EMITTERS[type(op)][0](kb, op, [operand(v) for v in op.operands], result, temps, sizes)
-        kb.location = chain.ops[-1].location
-        self.store(Win.at(self.bufs[f"chain{chain.slot_of[chain.result]}"]), at, sizes)
+        # a tensor input: the tile's window of the block's input (loaded by `step`)
+        inputs = {
+            v: Operand("full", Win(self.bufs[f"full{i}"], (0, at[2]))) for i, v in enumerate(chain.tiles)
+        }
+        inputs |= {
+            v: Operand("row", Win(self.bufs[f"row{i}"], (0, column))) for i, v in enumerate(chain.rows)
+        }
+        slots = [Win.at(self.bufs[f"chain{i}"]) for i in range(len(chain.slot_types))]
+        self.store(chain.emit(kb, product, inputs, slots, sizes), at, sizes)
 
     def store(self, tile_: Win, at: tuple[Index, Index, Index], sizes: list[int]) -> None:
         """Output tile `tile_` of column group j0 of block (m0, n0) (+ its part of the block's
