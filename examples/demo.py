@@ -128,10 +128,13 @@ def verification(path: Path, model: onnx.ModelProto, inputs) -> tuple:
 
 
 def _simulated(model: onnx.ModelProto, inputs: dict[str, np.ndarray]):
-    """(outputs, cycles, DRAM bytes) of `model` compiled for one core of the target."""
+    """(outputs, cycles, DRAM bytes, int8 matmul instructions) of `model` compiled for one
+    core of the target."""
     shapes = {name: list(value.shape) for name, value in inputs.items()}
-    run = api.compile(model, TARGET, input_shapes=shapes, cores=1).simulate(inputs)
-    return run.outputs, run.stats.cycles, run.stats.dram_read + run.stats.dram_write
+    compiled = api.compile(model, TARGET, input_shapes=shapes, cores=1)
+    run = compiled.simulate(inputs)
+    int8 = sum(line.count("dtype=i8") for line in compiled.mlir().splitlines() if "hw.matmul" in line)
+    return run.outputs, run.stats.cycles, run.stats.dram_read + run.stats.dram_write, int8
 
 
 def int8_row(name: str, model: onnx.ModelProto, calibration, inputs, labels=None) -> tuple:
@@ -139,7 +142,7 @@ def int8_row(name: str, model: onnx.ModelProto, calibration, inputs, labels=None
     accuracy (top-1 against `labels` and the two models' agreement, else the int8 output's
     SQNR against the float one)."""
     quantized, _ = quantize_model(model, calibration, per_channel=True)
-    (float_out, float_cycles, float_dram), (int8_out, int8_cycles, int8_dram) = (
+    (float_out, float_cycles, float_dram, _), (int8_out, int8_cycles, int8_dram, matmuls) = (
         _simulated(m, inputs) for m in (model, quantized)
     )
     output = model.graph.output[0].name
@@ -154,9 +157,6 @@ def int8_row(name: str, model: onnx.ModelProto, calibration, inputs, labels=None
         noise = float(np.sum((got.astype(np.float64) - want) ** 2))
         sqnr = 10 * np.log10(float(np.sum(want.astype(np.float64) ** 2)) / noise) if noise else float("inf")
         accuracy = f"SQNR {sqnr:.1f} dB against float"
-    matmuls = sum(line.count("dtype=i8") for line in api.compile(
-        quantized, TARGET, input_shapes={k: list(v.shape) for k, v in inputs.items()}, cores=1
-    ).mlir().splitlines() if "hw.matmul" in line)  # fmt: skip
     return (
         name, float_cycles, int8_cycles, f"{int8_cycles / float_cycles:.2f}", f"{float_dram / 1e6:.3f}",
         f"{int8_dram / 1e6:.3f}", matmuls, accuracy,
