@@ -13,6 +13,7 @@ independently of how it was planned (tests use it; so can later passes).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,30 +134,67 @@ def plan_scratchpad(
     allocs: list[tile.AllocOp], spans: dict[Operation, Span], space: str, capacity: int
 ) -> list[Lifetime]:
     """The SRAM or ACC allocs among `allocs` (a function's, in program order), packed from 0.
-    Buffers that one kernel uses share no bytes with each other when the kernels fit that way
-    (`_kernel_wide`): sharing them would order the kernel's engines by its false dependences
-    (a depthwise conv's sum placed on its input stage waited for every tap copy); else they
-    share by their own lifetimes."""
+    Buffers that one kernel uses share no bytes with each other, nor with those of the kernel
+    before it where two neighbours fit side by side, when the kernels fit that way
+    (`_beside_previous`); else no bytes within a kernel (`_kernel_wide`): sharing them would
+    order the kernel's engines by its false dependences (a depthwise conv's sum placed on its
+    input stage waited for every tap copy); else they share by their own lifetimes."""
     lifetimes = _alloc_lifetimes(allocs, spans, space)
-    widened = _kernel_wide(lifetimes, spans)
-    if pack(widened) <= capacity:
-        for own, wide in zip(lifetimes, widened, strict=True):
-            own.offset = wide.offset
-    else:
-        pack(lifetimes)
+    owners = [_only_kernel(item) for item in lifetimes]
+    apart = _beside_previous(lifetimes, owners, spans, capacity)
+    for widened in (apart, _kernel_wide(lifetimes, owners, spans)):
+        if pack(widened) <= capacity:
+            for own, wide in zip(lifetimes, widened, strict=True):
+                own.offset = wide.offset
+            return lifetimes
+    pack(lifetimes)
     return lifetimes
 
 
-def _kernel_wide(lifetimes: list[Lifetime], spans: dict[Operation, Span]) -> list[Lifetime]:
+def _only_kernel(item: Lifetime) -> tile.KernelOp | None:
+    """The tile.kernel that is the only one to use the buffer of `item`, else None."""
+    kernels = {tile.enclosing_kernel(user) for user in users(item.value)}
+    return next(iter(kernels)) if len(kernels) == 1 else None
+
+
+def _kernel_wide(
+    lifetimes: list[Lifetime], owners: list[tile.KernelOp | None], spans: dict[Operation, Span]
+) -> list[Lifetime]:
     """`lifetimes` with the span of each buffer that only one tile.kernel uses widened to that
     kernel's span."""
-    widened = []
-    for item in lifetimes:
-        kernels = {tile.enclosing_kernel(user) for user in users(item.value)}
-        kernel = next(iter(kernels)) if len(kernels) == 1 else None
-        span = spans[kernel] if kernel is not None else item.span
-        widened.append(Lifetime(item.value, item.op, item.size, span))
-    return widened
+    return [
+        Lifetime(item.value, item.op, item.size, spans[kernel] if kernel is not None else item.span)
+        for item, kernel in zip(lifetimes, owners, strict=True)
+    ]
+
+
+def _beside_previous(
+    lifetimes: list[Lifetime],
+    owners: list[tile.KernelOp | None],
+    spans: dict[Operation, Span],
+    capacity: int,
+) -> list[Lifetime]:
+    """`_kernel_wide`, and each kernel's own buffers also live through the kernel before it
+    when the two kernels' own buffers fit the memory side by side: the next kernel's first
+    loads (its weights, inputs the previous kernel does not write) then go to bytes the
+    previous kernel does not use, so they run while it computes and stores instead of waiting
+    for it (insert-semaphores orders accesses to shared bytes). On tiny_transformer, edge: an
+    FFN matmul's weight loads waited 670 cycles for the layer norm before it to store."""
+    kernels = sorted({kernel for kernel in owners if kernel is not None}, key=lambda k: spans[k][0])
+    own = dict.fromkeys(kernels, 0)
+    for item, kernel in zip(lifetimes, owners, strict=True):
+        if kernel is not None:
+            own[kernel] += align_up(item.size)
+    start = {kernel: spans[kernel][0] for kernel in kernels}
+    for previous, kernel in itertools.pairwise(kernels):
+        if own[previous] + own[kernel] <= capacity:
+            start[kernel] = spans[previous][0]
+    return [
+        Lifetime(item.value, item.op, item.size, (start[kernel], spans[kernel][1]))
+        if kernel is not None
+        else Lifetime(item.value, item.op, item.size, item.span)
+        for item, kernel in zip(lifetimes, owners, strict=True)
+    ]
 
 
 def plan_dram(
@@ -324,8 +362,10 @@ def check_plan(module: ModuleOp, target: str | None = None) -> list[str]:
 @dataclass(frozen=True)
 class PlanMemoryPass(ModulePass):
     """Assigns byte offsets to every buffer, reusing bytes between buffers whose lifetimes are
-    disjoint: between kernels always, within a kernel only when its buffers do not fit apart
-    (two buffers sharing bytes order the engines that use them, although no data flows).
+    disjoint: between kernels (but not between neighbours whose buffers fit side by side, so
+    the next kernel's loads run while the previous one finishes), within a kernel only when
+    its buffers do not fit apart (two buffers sharing bytes order the engines that use them,
+    although no data flows).
 
     Input:
       Tile-level functions (memref arguments in "dram", destination-passing style), after
@@ -341,8 +381,9 @@ class PlanMemoryPass(ModulePass):
       and available, and a fix.
     Invariants:
       Offsets are multiples of 64 (ALIGNMENT). Two buffers share bytes only if their lifetimes
-      (tile_liveness: first to last use, whole loops) are disjoint in program order, and two
-      buffers of one kernel only if the memory cannot hold all its buffers apart; inputs,
+      (tile_liveness: first to last use, whole loops) are disjoint in program order, two
+      buffers of one kernel only if the memory cannot hold all its buffers apart, and buffers
+      of neighbouring kernels only if the two kernels' do not fit side by side; inputs,
       outputs and constants share bytes with nothing. The same input gives the same offsets.
       Byte sharing is only safe under program order: engines that run concurrently (sync) must
       order accesses to overlapping byte ranges, not only to the same buffer value.

@@ -1,30 +1,39 @@
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "plan-memory{target=tiny}" | filecheck %s
 // RUN: aitc-opt %s --split-input-file --verify-diagnostics -p "plan-memory{target=edge}" | filecheck %s --check-prefix=EDGE
 
-// Two kernels run one after the other: their SRAM buffers are never live together, so both
-// start at byte 0 and the peak is the larger kernel's, not the sum.
-func.func @reuse_across_kernels(%x: memref<8x16xf32, "dram"> {graph.name = "x"}, %y: memref<8x16xf32, "dram"> {graph.name = "y", tile.output}) {
+// Two kernels run one after the other: their SRAM buffers are never live together. Each
+// kernel's own buffers also live through the kernel before it when the two fit side by side,
+// so the next kernel's loads need not wait for the previous one's last reads: on edge (512
+// KiB) %b gets bytes of its own. On tiny (16 KiB) two 12 KiB kernels do not fit side by side:
+// both start at byte 0 and the peak is the larger kernel's, not the sum.
+func.func @reuse_across_kernels(%x: memref<48x64xf32, "dram"> {graph.name = "x"}, %y: memref<48x64xf32, "dram"> {graph.name = "y", tile.output}) {
   %c0 = arith.constant 0 : index
   tile.kernel "k1" {
-    %a = tile.alloc : memref<8x16xf32, "sram">
-    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "dram">, memref<8x16xf32, "sram">
-    tile.copy %a[%c0, %c0] to %y[%c0, %c0] sizes [8, 16] : memref<8x16xf32, "sram">, memref<8x16xf32, "dram">
+    %a = tile.alloc : memref<48x64xf32, "sram">
+    tile.copy %x[%c0, %c0] to %a[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "dram">, memref<48x64xf32, "sram">
+    tile.copy %a[%c0, %c0] to %y[%c0, %c0] sizes [48, 64] : memref<48x64xf32, "sram">, memref<48x64xf32, "dram">
   }
   tile.kernel "k2" {
-    %b = tile.alloc : memref<4x16xf32, "sram">
-    tile.copy %y[%c0, %c0] to %b[%c0, %c0] sizes [4, 16] : memref<8x16xf32, "dram">, memref<4x16xf32, "sram">
-    tile.copy %b[%c0, %c0] to %y[%c0, %c0] sizes [4, 16] : memref<4x16xf32, "sram">, memref<8x16xf32, "dram">
+    %b = tile.alloc : memref<32x64xf32, "sram">
+    tile.copy %y[%c0, %c0] to %b[%c0, %c0] sizes [32, 64] : memref<48x64xf32, "dram">, memref<32x64xf32, "sram">
+    tile.copy %b[%c0, %c0] to %y[%c0, %c0] sizes [32, 64] : memref<32x64xf32, "sram">, memref<48x64xf32, "dram">
   }
   func.return
 }
 // CHECK-LABEL: func.func @reuse_across_kernels
-// CHECK-SAME:    %x: memref<8x16xf32, "dram"> {graph.name = "x", tile.offset = 0 : i64}
-// CHECK-SAME:    %y: memref<8x16xf32, "dram"> {graph.name = "y", tile.output, tile.offset = 512 : i64}
-// CHECK-SAME:    attributes {tile.sram_peak = 512 : i64, tile.acc_peak = 0 : i64, tile.dram_bytes = 1024 : i64}
-// CHECK:         tile.kernel "k1" {sram_peak = 512 : i64, acc_peak = 0 : i64}
-// CHECK-NEXT:      %a = tile.alloc {offset = 0 : i64} : memref<8x16xf32, "sram">
-// CHECK:         tile.kernel "k2" {sram_peak = 256 : i64, acc_peak = 0 : i64}
-// CHECK-NEXT:      %b = tile.alloc {offset = 0 : i64} : memref<4x16xf32, "sram">
+// CHECK-SAME:    %x: memref<48x64xf32, "dram"> {graph.name = "x", tile.offset = 0 : i64}
+// CHECK-SAME:    %y: memref<48x64xf32, "dram"> {graph.name = "y", tile.output, tile.offset = 12288 : i64}
+// CHECK-SAME:    attributes {tile.sram_peak = 12288 : i64, tile.acc_peak = 0 : i64, tile.dram_bytes = 24576 : i64}
+// CHECK:         tile.kernel "k1" {sram_peak = 12288 : i64, acc_peak = 0 : i64}
+// CHECK-NEXT:      %a = tile.alloc {offset = 0 : i64} : memref<48x64xf32, "sram">
+// CHECK:         tile.kernel "k2" {sram_peak = 8192 : i64, acc_peak = 0 : i64}
+// CHECK-NEXT:      %b = tile.alloc {offset = 0 : i64} : memref<32x64xf32, "sram">
+// EDGE-LABEL:  func.func @reuse_across_kernels
+// EDGE-SAME:     tile.sram_peak = 20480 : i64
+// EDGE:          tile.kernel "k1" {sram_peak = 12288 : i64, acc_peak = 0 : i64}
+// EDGE-NEXT:       %a = tile.alloc {offset = 0 : i64} : memref<48x64xf32, "sram">
+// EDGE:          tile.kernel "k2" {sram_peak = 20480 : i64, acc_peak = 0 : i64}
+// EDGE-NEXT:       %b = tile.alloc {offset = 12288 : i64} : memref<32x64xf32, "sram">
 
 // -----
 
