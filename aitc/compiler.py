@@ -50,7 +50,7 @@ from aitc.files import read_text
 from aitc.frontend.onnx_import import import_onnx
 from aitc.interp.run import random_inputs
 from aitc.ir import parse_mlir, require_weights
-from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target
+from aitc.module_target import LEGACY_TARGET_ATTR, TARGET_ATTR, record_target, recorded_target
 from aitc.passes.graph.graph_legalize_axes import GraphLegalizeAxesPass
 from aitc.passes.graph.place_on_host import PlaceOnHostPass
 from aitc.passes.pipelines import lowering_stages, pipeline_spec, with_target
@@ -58,6 +58,7 @@ from aitc.passes.runner import run_pipeline_reporting
 from aitc.passes.shard.planner import LAYERWISE_MARGIN, STRATEGIES, Planner
 from aitc.passes.shard.shard_propagate import PLAN_ATTR, ShardPropagatePass
 from aitc.passes.sync_to_hw import kernel_nodes
+from aitc.passes.sync_to_hw.overlap import kernel_overlaps
 from aitc.report import format_table, peak_rss_mib
 from aitc.sim import Simulator
 from aitc.spmd import grid_size, lower_spmd
@@ -515,6 +516,8 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
     their `segment`."""
 
     split = bool(kept_functions(module))
+    spec = recorded_target(module)
+    target = load_target(spec) if spec is not None else None
     rows = []
     for top in module.ops:
         segment = {"segment": symbol_name(top) or ""} if split else {}
@@ -529,11 +532,14 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
             recorded = [estimate.row() for estimate in top.kernel_estimates]
             rows += [{**row, "on": "npu", **segment} if split else row for row in recorded]
             continue
+        overlaps = kernel_overlaps(top, target) if isinstance(top, func.FuncOp) and target else {}
         for op in top.walk():
             if isinstance(op, KernelOp) and op.sym is not None:
                 row: dict[str, object] = {"kernel": op.sym.data}
                 row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
                 row["nodes"] = kernel_nodes(op)
+                if op in overlaps:
+                    row["overlap"] = overlaps[op]
                 if split:
                     row.update(on="npu", **segment)
                 rows.append(row)

@@ -238,7 +238,8 @@ def build_report(
             continue
         for node in [name, *row.get("nodes", [])]:  # type: ignore[misc]
             owner.setdefault(str(node), name)
-        per_core[name, int(row.get("core", 0))] += int(row.get("est_cycles", 0))  # type: ignore[call-overload]
+        estimate, overlap = (int(row.get(key, 0)) for key in ("est_cycles", "overlap"))  # type: ignore[call-overload]
+        per_core[name, int(row.get("core", 0))] += estimate - overlap  # type: ignore[call-overload]
         moved[name] += int(row.get("dma_bytes", 0))  # type: ignore[call-overload]
         ops[name].append(str(row.get("op", "")))
     estimates: dict[str, int] = {}

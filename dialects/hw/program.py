@@ -89,7 +89,8 @@ class KernelEstimate:
     """What the compiler estimated for one kernel of a program: `kernel` (its name: the ONNX node
     of its last op, or a collective's label), `op` (its graph ops, comma-separated, or
     "collective"), `est_cycles`, `dma_bytes`, `nodes` (the ONNX nodes its instructions' locations
-    name) and the `core` that runs it."""
+    name), the `core` that runs it and its `overlap`: the cycles of its estimate that run while
+    the kernel before it finishes (`convert-sync-to-hw`'s `overlap`; written only when not 0)."""
 
     kernel: str
     op: str
@@ -97,13 +98,16 @@ class KernelEstimate:
     nodes: tuple[str, ...]
     dma_bytes: int = 0
     core: int = 0
+    overlap: int = 0
 
     def to_attr(self) -> DictionaryAttr:
         """The estimate as an entry of `aitc.kernels` (`from_attr` reads it back)."""
+        overlap = {"overlap": IntegerAttr(self.overlap, i64)} if self.overlap else {}
         return DictionaryAttr({
             "kernel": StringAttr(self.kernel), "op": StringAttr(self.op),
             "est_cycles": IntegerAttr(self.est_cycles, i64), "dma_bytes": IntegerAttr(self.dma_bytes, i64),
             "nodes": ArrayAttr([StringAttr(n) for n in self.nodes]), "core": IntegerAttr(self.core, i64),
+            **overlap,
         })  # fmt: skip
 
     @classmethod
@@ -137,13 +141,15 @@ class KernelEstimate:
         )
         assert isinstance(nodes, ArrayAttr)
         names = tuple(n.data for n in nodes.data if isinstance(n, StringAttr))
-        return cls(text("kernel"), text("op"), count("est_cycles"), names, count("dma_bytes"), count("core"))
+        cycles, overlap = count("est_cycles"), count("overlap")
+        require(overlap <= cycles, f"hw.program: {KERNELS_ATTR} entry's 'overlap' exceeds its 'est_cycles'")
+        return cls(text("kernel"), text("op"), cycles, names, count("dma_bytes"), count("core"), overlap)
 
     def row(self) -> dict[str, object]:
         """The estimate as a row of `aitc.compiler.kernel_report`."""
         return {
             "kernel": self.kernel, "op": self.op, "est_cycles": self.est_cycles, "dma_bytes": self.dma_bytes,
-            "nodes": list(self.nodes), "core": self.core,
+            "nodes": list(self.nodes), "core": self.core, "overlap": self.overlap,
         }  # fmt: skip
 
 

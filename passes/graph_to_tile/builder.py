@@ -36,7 +36,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aitc.dialects import tile
-from aitc.passes.graph_to_tile.costs import Budget, Cost, dma_transfers, matmul_cycles, vector_cycles
+from aitc.passes.graph_to_tile.costs import (
+    FILL_DRAIN_ATTR,
+    Budget,
+    Cost,
+    dma_transfers,
+    matmul_cycles,
+    vector_cycles,
+)
 from aitc.types import element_bytes, i64_attr
 
 Index = int | SSAValue
@@ -354,6 +361,7 @@ class KernelBuilder:
         if self.acc_bytes:
             attrs["acc_bytes"] = IntegerAttr(self.acc_bytes, i64)
         attrs["reason"] = StringAttr(reason)
+        attrs[FILL_DRAIN_ATTR] = DenseArrayBase.from_list(i64, self.cost.fill_and_drain(self.target))
         self.kernel.attributes.update(attrs)
         return self.kernel
 

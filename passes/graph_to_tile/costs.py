@@ -44,6 +44,10 @@ from aitc.target import Target
 
 F32 = 4
 
+FILL_DRAIN_ATTR = "est_fill_drain"
+"""The tile.kernel attribute holding `Cost.fill_and_drain`: array<i64: fill, drain, the drain's
+stores>."""
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -477,6 +481,17 @@ class Cost:
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
+
+    def fill_and_drain(self, target: Target) -> list[int]:
+        """[fill, drain, the drain's stores] as `cycles` counts them, at most the whole: the
+        fill before the first compute op, the drain after the last load (one instance of each
+        op: matrix, then vector, then the stores). What of the kernel may overlap the kernel
+        before it (its fill, while that one drains) and the one after it (`FILL_DRAIN_ATTR`,
+        read by `convert-sync-to-hw`'s `overlap`)."""
+        total = self.cycles(target)
+        drain = sum(self.drain.values())
+        fill_drain = (self.placed(target).queued_lead, drain, self.drain.get("store", 0))
+        return [min(math.ceil(value), total) for value in fill_drain]
 
     def _beside(self, placed: Placed) -> float:
         """What runs side by side in the fill at depth 1: its dma0 loads and its copies (split

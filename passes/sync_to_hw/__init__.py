@@ -57,6 +57,7 @@ from aitc.dialects.hw import program as hw_program
 from aitc.module_target import TARGET_ATTR, module_target_spec
 from aitc.passes.legality import check_no_ops_left, fail
 from aitc.passes.sync_to_hw.address import Addressing, Buffer, NotAffineError
+from aitc.passes.sync_to_hw.overlap import kernel_overlaps
 from aitc.passes.sync_to_hw.select import SELECTORS
 from aitc.target import Target
 from aitc.types import shape_and_element
@@ -235,13 +236,13 @@ def lower_core(core: int, block: Block, at: Addressing, location: LocationAttr) 
     return hw.CoreOp(core, [*body, hw.EndOp()])
 
 
-def lower_function(function: func.FuncOp, target: str) -> hw.ProgramOp:
-    """The hw.program of a destination-passing function: layout, then one core; the estimates of
-    its kernels recorded on it (`hw.KERNELS_ATTR`)."""
+def lower_function(function: func.FuncOp, target: str, resolved: Target) -> hw.ProgramOp:
+    """The hw.program of a destination-passing function for `target` (`resolved`): layout, then
+    one core; the estimates of its kernels recorded on it (`hw.KERNELS_ATTR`)."""
     at = Addressing()
     tensors = place_arguments(function, at)
     consts = place_buffers(function, at)
-    estimates = kernel_estimates(function)
+    estimates = kernel_estimates(function, resolved)
     core = lower_core(0, function.body.block, at, function.location)
     program = hw.ProgramOp(function.sym_name.data, target, [*tensors, *consts, core])
     program.location = function.location
@@ -257,9 +258,11 @@ def kernel_nodes(kernel: tile.KernelOp) -> list[str]:
     return list(dict.fromkeys([kernel.sym.data, *filter(None, carried)]))
 
 
-def kernel_estimates(function: func.FuncOp) -> list[hw.KernelEstimate]:
+def kernel_estimates(function: func.FuncOp, target: Target) -> list[hw.KernelEstimate]:
     """The cost model's estimate of every tile.kernel of `function` that recorded one
-    (`est_cycles`, convert-graph-to-tile), in program order."""
+    (`est_cycles`, convert-graph-to-tile), with its overlap with the kernel before it
+    (`overlap.kernel_overlaps` on `target`), in program order."""
+    overlaps = kernel_overlaps(function, target)
     found = []
     for op in function.walk():
         if not isinstance(op, tile.KernelOp) or op.sym is None:
@@ -269,6 +272,7 @@ def kernel_estimates(function: func.FuncOp) -> list[hw.KernelEstimate]:
             found.append(hw.KernelEstimate(
                 op.sym.data, ops.data if isinstance(ops, StringAttr) else "", max(cycles.value.data, 0),
                 tuple(kernel_nodes(op)), max(moved.value.data, 0) if isinstance(moved, IntegerAttr) else 0,
+                overlap=min(overlaps.get(op, 0), max(cycles.value.data, 0)),
             ))  # fmt: skip
     return found
 
@@ -317,7 +321,7 @@ class ConvertSyncToHwPass(ModulePass):
         spec, target = module_target_spec(op, self.target, self.name)
         block = op.body.block
         for function in [f for f in block.ops if exec_dialect.lowered_here(f)]:
-            program = lower_function(function, spec)
+            program = lower_function(function, spec, target)
             block.insert_op_before(program, function)
             function.detach()
             function.erase()

@@ -158,6 +158,16 @@ hw.program @unnamed_estimate target "tiny" attributes {aitc.kernels = [{op = "gr
 
 // -----
 
+// A kernel's overlap with the kernel before it is part of its estimate.
+hw.program @overlap_beyond_estimate target "tiny" attributes {aitc.kernels = [{kernel = "k", op = "graph.add", est_cycles = 5 : i64, overlap = 6 : i64}]} {
+  hw.core 0 {
+    hw.end
+  }
+}
+// CHECK: hw.program: aitc.kernels entry's 'overlap' exceeds its 'est_cycles'
+
+// -----
+
 hw.program @estimates_not_an_array target "tiny" attributes {aitc.kernels = 3 : i64} {
   hw.core 0 {
     hw.end

@@ -117,6 +117,19 @@ def test_rows_count_macs_and_dram_bytes_and_name_the_limit():
     assert rows["y"].bound == pytest.approx(max(32768 / 1024, 1024 / 51))
 
 
+def test_a_kernels_estimate_leaves_out_its_overlap_with_the_kernel_before_it():
+    """A row's estimate is the time it adds after the kernel before it: `est_cycles` less its
+    recorded `overlap` (convert-sync-to-hw's `kernel_overlaps`), what the time alone measures."""
+    target = load_target("edge")
+    kernels = [
+        {"kernel": "x", "op": "graph.add", "est_cycles": 90, "nodes": ["x"]},
+        {"kernel": "y", "op": "graph.matmul", "est_cycles": 330, "nodes": ["y"], "overlap": 60},
+    ]
+    rows = {r.node: r for r in build_report("m", target, PIPELINE, 342, 0.1, kernels, None).rows}
+    assert (rows["x"].est, rows["y"].est) == (90, 270)
+    assert rows["y"].error == pytest.approx((270 - 241) / 241)
+
+
 def test_a_node_whose_bytes_take_the_dram_channel_longest_is_dram_bound():
     load = {"node": "z", "bytes": 4096, "src": "dram[0x0]", "dst": "sram[0x0]"}
     trace = _trace([(0, 0, "dma_in z", 0, 100, load), (0, 1, "dma_in z", 0, 100, load)])

@@ -1,0 +1,112 @@
+"""The estimated overlap of each kernel with the kernel before it (`kernel_overlaps`), on
+compiled programs: independent neighbours placed apart overlap by the fill / drain rule, a
+kernel whose fill loads the previous kernel's result or whose bytes it shares does not, and
+the hw program records what the sync level computed (what `aitc perf` compares)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+
+from aitc.compiler import CompileOptions, compile_module, kernel_report
+from aitc.dialects import hw, tile
+from aitc.passes.graph_to_tile.costs import FILL_DRAIN_ATTR
+from aitc.passes.sync_to_hw import overlap
+from aitc.passes.sync_to_hw.overlap import kernel_overlaps
+from aitc.target import load_target
+
+
+def two_projections_and_a_norm(rows: int, width: int) -> onnx.ModelProto:
+    """y1 = x @ W1 and y2 = x @ W2 (independent of each other), z = LayerNorm(y2)."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), name)
+        for name in ("w1", "w2")
+    ] + [
+        numpy_helper.from_array(np.ones(width, np.float32), "g"),
+        numpy_helper.from_array(np.zeros(width, np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["y1"], name="proj1"),
+        helper.make_node("MatMul", ["x", "w2"], ["y2"], name="proj2"),
+        helper.make_node("LayerNormalization", ["y2", "g", "b"], ["z"], name="norm", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "overlap",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [rows, width]) for name in ("y1", "z")],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def sync_kernels(model: onnx.ModelProto, target: str) -> tuple[func.FuncOp, dict[str, tile.KernelOp]]:
+    result = compile_module(model, CompileOptions(target=target, emit="sync"))
+    function = next(op for op in result.module.walk() if isinstance(op, func.FuncOp))
+    kernels = {op.sym.data: op for op in function.walk() if isinstance(op, tile.KernelOp) and op.sym}
+    return function, kernels
+
+
+def share_bytes(a: tile.KernelOp, b: tile.KernelOp) -> bool:
+    """Whether planned kernels `a` and `b` access some of the same SRAM or ACC bytes."""
+    ranges = [overlap._scratch(kernel) for kernel in (a, b)]
+    assert ranges[0] is not None
+    assert ranges[1] is not None
+    return overlap._share(ranges[0], ranges[1])
+
+
+def fill_drain(kernel: tile.KernelOp) -> list[int]:
+    return [int(v) for v in kernel.attributes[FILL_DRAIN_ATTR].get_values()]  # type: ignore[union-attr]
+
+
+def test_an_independent_kernel_placed_apart_overlaps_the_previous_drain():
+    """proj2 reads nothing proj1 writes and, both fitting edge's SRAM side by side, shares no
+    bytes with it: its fill runs during proj1's drain before its stores."""
+    function, kernels = sync_kernels(two_projections_and_a_norm(16, 64), "edge")
+    assert list(kernels) == ["proj1", "proj2", "norm"]
+    assert not share_bytes(kernels["proj1"], kernels["proj2"])
+    overlaps = kernel_overlaps(function, load_target("edge"))
+    fill = fill_drain(kernels["proj2"])[0]
+    _, drain, stores = fill_drain(kernels["proj1"])
+    assert overlaps[kernels["proj1"]] == 0  # the first kernel
+    assert overlaps[kernels["proj2"]] == min(fill, drain - stores) > 0
+
+
+def test_only_the_fill_that_loads_nothing_of_the_previous_result_overlaps():
+    """The layer norm's fill loads its scale and bias (which may run during proj2's drain) and
+    proj2's output rows (which wait for proj2's stores): less than its whole fill overlaps."""
+    function, kernels = sync_kernels(two_projections_and_a_norm(16, 64), "edge")
+    fill = fill_drain(kernels["norm"])[0]
+    _, drain, stores = fill_drain(kernels["proj2"])
+    overlapped = kernel_overlaps(function, load_target("edge"))[kernels["norm"]]
+    assert 0 < overlapped < min(fill, drain - stores)
+
+
+def test_kernels_that_share_bytes_do_not_overlap():
+    """On tiny (16 KiB of SRAM) the two projections do not fit side by side: plan-memory gives
+    them the same bytes, so proj2's loads wait for proj1 to finish with them."""
+    function, kernels = sync_kernels(two_projections_and_a_norm(32, 64), "tiny")
+    assert share_bytes(kernels["proj1"], kernels["proj2"])
+    assert kernel_overlaps(function, load_target("tiny"))[kernels["proj2"]] == 0
+
+
+def test_the_program_and_the_kernel_report_record_the_overlaps():
+    """The hw program keeps each kernel's overlap (a .aitb's `aitc perf` reads it), as the
+    sync-level report has it."""
+    model = two_projections_and_a_norm(16, 64)
+    _, kernels = sync_kernels(model, "edge")
+    rows = {
+        row["kernel"]: row
+        for row in kernel_report(compile_module(model, CompileOptions(target="edge", emit="sync")).module)
+    }
+    program = next(
+        op
+        for op in compile_module(model, CompileOptions(target="edge")).module.walk()
+        if isinstance(op, hw.ProgramOp)
+    )
+    recorded = {estimate.kernel: estimate.overlap for estimate in program.kernel_estimates}
+    assert recorded == {name: rows[name]["overlap"] for name in kernels}
+    assert recorded["proj2"] > 0
