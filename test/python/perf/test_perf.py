@@ -127,6 +127,8 @@ def test_a_kernels_estimate_leaves_out_its_overlap_with_the_kernel_before_it():
     ]
     rows = {r.node: r for r in build_report("m", target, PIPELINE, 342, 0.1, kernels, None).rows}
     assert (rows["x"].est, rows["y"].est) == (90, 270)
+    assert (rows["x"].overlap, rows["y"].overlap) == (0, 60)
+    assert rows["y"].to_json()["est_overlap"] == 60
     assert rows["y"].error == pytest.approx((270 - 241) / 241)
 
 
@@ -216,7 +218,7 @@ def test_perf_writes_every_file_and_agrees_with_aitc_run(capsys, tmp_path, layer
     assert {e["args"]["op_name"] for e in nodes} >= {"Softmax", "LayerNormalization"}
     assert all(e["name"].endswith("_kernel_time") for e in nodes)
     csv_lines = (out / "perf.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("node,op_type,ops,placement,est_cycles,cycles")
+    assert csv_lines[0].startswith("node,op_type,ops,placement,est_cycles,est_overlap,cycles")
     assert len(csv_lines) == len(rows) + 1
     page = (out / "perf.html").read_text()
     assert page.count("<svg") == 2
