@@ -539,7 +539,7 @@ def kernel_report(module: ModuleOp) -> list[dict[str, object]]:
                 row.update({k: _attr_value(v) for k, v in op.attributes.items() if k != "sym"})
                 row["nodes"] = kernel_nodes(op)
                 if op in overlaps:
-                    row["overlap"] = overlaps[op]
+                    row.update(overlap=overlaps[op].overlap, delay=overlaps[op].delay)
                 if split:
                     row.update(on="npu", **segment)
                 rows.append(row)

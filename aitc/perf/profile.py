@@ -67,7 +67,9 @@ class NodePerf:
     outputs: list[TensorInfo] = field(default_factory=list)
     overlap: int = 0
     """The cycles `est` leaves out of the kernel's estimate on its own: what of it the compiler
-    expects to run while the kernel before it finishes (`overlap` of its kernel rows)."""
+    expects to run while the kernel before it finishes, less how much later it expects it to
+    end for the kernel after it (`overlap` - `delay` of its kernel rows; negative when the
+    delay is the larger)."""
 
     @property
     def intensity(self) -> float | None:
@@ -243,9 +245,9 @@ def build_report(
             continue
         for node in [name, *row.get("nodes", [])]:  # type: ignore[misc]
             owner.setdefault(str(node), name)
-        estimate, overlap = (int(row.get(key, 0)) for key in ("est_cycles", "overlap"))  # type: ignore[call-overload]
-        per_core[name, int(row.get("core", 0))] += estimate - overlap  # type: ignore[call-overload]
-        overlaps[name] = max(overlaps[name], overlap)
+        estimate, overlap, delay = (int(row.get(key, 0)) for key in ("est_cycles", "overlap", "delay"))  # type: ignore[call-overload]
+        per_core[name, int(row.get("core", 0))] += estimate - overlap + delay  # type: ignore[call-overload]
+        overlaps[name] = max(overlaps[name], overlap - delay)
         moved[name] += int(row.get("dma_bytes", 0))  # type: ignore[call-overload]
         ops[name].append(str(row.get("op", "")))
     estimates: dict[str, int] = {}

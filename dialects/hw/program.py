@@ -89,8 +89,10 @@ class KernelEstimate:
     """What the compiler estimated for one kernel of a program: `kernel` (its name: the ONNX node
     of its last op, or a collective's label), `op` (its graph ops, comma-separated, or
     "collective"), `est_cycles`, `dma_bytes`, `nodes` (the ONNX nodes its instructions' locations
-    name), the `core` that runs it and its `overlap`: the cycles of its estimate that run while
-    the kernel before it finishes (`convert-sync-to-hw`'s `overlap`; written only when not 0)."""
+    name), the `core` that runs it, its `overlap` (the cycles of its estimate that run while the
+    kernel before it finishes) and `delay` (how much later it ends for the kernel after it,
+    whose loads take the DRAM channel from its last stores): `convert-sync-to-hw`'s `overlap`,
+    written only when not 0. Its time in the program is estimated as est - overlap + delay."""
 
     kernel: str
     op: str
@@ -99,10 +101,11 @@ class KernelEstimate:
     dma_bytes: int = 0
     core: int = 0
     overlap: int = 0
+    delay: int = 0
 
     def to_attr(self) -> DictionaryAttr:
         """The estimate as an entry of `aitc.kernels` (`from_attr` reads it back)."""
-        overlap = {"overlap": IntegerAttr(self.overlap, i64)} if self.overlap else {}
+        overlap = {k: IntegerAttr(v, i64) for k, v in (("overlap", self.overlap), ("delay", self.delay)) if v}
         return DictionaryAttr({
             "kernel": StringAttr(self.kernel), "op": StringAttr(self.op),
             "est_cycles": IntegerAttr(self.est_cycles, i64), "dma_bytes": IntegerAttr(self.dma_bytes, i64),
@@ -143,13 +146,22 @@ class KernelEstimate:
         names = tuple(n.data for n in nodes.data if isinstance(n, StringAttr))
         cycles, overlap = count("est_cycles"), count("overlap")
         require(overlap <= cycles, f"hw.program: {KERNELS_ATTR} entry's 'overlap' exceeds its 'est_cycles'")
-        return cls(text("kernel"), text("op"), cycles, names, count("dma_bytes"), count("core"), overlap)
+        return cls(
+            text("kernel"),
+            text("op"),
+            cycles,
+            names,
+            count("dma_bytes"),
+            count("core"),
+            overlap,
+            count("delay"),
+        )
 
     def row(self) -> dict[str, object]:
         """The estimate as a row of `aitc.compiler.kernel_report`."""
         return {
             "kernel": self.kernel, "op": self.op, "est_cycles": self.est_cycles, "dma_bytes": self.dma_bytes,
-            "nodes": list(self.nodes), "core": self.core, "overlap": self.overlap,
+            "nodes": list(self.nodes), "core": self.core, "overlap": self.overlap, "delay": self.delay,
         }  # fmt: skip
 
 

@@ -260,7 +260,7 @@ def kernel_nodes(kernel: tile.KernelOp) -> list[str]:
 
 def kernel_estimates(function: func.FuncOp, target: Target) -> list[hw.KernelEstimate]:
     """The cost model's estimate of every tile.kernel of `function` that recorded one
-    (`est_cycles`, convert-graph-to-tile), with its overlap with the kernel before it
+    (`est_cycles`, convert-graph-to-tile), with its overlap with its neighbours
     (`overlap.kernel_overlaps` on `target`), in program order."""
     overlaps = kernel_overlaps(function, target)
     found = []
@@ -272,7 +272,7 @@ def kernel_estimates(function: func.FuncOp, target: Target) -> list[hw.KernelEst
             found.append(hw.KernelEstimate(
                 op.sym.data, ops.data if isinstance(ops, StringAttr) else "", max(cycles.value.data, 0),
                 tuple(kernel_nodes(op)), max(moved.value.data, 0) if isinstance(moved, IntegerAttr) else 0,
-                overlap=min(overlaps.get(op, 0), max(cycles.value.data, 0)),
+                overlap=overlaps[op].overlap, delay=overlaps[op].delay,
             ))  # fmt: skip
     return found
 

@@ -1,4 +1,4 @@
-"""How much of each kernel's estimate runs while the kernel before it finishes.
+"""How each kernel's time in a program differs from its estimate on its own.
 
 The cost model estimates a kernel alone (`est_cycles`): its fill (the loads before its first
 compute op), its body and its drain (what follows its last load: the last compute, then the
@@ -12,24 +12,29 @@ keeps neighbours apart where they fit side by side), or they read what it stores
             = min(fill - the part of the fill that waits: the loads of the previous kernel's
                   results and those after them on their queue (queues run in order) and,
                   with them, the fill's on-chip copies,
-                  previous drain - its stores (they hold the stores' DMA queue and share the
-                  DRAM channel with the loads))
+                  previous drain - its stores (they hold the stores' DMA queue))
 
-and the kernel's time in the program after the kernel before it ends is estimated as
-`est_cycles - overlap` (what `aitc perf` compares with the simulated time alone; the times
-alone add up to the program's cycles).
+Those early loads take the DRAM channel, which the simulator serves first come, first served:
+when the previous kernel's stores ask for it, they wait for the loads that started before them
+(`delay`: the previous kernel ends that much later, and the kernel adds that much less after
+it). A kernel's time in the program after the kernel before it ends is estimated as
+
+    est_cycles - overlap (with the previous kernel's delay) + delay (for the next kernel)
+
+(what `aitc perf` compares with the simulated time alone; the times alone add up to the
+program's cycles).
 
 Measured on edge, one core (`aitc perf`, |est - simulated time alone| / simulated per kernel,
-median / p90): tiny_transformer 11.2% / 35.7% without the overlap, 7.2% / 13.8% with it; the
-query projection after the value projection (independent) ran 675 cycles alone, estimated 916
-alone and 768 with the value kernel's drain before its stores (148) taken off. The model
-leaves out that the overlapped loads and stores share the DRAM channel, which slows the
-previous kernel's last stores (a 142-cycle mask kernel ran 294 while the next kernel loaded).
+median / p90): tiny_transformer 11.2% / 35.7% without either, 7.2% / 13.8% with the overlap,
+4.5% / 8.2% with the delay too: its mask kernel, 142 cycles on its own, ran 294 while the key
+projection's first 8 KiB weight load held the channel (estimated 278); the query projection
+after the value projection ran 675 cycles alone, estimated 916 on its own and 755 here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
@@ -49,34 +54,83 @@ ACC_BASE = 1 << 48
 """Where ACC byte ranges start in `_scratch` (apart from every SRAM range)."""
 
 
-def kernel_overlaps(function: func.FuncOp, target: Target) -> dict[Operation, int]:
-    """Per tile.kernel of `function` that records `est_cycles`: the cycles of its estimate that
-    run while the kernel before it (in program order) finishes, at most the estimate (module
-    docstring); 0 for the first kernel and where the fill/drain or the memory plan is missing."""
-    overlaps: dict[Operation, int] = {}
+@dataclass(frozen=True)
+class Overlap:
+    """How a kernel's time in the program differs from its estimate on its own: `overlap`
+    cycles of it run while the kernel before it finishes; `delay`: the kernel after it, loading
+    during its drain, holds the DRAM channel its last stores need for that long."""
+
+    overlap: int = 0
+    delay: int = 0
+
+
+def kernel_overlaps(function: func.FuncOp, target: Target) -> dict[Operation, Overlap]:
+    """Per tile.kernel of `function` that records `est_cycles`: its `Overlap` with its
+    neighbours in program order (module docstring), the overlap at most the estimate; none for
+    the first kernel and where the fill/drain or the memory plan is missing."""
+    found: dict[Operation, Overlap] = {}
     previous: tile.KernelOp | None = None
     for kernel in [op for op in function.walk() if isinstance(op, tile.KernelOp)]:
         estimate = kernel.attributes.get("est_cycles")
         if isinstance(estimate, IntegerAttr):
-            overlap = _overlap(previous, kernel, target) if previous is not None else 0
-            overlaps[kernel] = min(overlap, max(estimate.value.data, 0))
+            overlap, delay = _overlap(previous, kernel, target) if previous is not None else (0, 0)
+            found[kernel] = Overlap(min(overlap + delay, max(estimate.value.data, 0)))
+            if previous is not None and previous in found:
+                found[previous] = replace(found[previous], delay=delay)
         previous = kernel
-    return overlaps
+    return found
 
 
-def _overlap(previous: tile.KernelOp, kernel: tile.KernelOp, target: Target) -> int:
+def _overlap(previous: tile.KernelOp, kernel: tile.KernelOp, target: Target) -> tuple[int, int]:
+    """(overlap, delay): how much of `kernel` runs while `previous` drains, and how much later
+    `previous` ends for it (`_delay`)."""
     before, after = _fill_drain(previous), _fill_drain(kernel)
     if before is None or after is None:
-        return 0
+        return 0, 0
     ranges, previous_ranges = _scratch(kernel), _scratch(previous)
     if ranges is None or previous_ranges is None or _share(ranges, previous_ranges):
-        return 0
+        return 0, 0
     written = _written(previous)
     waiting = _waiting_fill(kernel, written, target)
     if not waiting and _read(kernel) & written:
-        return 0
+        return 0, 0
     fill, (drain, stores) = after[0], before[1:]
-    return max(0, min(fill - waiting, drain - stores))
+    overlap = max(0, min(fill - waiting, drain - stores))
+    return (overlap, _delay(kernel, written, target, drain - stores)) if overlap else (0, 0)
+
+
+def _delay(kernel: tile.KernelOp, written: set[SSAValue], target: Target, before_stores: int) -> int:
+    """How long the kernel's first loads on its load queue (dma0), issued as the previous
+    kernel drains (`before_stores` cycles before that kernel's stores ask for the DRAM channel),
+    hold the channel past that moment: the simulator serves the channel first come, first
+    served, so the stores wait. The loads that read nothing of `written` and start before
+    then, in the fill's order, each holding the channel for its bytes at the DRAM rate."""
+    issued, channel, loaded = 0, 0, False
+    for op in _window_ops(kernel):
+        if not isinstance(op, DMA_OPS):
+            if loaded:
+                break
+            continue
+        (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
+        source = tile.base_buffer(view)
+        if tile.space_of(source) != "dram" or source in written:
+            continue
+        loaded = True
+        if (sync.engine_of(op) or LOAD_QUEUE) != LOAD_QUEUE:
+            continue
+        if issued >= before_stores:
+            break
+        nbytes = _instruction_bytes(op, view, dst)
+        channel = max(channel, issued) + -(-nbytes // target.dram.bytes_per_cycle)
+        issued += dma_instruction_cycles(target, nbytes)
+    return max(0, channel - before_stores)
+
+
+def _instruction_bytes(op: tile.WindowOp, view: SSAValue, dst: SSAValue) -> int:
+    """The bytes of each DMA instruction `op` becomes (`dma_transfers`)."""
+    element = element_bytes(tile.memref_of(dst).get_element_type())
+    src_shape, dst_shape = (tuple(tile.memref_of(b).get_shape()) for b in (view, dst))
+    return dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))[1]
 
 
 def _fill_drain(kernel: tile.KernelOp) -> tuple[int, int, int] | None:
@@ -143,9 +197,7 @@ def _waiting_fill(kernel: tile.KernelOp, written: set[SSAValue], target: Target)
             continue
         (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
         source = tile.base_buffer(view)
-        element = element_bytes(tile.memref_of(dst).get_element_type())
-        src_shape, dst_shape = (tuple(tile.memref_of(b).get_shape()) for b in (view, dst))
-        _, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+        nbytes = _instruction_bytes(op, view, dst)
         dram = tile.space_of(source) == "dram"
         loaded = loaded or dram
         queue = sync.engine_of(op) or LOAD_QUEUE

@@ -15,7 +15,7 @@
 // source locations of several kinds, inline and out-of-line weights, two cores, the compiler's
 // kernel estimates.
 builtin.module attributes {aitc.model = "roundtrip"} {
-  hw.program @roundtrip target "tiny" attributes {aitc.kernels = [{kernel = "fc1", op = "graph.matmul", est_cycles = 120 : i64, dma_bytes = 96 : i64, nodes = ["fc1"], core = 0 : i64, overlap = 20 : i64}]} {
+  hw.program @roundtrip target "tiny" attributes {aitc.kernels = [{kernel = "fc1", op = "graph.matmul", est_cycles = 120 : i64, dma_bytes = 96 : i64, nodes = ["fc1"], core = 0 : i64, overlap = 20 : i64, delay = 3 : i64}]} {
     hw.tensor "x" input dram[0x0] : tensor<4x4xf32> loc("x")
     hw.tensor "ids" input dram[0x40] : tensor<4xi32>
     hw.tensor "y" output dram[0x100] : tensor<4x4xf32>
@@ -62,7 +62,7 @@ builtin.module attributes {aitc.model = "roundtrip"} {
 #-}
 
 // CHECK:       builtin.module attributes {aitc.model = "roundtrip"} {
-// CHECK-NEXT:    hw.program @roundtrip target "tiny" attributes {aitc.kernels = [{kernel = "fc1", op = "graph.matmul", est_cycles = 120 : i64, dma_bytes = 96 : i64, nodes = ["fc1"], core = 0 : i64, overlap = 20 : i64}]} {
+// CHECK-NEXT:    hw.program @roundtrip target "tiny" attributes {aitc.kernels = [{kernel = "fc1", op = "graph.matmul", est_cycles = 120 : i64, dma_bytes = 96 : i64, nodes = ["fc1"], core = 0 : i64, overlap = 20 : i64, delay = 3 : i64}]} {
 // CHECK-NEXT:      hw.tensor "x" input dram[0x0] : tensor<4x4xf32> loc("x")
 // CHECK-NEXT:      hw.tensor "ids" input dram[0x40] : tensor<4xi32>
 // CHECK-NEXT:      hw.tensor "y" output dram[0x100] : tensor<4x4xf32>

@@ -119,17 +119,18 @@ def test_rows_count_macs_and_dram_bytes_and_name_the_limit():
 
 def test_a_kernels_estimate_leaves_out_its_overlap_with_the_kernel_before_it():
     """A row's estimate is the time it adds after the kernel before it: `est_cycles` less its
-    recorded `overlap` (convert-sync-to-hw's `kernel_overlaps`), what the time alone measures."""
+    recorded `overlap`, plus its `delay` (convert-sync-to-hw's `kernel_overlaps`), what the
+    time alone measures."""
     target = load_target("edge")
     kernels = [
         {"kernel": "x", "op": "graph.add", "est_cycles": 90, "nodes": ["x"]},
-        {"kernel": "y", "op": "graph.matmul", "est_cycles": 330, "nodes": ["y"], "overlap": 60},
+        {"kernel": "y", "op": "graph.matmul", "est_cycles": 330, "nodes": ["y"], "overlap": 60, "delay": 5},
     ]
     rows = {r.node: r for r in build_report("m", target, PIPELINE, 342, 0.1, kernels, None).rows}
-    assert (rows["x"].est, rows["y"].est) == (90, 270)
-    assert (rows["x"].overlap, rows["y"].overlap) == (0, 60)
-    assert rows["y"].to_json()["est_overlap"] == 60
-    assert rows["y"].error == pytest.approx((270 - 241) / 241)
+    assert (rows["x"].est, rows["y"].est) == (90, 275)
+    assert (rows["x"].overlap, rows["y"].overlap) == (0, 55)
+    assert rows["y"].to_json()["est_overlap"] == 55
+    assert rows["y"].error == pytest.approx((275 - 241) / 241)
 
 
 def test_a_node_whose_bytes_take_the_dram_channel_longest_is_dram_bound():
