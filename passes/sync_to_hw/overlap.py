@@ -103,34 +103,47 @@ def _delay(kernel: tile.KernelOp, written: set[SSAValue], target: Target, before
     """How long the kernel's first loads on its load queue (dma0), issued as the previous
     kernel drains (`before_stores` cycles before that kernel's stores ask for the DRAM channel),
     hold the channel past that moment: the simulator serves the channel first come, first
-    served, so the stores wait. The loads that read nothing of `written` and start before
-    then, in the fill's order, each holding the channel for its bytes at the DRAM rate."""
-    issued, channel, loaded = 0, 0, False
-    for op in _window_ops(kernel):
-        if not isinstance(op, DMA_OPS):
-            if loaded:
-                break
-            continue
-        (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
-        source = tile.base_buffer(view)
-        if tile.space_of(source) != "dram" or source in written:
-            continue
-        loaded = True
-        if (sync.engine_of(op) or LOAD_QUEUE) != LOAD_QUEUE:
+    served, so the stores wait. The loads of its fill that read nothing of `written` and start
+    before then, in order, each holding the channel for its bytes at the DRAM rate."""
+    issued, channel = 0, 0
+    for transfer in _fill(kernel):
+        if not transfer.dram or transfer.source in written or transfer.queue != LOAD_QUEUE:
             continue
         if issued >= before_stores:
             break
-        nbytes = _instruction_bytes(op, view, dst)
-        channel = max(channel, issued) + -(-nbytes // target.dram.bytes_per_cycle)
-        issued += dma_instruction_cycles(target, nbytes)
+        channel = max(channel, issued) + -(-transfer.nbytes // target.dram.bytes_per_cycle)
+        issued += dma_instruction_cycles(target, transfer.nbytes)
     return max(0, channel - before_stores)
 
 
-def _instruction_bytes(op: tile.WindowOp, view: SSAValue, dst: SSAValue) -> int:
-    """The bytes of each DMA instruction `op` becomes (`dma_transfers`)."""
-    element = element_bytes(tile.memref_of(dst).get_element_type())
-    src_shape, dst_shape = (tuple(tile.memref_of(b).get_shape()) for b in (view, dst))
-    return dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))[1]
+@dataclass(frozen=True)
+class _Transfer:
+    """One DMA op of a kernel's fill: what it reads, its queue, its bytes per instruction."""
+
+    source: SSAValue
+    queue: str
+    nbytes: int
+    dram: bool
+
+
+def _fill(kernel: tile.KernelOp) -> Iterator[_Transfer]:
+    """The kernel's fill as `Cost` counts it: its DMA ops before the first compute op after a
+    DRAM read (compute before any, e.g. a padding fill, does not end it); each op's queue its
+    `sync.engine` (dma0 before engines are bound)."""
+    loaded = False
+    for op in _window_ops(kernel):
+        if not isinstance(op, DMA_OPS):
+            if loaded:
+                return
+            continue
+        (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
+        source = tile.base_buffer(view)
+        element = element_bytes(tile.memref_of(dst).get_element_type())
+        src_shape, dst_shape = (tuple(tile.memref_of(b).get_shape()) for b in (view, dst))
+        _, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+        dram = tile.space_of(source) == "dram"
+        loaded = loaded or dram
+        yield _Transfer(source, sync.engine_of(op) or LOAD_QUEUE, nbytes, dram)
 
 
 def _fill_drain(kernel: tile.KernelOp) -> tuple[int, int, int] | None:
@@ -182,27 +195,17 @@ def _read(kernel: tile.KernelOp) -> set[SSAValue]:
 
 
 def _waiting_fill(kernel: tile.KernelOp, written: set[SSAValue], target: Target) -> int:
-    """Cycles of the kernel's fill that wait for the kernel before it, which writes `written`:
-    the longest DMA queue's part (`sync.engine`; dma0 before engines are bound) from its first
-    read of `written` on (a queue runs in order), then, when there is one, the fill's on-chip
-    copies (of what it loads). The fill as `Cost` counts it: one instruction per transfer
-    before the first compute op after a DRAM read (compute before any, e.g. a padding fill,
-    does not end it)."""
+    """Cycles of the kernel's fill (`_fill`: one instruction per transfer, as `Cost` counts it)
+    that wait for the kernel before it, which writes `written`: the longest DMA queue's part
+    from its first read of `written` on (a queue runs in order), then, when there is one, the
+    fill's on-chip copies (of what it loads)."""
     waiting: dict[str, int] = {}
-    on_chip, loaded = 0, False
-    for op in _window_ops(kernel):
-        if not isinstance(op, DMA_OPS):
-            if loaded:
-                break
-            continue
-        (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
-        source = tile.base_buffer(view)
-        nbytes = _instruction_bytes(op, view, dst)
-        dram = tile.space_of(source) == "dram"
-        loaded = loaded or dram
-        queue = sync.engine_of(op) or LOAD_QUEUE
-        if not dram:
-            on_chip += dma_instruction_cycles(target, nbytes, False)
-        elif queue in waiting or source in written:
-            waiting[queue] = waiting.get(queue, 0) + dma_instruction_cycles(target, nbytes)
+    on_chip = 0
+    for transfer in _fill(kernel):
+        if not transfer.dram:
+            on_chip += dma_instruction_cycles(target, transfer.nbytes, False)
+        elif transfer.queue in waiting or transfer.source in written:
+            waiting[transfer.queue] = waiting.get(transfer.queue, 0) + dma_instruction_cycles(
+                target, transfer.nbytes
+            )
     return max(waiting.values()) + on_chip if waiting else 0
