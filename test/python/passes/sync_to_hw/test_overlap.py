@@ -17,6 +17,7 @@ from aitc.passes.graph_to_tile.costs import FILL_DRAIN_ATTR
 from aitc.passes.sync_to_hw import overlap
 from aitc.passes.sync_to_hw.overlap import kernel_overlaps
 from aitc.target import load_target
+from aitc.testing import model_zoo
 
 
 def two_projections_and_a_norm(rows: int, width: int) -> onnx.ModelProto:
@@ -87,6 +88,21 @@ def test_only_the_fill_that_loads_nothing_of_the_previous_result_overlaps():
     _, drain, stores = fill_drain(kernels["proj2"])
     found = kernel_overlaps(function, load_target("edge"))
     assert 0 < found[kernels["norm"]].overlap - found[kernels["proj2"]].delay < min(fill, drain - stores)
+
+
+def test_loads_run_ahead_of_a_read_of_the_previous_results_delay_its_stores():
+    """tiny_cnn's last conv reads the average pool's output after its fill (a padding fill
+    ends it), so none of it overlaps the pool; but its first weight loads, issued as the pool
+    drains, hold the DRAM channel when the pool's stores ask for it: the pool ends later."""
+    model, _ = model_zoo.cnn_bn_pool(batch=1)
+    result = compile_module(
+        model, CompileOptions(target="edge", emit="sync", input_shapes={"image": [1, 3, 16, 16]})
+    )
+    function = next(op for op in result.module.walk() if isinstance(op, func.FuncOp))
+    kernels = {op.sym.data: op for op in function.walk() if isinstance(op, tile.KernelOp) and op.sym}
+    found = kernel_overlaps(function, load_target("edge"))
+    assert found[kernels["/relu3/Relu"]].overlap == 0
+    assert found[kernels["/pool2/AveragePool"]].delay > 0
 
 
 def test_kernels_that_share_bytes_do_not_overlap():
