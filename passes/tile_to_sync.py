@@ -113,17 +113,22 @@ def busy_cycles(op: tile.WindowOp, target: Target) -> int:
     return vector_cycles(target, cost, math.prod(box[:-1]), box[-1])
 
 
+def dma_instructions(op: tile.WindowOp) -> tuple[int, int, bool]:
+    """(instructions, bytes each, whether it touches DRAM) of one run of DMA op `op`, as
+    convert-sync-to-hw selects them (`dma_transfers`; a gather is one instruction)."""
+    source, destination = op.accesses()[0][0], op.accesses()[-1][0]
+    dram = "dram" in (tile.space_of(source), tile.space_of(destination))
+    element = element_bytes(tile.memref_of(destination).get_element_type())
+    if isinstance(op, tile.GatherOp):
+        return 1, op.box()[0] * op.box()[1] * element, dram
+    src_shape, dst_shape = (tile.memref_of(buffer).get_shape() for buffer in (source, destination))
+    count, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+    return count, nbytes, dram
+
+
 def _dma_cycles(op: tile.WindowOp, target: Target) -> int:
     """Cycles one run of DMA op `op` keeps its queue busy, as the cost model charges it."""
-    source, destination = op.accesses()[0][0], op.accesses()[-1][0]
-    spaces = (tile.space_of(source), tile.space_of(destination))
-    dram = "dram" in spaces
-    if isinstance(op, tile.GatherOp):
-        nbytes = op.box()[0] * op.box()[1] * element_bytes(tile.memref_of(destination).get_element_type())
-        return dma_instruction_cycles(target, nbytes, dram)
-    src_shape, dst_shape = (tile.memref_of(buffer).get_shape() for buffer in (source, destination))
-    element = element_bytes(tile.memref_of(destination).get_element_type())
-    count, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+    count, nbytes, dram = dma_instructions(op)
     return count * dma_instruction_cycles(target, nbytes, dram)
 
 

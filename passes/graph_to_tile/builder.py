@@ -350,18 +350,19 @@ class KernelBuilder:
                 block.add_op(op)
             else:
                 block.insert_op_before(op, first)
+        cycles = self.cost.cycles(self.target)
         attrs: dict[str, Attribute] = {
             "op": StringAttr(self.op_names),
             "tiles": DenseArrayBase.from_list(i64, [int(t) for t in tiles]),
             **(extra or {}),
             "dma_bytes": IntegerAttr(self.cost.dram_bytes, i64),
-            "est_cycles": IntegerAttr(self.cost.cycles(self.target), i64),
+            "est_cycles": IntegerAttr(cycles, i64),
             "sram_bytes": IntegerAttr(self.sram_bytes, i64),
         }
         if self.acc_bytes:
             attrs["acc_bytes"] = IntegerAttr(self.acc_bytes, i64)
         attrs["reason"] = StringAttr(reason)
-        attrs[FILL_DRAIN_ATTR] = DenseArrayBase.from_list(i64, self.cost.fill_and_drain(self.target))
+        attrs[FILL_DRAIN_ATTR] = DenseArrayBase.from_list(i64, self.cost.fill_and_drain(self.target, cycles))
         self.kernel.attributes.update(attrs)
         return self.kernel
 

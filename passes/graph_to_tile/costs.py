@@ -482,13 +482,12 @@ class Cost:
         )
         return math.ceil(max(paces) + self.waits)
 
-    def fill_and_drain(self, target: Target) -> list[int]:
-        """[fill, drain, the drain's stores] as `cycles` counts them, at most the whole: the
-        fill before the first compute op, the drain after the last load (one instance of each
-        op: matrix, then vector, then the stores). What of the kernel may overlap the kernel
-        before it (its fill, while that one drains) and the one after it (`FILL_DRAIN_ATTR`,
-        read by `convert-sync-to-hw`'s `overlap`)."""
-        total = self.cycles(target)
+    def fill_and_drain(self, target: Target, total: int) -> list[int]:
+        """[fill, drain, the drain's stores] as `cycles` counts them, at most `total` (its
+        value): the fill before the first compute op, the drain after the last load (one
+        instance of each op: matrix, then vector, then the stores). What of the kernel may
+        overlap the kernel before it (its fill, while that one drains) and the one after it
+        (`FILL_DRAIN_ATTR`, read by `convert-sync-to-hw`'s `overlap`)."""
         drain = sum(self.drain.values())
         fill_drain = (self.placed(target).queued_lead, drain, self.drain.get("store", 0))
         return [min(math.ceil(value), total) for value in fill_drain]

@@ -46,13 +46,11 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.analysis.dma import LOAD_QUEUE
 from aitc.analysis.liveness import byte_size
+from aitc.analysis.tile_footprint import planned_offset
 from aitc.dialects import sync, tile
-from aitc.passes.graph_to_tile.costs import FILL_DRAIN_ATTR, dma_instruction_cycles, dma_transfers
+from aitc.passes.graph_to_tile.costs import FILL_DRAIN_ATTR, dma_instruction_cycles
+from aitc.passes.tile_to_sync import dma_instructions
 from aitc.target import Target
-from aitc.types import element_bytes
-
-DMA_OPS = (tile.CopyOp, tile.TransposeOp, tile.GatherOp)
-"""Window ops that are DMA transfers; every other window op computes."""
 
 ACC_BASE = 1 << 48
 """Where ACC byte ranges start in `_scratch` (apart from every SRAM range)."""
@@ -68,37 +66,56 @@ class Overlap:
     delay: int = 0
 
 
+@dataclass(frozen=True)
+class _Kernel:
+    """What `_overlap` asks of one kernel: its `FILL_DRAIN_ATTR` (None: not recorded), the
+    SRAM/ACC byte ranges it accesses (None: not planned), the DRAM buffers it reads and writes."""
+
+    op: tile.KernelOp
+    fill_drain: tuple[int, int, int] | None
+    scratch: list[tuple[int, int]] | None
+    reads: set[SSAValue]
+    writes: set[SSAValue]
+
+    @staticmethod
+    def of(kernel: tile.KernelOp) -> _Kernel:
+        ops = [op for op in kernel.walk() if isinstance(op, tile.WindowOp)]
+        reads = {tile.base_buffer(buffer) for op in ops for buffer, _ in op.accesses()[:-1]}
+        writes = {tile.base_buffer(op.accesses()[-1][0]) for op in ops}
+        return _Kernel(kernel, _fill_drain(kernel), _scratch(ops), _in_dram(reads), _in_dram(writes))
+
+
 def kernel_overlaps(function: func.FuncOp, target: Target) -> dict[Operation, Overlap]:
     """Per tile.kernel of `function` that records `est_cycles`: its `Overlap` with its
     neighbours in program order (module docstring), the overlap at most the estimate; none for
     the first kernel and where the fill/drain or the memory plan is missing."""
     found: dict[Operation, Overlap] = {}
-    previous: tile.KernelOp | None = None
-    for kernel in [op for op in function.walk() if isinstance(op, tile.KernelOp)]:
-        estimate = kernel.attributes.get("est_cycles")
+    previous: _Kernel | None = None
+    for op in [op for op in function.walk() if isinstance(op, tile.KernelOp)]:
+        kernel = _Kernel.of(op)
+        estimate = op.attributes.get("est_cycles")
         if isinstance(estimate, IntegerAttr):
             overlap, delay = _overlap(previous, kernel, target) if previous is not None else (0, 0)
-            found[kernel] = Overlap(min(overlap, max(estimate.value.data, 0)))
-            if previous is not None and previous in found:
-                found[previous] = replace(found[previous], delay=delay)
+            found[op] = Overlap(min(overlap, max(estimate.value.data, 0)))
+            if previous is not None and previous.op in found:
+                found[previous.op] = replace(found[previous.op], delay=delay)
         previous = kernel
     return found
 
 
-def _overlap(previous: tile.KernelOp, kernel: tile.KernelOp, target: Target) -> tuple[int, int]:
+def _overlap(previous: _Kernel, kernel: _Kernel, target: Target) -> tuple[int, int]:
     """(overlap, delay): how much of `kernel` runs while `previous` drains, counting the delay
     when it does, and how much later `previous` ends for it (`_delay`)."""
-    before, after = _fill_drain(previous), _fill_drain(kernel)
-    if before is None or after is None:
+    before, after = previous.fill_drain, kernel.fill_drain
+    if before is None or after is None or kernel.scratch is None or previous.scratch is None:
         return 0, 0
-    ranges, previous_ranges = _scratch(kernel), _scratch(previous)
-    if ranges is None or previous_ranges is None or _share(ranges, previous_ranges):
+    if _share(kernel.scratch, previous.scratch):
         return 0, 0
-    written = _written(previous)
+    written = previous.writes
     fill, (drain, stores) = after[0], before[1:]
-    delay = _delay(kernel, written, target, drain - stores)
-    waiting = _waiting_fill(kernel, written, target)
-    if not waiting and _read(kernel) & written:
+    delay = _delay(kernel.op, written, target, drain - stores)
+    waiting = _waiting_fill(kernel.op, written, target)
+    if not waiting and kernel.reads & written:
         return 0, delay
     overlap = max(0, min(fill - waiting, drain - stores))
     return (overlap + delay, delay) if overlap else (0, delay)
@@ -136,16 +153,15 @@ def _fill(kernel: tile.KernelOp) -> Iterator[_Transfer]:
     DRAM read (compute before any, e.g. a padding fill, does not end it); each op's queue its
     `sync.engine` (dma0 before engines are bound)."""
     loaded = False
-    for op in _window_ops(kernel):
-        if not isinstance(op, DMA_OPS):
+    for op in kernel.walk():
+        if not isinstance(op, tile.WindowOp):
+            continue
+        if tile.engine_class(op) != "dma":
             if loaded:
                 return
             continue
-        (view, _), (dst, _) = op.accesses()[0], op.accesses()[-1]
-        source = tile.base_buffer(view)
-        element = element_bytes(tile.memref_of(dst).get_element_type())
-        src_shape, dst_shape = (tuple(tile.memref_of(b).get_shape()) for b in (view, dst))
-        _, nbytes = dma_transfers(op.box(), src_shape, dst_shape, element, isinstance(op, tile.TransposeOp))
+        source = tile.base_buffer(op.accesses()[0][0])
+        _, nbytes, _ = dma_instructions(op)
         dram = tile.space_of(source) == "dram"
         loaded = loaded or dram
         yield _Transfer(source, sync.engine_of(op) or LOAD_QUEUE, nbytes, dram)
@@ -159,26 +175,20 @@ def _fill_drain(kernel: tile.KernelOp) -> tuple[int, int, int] | None:
     return (values[0], values[1], values[2]) if len(values) == 3 else None
 
 
-def _window_ops(kernel: tile.KernelOp) -> Iterator[tile.WindowOp]:
-    for op in kernel.walk():
-        if isinstance(op, tile.WindowOp):
-            yield op
-
-
-def _scratch(kernel: tile.KernelOp) -> list[tuple[int, int]] | None:
-    """The SRAM and ACC byte ranges (ACC's from `ACC_BASE`) the kernel's ops access; None when
-    one has no planned offset (before plan-memory)."""
+def _scratch(ops: list[tile.WindowOp]) -> list[tuple[int, int]] | None:
+    """The SRAM and ACC byte ranges (ACC's from `ACC_BASE`) that `ops` access; None when one
+    has no planned offset (before plan-memory)."""
     ranges = set()
-    for op in _window_ops(kernel):
+    for op in ops:
         for buffer, _ in op.accesses():
             base = tile.base_buffer(buffer)
             space = tile.space_of(base)
             if space == "dram":
                 continue
-            owner = base.owner
-            if not isinstance(owner, tile.AllocOp | tile.ConstOp) or owner.offset is None:
+            offset = planned_offset(base)
+            if offset is None:
                 return None
-            start = owner.offset.value.data + (ACC_BASE if space == "acc" else 0)
+            start = offset + (ACC_BASE if space == "acc" else 0)
             ranges.add((start, start + byte_size(tile.memref_of(base))))
     return sorted(ranges)
 
@@ -187,16 +197,8 @@ def _share(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return any(lo < other_hi and other_lo < hi for lo, hi in a for other_lo, other_hi in b)
 
 
-def _written(kernel: tile.KernelOp) -> set[SSAValue]:
-    """The DRAM buffers the kernel's ops write (their last access)."""
-    found = {tile.base_buffer(op.accesses()[-1][0]) for op in _window_ops(kernel)}
-    return {buffer for buffer in found if tile.space_of(buffer) == "dram"}
-
-
-def _read(kernel: tile.KernelOp) -> set[SSAValue]:
-    """The DRAM buffers the kernel's ops read (every access but the last)."""
-    found = {tile.base_buffer(buffer) for op in _window_ops(kernel) for buffer, _ in op.accesses()[:-1]}
-    return {buffer for buffer in found if tile.space_of(buffer) == "dram"}
+def _in_dram(buffers: set[SSAValue]) -> set[SSAValue]:
+    return {buffer for buffer in buffers if tile.space_of(buffer) == "dram"}
 
 
 def _waiting_fill(kernel: tile.KernelOp, written: set[SSAValue], target: Target) -> int:

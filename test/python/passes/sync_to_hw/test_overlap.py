@@ -54,7 +54,7 @@ def sync_kernels(model: onnx.ModelProto, target: str) -> tuple[func.FuncOp, dict
 
 def share_bytes(a: tile.KernelOp, b: tile.KernelOp) -> bool:
     """Whether planned kernels `a` and `b` access some of the same SRAM or ACC bytes."""
-    ranges = [overlap._scratch(kernel) for kernel in (a, b)]
+    ranges = [overlap._Kernel.of(kernel).scratch for kernel in (a, b)]
     assert ranges[0] is not None
     assert ranges[1] is not None
     return overlap._share(ranges[0], ranges[1])
