@@ -197,9 +197,23 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         )
         group = groups.setdefault(innermost, len(groups)) if _moves_alone(innermost) else None
         follows = None if waits_for_loads else _completed_load(dmas, at)
-        transfers.append(Transfer(cycles[op], _writes_dram(op), behind, group, follows))
+        copy = _body_copy(op, innermost, dmas) if group is not None else 0
+        transfers.append(Transfer(cycles[op], _writes_dram(op), behind, group, follows, copy))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
+
+
+def _body_copy(op: tile.WindowOp, loop: scf.ForOp | None, dmas: list[tile.WindowOp]) -> int:
+    """Which copy of `loop`'s body DMA op `op` is in when multi-buffer unrolled the body by its
+    depth (`buffer_depth`): the body holds that many copies one after the other, each with the
+    same number of DMA ops (0 when the loop was not unrolled)."""
+    depth = loop.attributes.get(DEPTH_ATTR) if loop is not None else None
+    if loop is None or not isinstance(depth, IntegerAttr) or depth.value.data < 2:
+        return 0
+    mine = [dma for dma in dmas if dma.parent_op() is loop]
+    if op not in mine or len(mine) % depth.value.data:
+        return 0
+    return mine.index(op) // (len(mine) // depth.value.data)
 
 
 def _completed_load(dmas: list[tile.WindowOp], at: int) -> int | None:

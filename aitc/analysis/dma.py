@@ -44,21 +44,27 @@ class Transfer:
     """The index of an earlier transfer whose queue this one takes: an on-chip copy that
     completes the buffer a DRAM read of its block fills (a stage's zero padding) goes right
     after that read, so what reads the buffer never waits for another queue's stores."""
+    copy: int = 0
+    """Which copy of its loop body it is in when multi-buffer unrolled the body (copy k loads
+    buffer copy k): a copy's transfers are balanced among themselves first, so the loads one
+    iteration waits for finish together on every queue instead of one after the other on one."""
 
 
 def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
     """The queue of each of a kernel's DMA ops (in program order; module docstring): stores on
     dma1; the others loop body by loop body (`Transfer.group`, the busiest first, then the
-    straight-line ones), largest first (ties in program order), each on the queue its loop
-    body has loaded least so far (its stores included), then the least busy over the kernel,
-    among those it may use (a read behind a store not on dma1); a transfer that follows another
-    (`Transfer.follows`) takes that one's queue. One queue: everything on dma0."""
+    straight-line ones), largest first (ties in program order), each on the queue its copy of
+    the loop body (`Transfer.copy`) has loaded least so far, then its loop body (its stores
+    included), then the least busy over the kernel, among those it may use (a read behind a
+    store not on dma1); a transfer that follows another (`Transfer.follows`) takes that one's
+    queue. One queue: everything on dma0."""
     if queues < 2:
         return [LOAD_QUEUE] * len(transfers)
     busy = [0] * queues
     chosen = [STORE_QUEUE if t.store else "" for t in transfers]
     busy[1] = sum(t.cycles for t in transfers if t.store)
     in_loop = {t.group: [0] * queues for t in transfers if t.group is not None}
+    in_copy = {(t.group, t.copy): [0] * queues for t in transfers if t.group is not None}
     for t in transfers:
         if t.store and t.group is not None:
             in_loop[t.group][1] += t.cycles
@@ -75,11 +81,13 @@ def spread_queues(transfers: Sequence[Transfer], queues: int) -> list[str]:
         if transfer.store or transfer.follows is not None:
             continue
         loop = in_loop.get(transfer.group) if transfer.group is not None else None
+        copy = in_copy.get((transfer.group, transfer.copy)) if transfer.group is not None else None
         allowed = [q for q in range(queues) if not (transfer.behind_store and q == 1)]
-        queue = min(allowed, key=lambda q: (loop[q] if loop else 0, busy[q], q))
+        queue = min(allowed, key=lambda q: (copy[q] if copy else 0, loop[q] if loop else 0, busy[q], q))
         busy[queue] += transfer.cycles
-        if loop:
+        if loop and copy:
             loop[queue] += transfer.cycles
+            copy[queue] += transfer.cycles
         chosen[index] = f"dma{queue}"
     return _followed(transfers, chosen)
 

@@ -231,6 +231,7 @@ class KernelBuilder:
         transpose: bool = False,
         ahead: bool = False,
         feeds: bool = False,
+        spread: bool = False,
     ) -> None:
         """The DMA instructions convert-sync-to-hw will select for the copy (`dma_transfers`)."""
         element = element_bytes(buffer_element(dst))
@@ -249,6 +250,7 @@ class KernelBuilder:
             feeds=feeds,
             looped=self._times > 1,
             independent=independent,
+            spread=spread,
         )
 
     def charge_beside_taps(self, cycles: int) -> None:
@@ -260,13 +262,20 @@ class KernelBuilder:
         self.cost.add_vector(vector_cycles(self.target, op, rows, cols), self._times, ahead)
 
     def copy(
-        self, src: Win, dst: Win, sizes: Sequence[int], ahead: bool = False, feeds: bool = False
+        self,
+        src: Win,
+        dst: Win,
+        sizes: Sequence[int],
+        ahead: bool = False,
+        feeds: bool = False,
+        spread: bool = False,
     ) -> None:
         """A DMA copy; `ahead`: into a tile no earlier compute of the kernel reuses, so even at
         buffer depth 1 it need not wait for that compute; `feeds`: an on-chip copy of loaded data
-        for the compute, charged as convert-tile-to-sync binds it (`Cost.add_dma`)."""
+        for the compute, charged as convert-tile-to-sync binds it; `spread`: a load of a loop
+        that waits for its loads, over every queue (`Cost.add_dma`)."""
         self._window_op(tile.CopyOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead, feeds=feeds)
+        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead, feeds=feeds, spread=spread)
 
     def transpose(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.TransposeOp, [src, dst], sizes)

@@ -309,6 +309,7 @@ class Cost:
         feeds: bool = False,
         looped: bool | None = None,
         independent: bool = False,
+        spread: bool = False,
     ) -> None:
         """`times` DMA instructions of `nbytes` each from space `src` to `dst`, for each of `ops`
         identical ops in a row (each is one op of the lead or drain); `ahead`: loads into tiles
@@ -317,7 +318,9 @@ class Cost:
         kernel loaded (convert-tile-to-sync keeps it off the stores' queue, `filled`); `looped`:
         the op is inside a loop (default: `times` > 1; `times` also counts the instructions
         of one op). A DRAM read outside loops is `straight`;
-        `independent`: an on-chip copy that reads nothing the kernel loads (`lead_copies`)."""
+        `independent`: an on-chip copy that reads nothing the kernel loads (`lead_copies`);
+        `spread`: a DRAM read in a loop that waits for its loads, which convert-tile-to-sync
+        spreads evenly over the queues (`tile_to_sync._bound_by_loads`)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
@@ -327,6 +330,10 @@ class Cost:
         if straight:
             lead = 0 if self.started else times * once
             self.straight += [StraightRead(times * once, lead, ahead, self.stored)] * ops
+        elif dram and spread and dst != "dram":
+            for q in range(max(target.dma.queues, 1)):
+                queue = f"dma{q}"
+                self.queues[queue] = self.queues.get(queue, 0) + count * once / max(target.dma.queues, 1)
         elif dram:
             queue = dma_queue(src, dst, target.dma.queues)
             self.queues[queue] = self.queues.get(queue, 0) + count * once

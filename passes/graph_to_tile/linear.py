@@ -66,11 +66,16 @@ from aitc.passes.graph_to_tile.lowering import (
     tensor_shape,
 )
 from aitc.passes.graph_to_tile.matmul_costs import (
+    LoopPace,
     block_waits,
+    charge_block_waits,
+    charge_loop_paces,
+    loop_pace,
     matmul_minimum,
     matmul_plan_of,
     plan_matmul,
     ranked_matmul,
+    spread_step_loads,
 )
 from aitc.passes.graph_to_tile.matmul_tiling import (
     MAX_UNROLL,
@@ -80,7 +85,6 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     group_slots,
     matmul_buffers,
     matmul_steps,
-    peeled_tiles,
     slot_role,
     step_slot,
     step_tile,
@@ -164,7 +168,7 @@ class _MatmulEmitter:
     ):
         self.kb, self.g, self.p, self.plan, self.views, self.chain = kb, g, p, plan, views, chain
         self.activation: str | None = None
-        shapes = matmul_buffers(p, plan.tm, plan.tk, plan.tn, plan.bn, plan.mode, plan.keep)
+        shapes = matmul_buffers(p, plan.tm, plan.tk, plan.tn, plan.bn, plan.mode, plan.keep, plan.peeled)
         operand = buffer_element(views.lhs)
         product = i32 if str(operand) == "i8" else operand
         self.bufs = {
@@ -174,8 +178,9 @@ class _MatmulEmitter:
             for role, b in shapes.items()
         }
         self.block_acc = plan.mode == "acc" and plan.tk < g.k
-        self.peeled = peeled_tiles(g.k, plan.tk, plan.mode)
+        self.peeled = plan.peeled
         self.panels = 0  # kept panels emitted so far
+        self.paces: list[LoopPace] = []  # the step loops of the block shapes emitted so far
         self.alternate = steps_alternate(g.k, plan.tk, plan.bn, plan.tn, plan.mode)
         kb.cost.overlap = engines_overlap(g.k, plan.tk, plan.bn, plan.tn, plan.mode)
 
@@ -186,6 +191,7 @@ class _MatmulEmitter:
         for i, row in enumerate(self.views.rows):
             self.kb.copy(Win(row, (0, 0)), Win.at(self.bufs[f"row{i}"]), [1, self.g.n])
         self.kb.nest(self.g.batch, self.batch)
+        charge_loop_paces(self.kb.cost, self.paces)
 
     def batch(self, indices: list[Index]) -> None:
         g, kb = self.g, self.kb
@@ -238,10 +244,10 @@ class _MatmulEmitter:
             kb.tiles(k - first, plan.tk, lambda k0, ks: self.step("next", at, k0, ks), first)
             acc = self.bufs["acc"]
             self.groups(nsz, lambda j0, group: self.epilogue(at, Win(acc, (0, j0)), j0, group))
-        args = (plan.tk, plan.tn, plan.mode, plan.keep, plan.rotates)
-        idle, stall = block_waits(self.p, kb.budget, args, (msz, nsz))
-        kb.cost.add_wait(idle, kb.times, "dma0")
-        kb.cost.add_wait(stall, kb.times)
+        args = (plan.tk, plan.tn, plan.mode, plan.keep, plan.rotates, plan.peeled)
+        waits = block_waits(self.p, kb.budget, args, (msz, nsz))
+        charge_block_waits(kb.cost, waits, kb.times, not self.paces)
+        self.paces.append(loop_pace(self.p, kb.budget, (msz, nsz), args[:4], kb.times))
 
     def groups(self, nsz: int, body) -> None:
         """body(j0, (gsz, slot)) for the column groups of a block: one after the other, taking
@@ -258,10 +264,15 @@ class _MatmulEmitter:
         kb, plan, v = self.kb, self.plan, self.views
         m0, msz, n0, nsz = at
         ahead = kind in self.peeled
+        spread = spread_step_loads(
+            self.p, kb.budget, (msz, ks, nsz), (plan.tk, plan.tn, plan.mode, plan.keep), kind
+        )
         if plan.keep != "lhs":
-            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(self.tile("a", kind)), [msz, ks], ahead)
+            a = self.tile("a", kind)
+            kb.copy(Win(v.lhs, (kb.add(self.lr, m0), k0)), Win.at(a), [msz, ks], ahead, spread=spread)
         if plan.keep != "rhs":
-            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(self.tile("b", kind)), [ks, nsz], ahead)
+            b = self.tile("b", kind)
+            kb.copy(Win(v.rhs, (kb.add(self.rr, k0), n0)), Win.at(b), [ks, nsz], ahead, spread=spread)
 
     def tile(self, role: str, kind: str) -> SSAValue:
         """The A ("a") or B ("b") tile a step of `kind` uses (a kept panel for all steps)."""
@@ -424,26 +435,32 @@ def residual_add(matmul: Operation, add: Operation) -> bool:
     return residual_operand(matmul.output, add) is not None
 
 
-def fusion_estimates(matmul: graph.MatMulOp, budget: Budget) -> tuple[int, int] | None:
+def fusion_estimates(
+    matmul: graph.MatMulOp, budget: Budget, add_apart: int | None = None
+) -> tuple[int, int] | None:
     """(cycles of the matmul with its residual add fused, cycles of the matmul alone plus the
-    add's own kernel, which reads two tensors of the result's size on its load queue), or None
-    when a plan does not fit."""
+    add apart), or None when a plan does not fit. The add apart is its own kernel, which reads
+    two tensors of the result's size on its load queue, unless `add_apart` gives its cost as
+    the prologue of the row op after it (`residual._add_apart`: MiniLM's output layer norm
+    hides it, 18,964 cycles with it against 18,888; counting its own kernel had fused FFN2 at
+    116,244 cycles where apart it runs 110,886)."""
     g = MatmulGeometry.of(matmul)
     fused, alone = (plan_matmul(_problem(matmul, g, residual, budget), budget) for residual in (True, False))
     if fused is None or alone is None:
         return None
     nbytes = F32 * math.prod(g.batch) * g.m * g.n
-    return fused.cycles, alone.cycles + add_kernel_cycles(budget.target, nbytes)
+    apart = add_kernel_cycles(budget.target, nbytes) if add_apart is None else add_apart
+    return fused.cycles, alone.cycles + apart
 
 
-def fusion_pays(matmul: graph.MatMulOp, budget: Budget) -> bool:
+def fusion_pays(matmul: graph.MatMulOp, budget: Budget, add_apart: int | None = None) -> bool:
     """Whether the cost model expects the fused kernel to take no more cycles than the two
     (`fusion_estimates`): a DMA-bound matmul gets slower by the residual's load."""
-    estimates = fusion_estimates(matmul, budget)
+    estimates = fusion_estimates(matmul, budget, add_apart)
     return estimates is not None and estimates[0] <= estimates[1]
 
 
-def _reason(plan: MatmulPlan, residual: str = "") -> str:
+def _reason(plan: MatmulPlan, budget: Budget, residual: str = "") -> str:
     keep = {"lhs": "keeps the lhs row panel in SRAM", "rhs": "keeps the rhs column panel in SRAM"}
     where = "in SRAM (vector adds)" if plan.mode == "sram" else "in ACC"
     model = (
@@ -456,7 +473,22 @@ def _reason(plan: MatmulPlan, residual: str = "") -> str:
         f"multiple of matrix rows or K); blocks of {plan.tm} x {plan.bn} summed {where} over K steps "
         f"of {plan.tk}; {keep.get(plan.keep, 'streams K tiles')}; loop order {plan.order}; {model}"
         + (f"; {residual}" if residual else "")
+        + _sharing_note(plan, budget)
     )
+
+
+def _sharing_note(plan: MatmulPlan, budget: Budget) -> str:
+    """What the plan's tiles share to fit: ACC tiles over half of ACC (`matmul_fits`: the
+    engines take turns on them), the first K step's tiles (`fitting_peels`)."""
+    note = ""
+    if budget.single_acc(plan.acc_bytes):
+        note += (
+            f"; ACC tiles of {plan.acc_bytes / 1024:.0f} KiB, over half of ACC, so not double-buffered "
+            "(the matrix and vector engines take turns on them)"
+        )
+    if plan.mode == "sram" and "first" not in plan.peeled and "last" in plan.peeled:
+        note += "; the first K step loads into the rotated tiles (SRAM holds no tiles of its own for it)"
+    return note
 
 
 def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
@@ -507,4 +539,6 @@ def lower_matmul(ctx: LoweringContext, ops: list[Operation]) -> None:
             f"the residual add is fused (est. {estimates[0]} cycles against {estimates[1]} for the matmul "
             "and the add apart): each block loads its residual window, each tile adds its part"
         )
-    ctx.kernels.append(kb.finish([plan.tm, plan.tk, plan.tn], noted(_reason(plan, fused), note), block))
+    ctx.kernels.append(
+        kb.finish([plan.tm, plan.tk, plan.tn], noted(_reason(plan, ctx.budget, fused), note), block)
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import product
+from typing import NamedTuple
 
 from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.costs import (
@@ -31,11 +32,11 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     block_rotates,
     column_groups,
     engines_overlap,
+    fitting_peels,
     footprint,
     matmul_buffers,
     matmul_sram_bytes,
     matmul_steps,
-    peeled_tiles,
     sram_need,
 )
 from aitc.target import Target
@@ -64,13 +65,44 @@ def _step_loads(
     keep: str,
     times: int,
     ahead: bool,
+    spread: bool = False,
 ) -> None:
-    """Charges the A and B tiles of one K step (`ahead`: into the tiles of a peeled step)."""
+    """Charges the A and B tiles of one K step (`ahead`: into the tiles of a peeled step;
+    `spread`: over the queues, `spread_step_loads`)."""
     msz, ks, nsz = shape
     if keep != "lhs":
-        cost.add_dma(target, p.operand_bytes * msz * ks, "dram", "sram", times, ahead)
+        cost.add_dma(target, p.operand_bytes * msz * ks, "dram", "sram", times, ahead, spread=spread)
     if keep != "rhs":
-        cost.add_dma(target, p.operand_bytes * ks * nsz, "dram", "sram", times, ahead)
+        cost.add_dma(target, p.operand_bytes * ks * nsz, "dram", "sram", times, ahead, spread=spread)
+
+
+def spread_step_loads(
+    p: MatmulProblem, budget: Budget, shape: tuple[int, int, int], plan: tuple[int, int, str, str], kind: str
+) -> bool:
+    """Whether the loads of the K steps of `kind` and `shape` (msz, ks, nsz) go over every DMA
+    queue: steps in a loop (kind "next", more than one of that size) that waits for its loads,
+    their cycles on one queue exceeding the step's matmuls and vector ops (with `plan`'s tk,
+    tn, mode and kept panel), which convert-tile-to-sync spreads (`tile_to_sync._bound_by_loads`)."""
+    target, (tk, tn, mode, keep) = budget.target, plan
+    msz, ks, nsz = shape
+    steps = matmul_steps(p.k, tk, mode)
+    if not any(step == kind == "next" and size == ks and count > 1 for step, size, count in steps):
+        return False
+    kind = kind if mode == "sram" else "acc"
+    loads = (dma_instruction_cycles(target, p.operand_bytes * msz * ks) if keep != "lhs" else 0) + (
+        dma_instruction_cycles(target, p.operand_bytes * ks * nsz) if keep != "rhs" else 0
+    )
+    matrix = vector = 0
+    for _, gsz, gc in column_groups(nsz, tn):
+        chunks = (
+            [(min(budget.rows, ks), 1), *split(ks - budget.rows, budget.rows)]
+            if ks > budget.rows
+            else [(ks, 1)]
+        )
+        matrix += gc * sum(count * matmul_cycles(target, msz, kk) for kk, count in chunks)
+        if kind != "acc":
+            vector += gc * sum(vector_cycles(target, op, msz, gsz) for op in _flush_ops(p, kind))
+    return loads > max(matrix, vector)
 
 
 def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, kind: str, times: int) -> None:
@@ -93,24 +125,25 @@ def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, ki
 
 
 def _charge_block(
-    cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], times: int, plan: tuple
+    cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple[int, int], times: int, plan: tuple, first: bool
 ) -> None:
     """Charges one C block (msz x nsz, run `times` times) as graph_to_tile_linear emits it,
-    and the waits around its K steps (`block_waits`)."""
-    tk, tn, mode, keep, _ = plan
+    and the waits around its K steps (`block_waits`; `first`: the blocks include the kernel's
+    first)."""
+    tk, tn, mode, keep, _, peeled = plan
     target = budget.target
     msz, nsz = shape
     groups = column_groups(nsz, tn)
     steps = matmul_steps(p.k, tk, mode)
-    peeled = peeled_tiles(p.k, tk, mode)
     hoisted = "last" in peeled
     for kind, ks, kc in steps:
+        step = kind if mode == "sram" or kind == "only" else "acc"
+        spread = spread_step_loads(p, budget, (msz, ks, nsz), (tk, tn, mode, keep), kind)
         if kind != "last" or not hoisted:
-            _step_loads(cost, p, target, (msz, ks, nsz), keep, times * kc, kind in peeled)
+            _step_loads(cost, p, target, (msz, ks, nsz), keep, times * kc, kind in peeled, spread)
         if kind in ("first", "only"):  # the block's residual or chain inputs, after those tiles
             for element in p.block_inputs:
                 cost.add_dma(target, element * msz * nsz, "dram", "sram", times)
-        step = kind if mode == "sram" or kind == "only" else "acc"
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, ks, gsz), step, times * kc * gc)
         if kind == "first" and hoisted:  # the last step's tiles, loaded before the loop
@@ -120,29 +153,104 @@ def _charge_block(
     if mode == "acc":
         for _, gsz, gc in groups:
             _charge_group(cost, p, budget, (msz, 0, gsz), "epilogue", times * gc)
-    idle, stall = block_waits(p, budget, plan, shape)
+    charge_block_waits(cost, block_waits(p, budget, plan, shape), times, first)
+
+
+def charge_block_waits(cost: Cost, waits: tuple[int, int, int], times: int, first: bool) -> None:
+    """Charges `block_waits` for `times` blocks (`first`: they include the kernel's first)."""
+    idle, stall, before_next = waits
     cost.add_wait(idle, times, "dma0")
     cost.add_wait(stall, times)
+    cost.add_wait(before_next, times - first)
 
 
-def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int, int]) -> tuple[int, int]:
-    """(load-queue idle, pipeline stall) of one block of several K steps, from the way
-    insert-semaphores orders it (measured on the simulator):
+class LoopPace(NamedTuple):
+    """One block's loop over its K steps between the peeled ones, in cycles: `loads` as the
+    kernel-wide estimate counts them (the busier queue's share, at least the DRAM channel's
+    time), `latency` what its trips wait for their loads (a trip's tiles, each on one queue,
+    load while the trip before it computes: at buffer depth 2 a trip takes at least its
+    busier queue's part of its own loads), `compute` the busier compute engine's cycles."""
+
+    loads: int
+    latency: int
+    compute: int
+
+
+def loop_pace(
+    p: MatmulProblem, budget: Budget, shape: tuple[int, int], plan: tuple, times: int = 1
+) -> LoopPace:
+    """`LoopPace` of `times` blocks (msz x nsz) of `plan` (tk, tn, mode, keep): a loop whose loads
+    are spread (`spread_step_loads`) has each trip's tiles over the queues, the largest first
+    on the least loaded one (`aitc.analysis.dma.spread_queues`, `Transfer.copy`)."""
+    tk, tn, mode, keep = plan
+    target, (msz, nsz) = budget.target, shape
+    queues = max(target.dma.queues, 1)
+    loads = latency = compute = 0
+    for kind, ks, kc in matmul_steps(p.k, tk, mode):
+        if kind != "next":
+            continue
+        tiles = [p.operand_bytes * msz * ks] * (keep != "lhs") + [p.operand_bytes * ks * nsz] * (
+            keep != "rhs"
+        )
+        cycles = sorted((dma_instruction_cycles(target, nbytes) for nbytes in tiles), reverse=True)
+        once = trip = sum(cycles)
+        if spread_step_loads(p, budget, (msz, ks, nsz), plan, kind):
+            dram = -(-sum(tiles) // target.dram.bytes_per_cycle)
+            on_queue = [0] * queues
+            for c in cycles:
+                on_queue[on_queue.index(min(on_queue))] += c
+            once = max(-(-once // queues), dram)
+            trip = max(max(on_queue), dram)
+        matrix = vector = 0
+        for _, gsz, gc in column_groups(nsz, tn):
+            matrix += gc * sum(count * matmul_cycles(target, msz, kk) for kk, count in _chunks(budget, ks))
+            if mode == "sram":
+                vector += gc * sum(vector_cycles(target, op, msz, gsz) for op in _flush_ops(p, "next"))
+        loads += kc * once
+        latency += kc * trip
+        compute += kc * max(matrix, vector)
+    return LoopPace(times * loads, times * latency, times * compute)
+
+
+def _chunks(budget: Budget, ks: int) -> list[tuple[int, int]]:
+    """(k, count) of the matmuls one column group of a K step of `ks` issues (matrix rows each)."""
+    return (
+        [(min(budget.rows, ks), 1), *split(ks - budget.rows, budget.rows)] if ks > budget.rows else [(ks, 1)]
+    )
+
+
+def block_waits(
+    p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int, int]
+) -> tuple[int, int, int]:
+    """(load-queue idle, pipeline stall, stall before the next block) of one block of several K
+    steps, from the way insert-semaphores orders it (measured on the simulator); the last
+    counts for every block but the kernel's first (`charge_block_waits`):
 
     - the loop over the K steps drains its semaphores at its exit: the load queue waits there
       for the loop's last matmuls (about one step of them) before loading the next block;
-    - "acc" mode: the next block's first tiles are then loaded while nothing computes;
+    - "acc" mode: the next block's first tiles are then loaded while nothing computes; when
+      the step loop's loads are spread over the queues (`spread_step_loads`), also the longer
+      of the block's residual or chain inputs (loaded when it starts, before the next steps'
+      tiles on dma0) and the wait of the next steps' tiles on dma1 behind this block's
+      stores (MiniLM's FFN2 with its residual, 128 x 128 blocks: about 4k cycles a block);
     - "sram" mode, block not rotated (`block_rotates`): the next block's first step writes
       column group j once this block's store j is done, so it runs at the stores' pace: the
       stores beyond the compute of a last and a first step stall the pipeline;
+    - "sram" mode, the step loop's loads spread over the queues (`spread_step_loads`): the
+      next block's loop starts once dma0 has loaded, after this loop drains, the next
+      block's first step, its hoisted last step and its share of the loop's first tiles, and
+      dma1 has stored this block (from its last step on) and loaded its share, while the
+      matrix engine has a last and a first step to run (the pace of a block not rotated is
+      part of that): MiniLM's FFN2 at tk 96, 128 x 128 blocks: 3,887-cycle gaps a block
+      (3,776 so); 1024^3 at 512 x 128: about 7.1k (7,552);
     - "sram" mode, a residual or chain input loaded when the block starts: the next steps'
       tiles queue behind it, so what two steps' slack (their matmuls beyond their loads) does
       not cover stalls the matrix engine (an int8 FFN2 at tk 32: 550-1,513-cycle gaps a block);
     - `_shared_tile_stall`."""
-    tk, tn, mode, keep, rotates = plan
+    tk, tn, mode, keep, rotates, peeled = plan
     steps = matmul_steps(p.k, tk, mode)
     if steps[0][0] == "only":
-        return 0, 0
+        return 0, 0, 0
     target, (msz, nsz) = budget.target, shape
     groups = column_groups(nsz, tn)
     chunks = (
@@ -154,13 +262,20 @@ def block_waits(p: MatmulProblem, budget: Budget, plan: tuple, shape: tuple[int,
     )
     looped = any(kind == "next" and count > 1 for kind, _, count in steps)
     drain = step if looped else 0
-    if mode == "acc":
-        return drain, loads
     stores = sum(gc * dma_instruction_cycles(target, p.result_bytes * msz * gsz) for _, gsz, gc in groups)
-    pace = 0 if rotates else max(0, stores - 2 * step)
+    spread = any(spread_step_loads(p, budget, (msz, ks, nsz), plan[:4], kind) for kind, ks, _ in steps)
     block_load = sum(dma_instruction_cycles(target, element * msz * nsz) for element in p.block_inputs)
+    if mode == "acc":
+        return drain, loads, max(block_load, stores - step) if spread else 0
+    pace = 0 if rotates else max(0, stores - 2 * step)
     late = max(0, block_load - 2 * max(0, step - loads))
-    return drain, pace + late + _shared_tile_stall(p, budget, steps, msz, nsz, tn)
+    stall = late + _shared_tile_stall(p, budget, steps, msz, nsz, tn)
+    if not spread:
+        return drain, pace + stall, 0
+    share = loads // max(target.dma.queues, 1)
+    dma0 = loads * (2 if "last" in peeled else 1) + share
+    dma1 = step + stores + share
+    return drain, stall, max(0, max(dma0, dma1) - 2 * step)
 
 
 def _shared_tile_stall(
@@ -203,21 +318,38 @@ def charge_matmul(
     order: str,
     keep: str,
     rotates: bool = True,
+    peeled: tuple[str, ...] | None = None,
 ) -> None:
-    """Charges the whole kernel in emission order (bias row, batches, blocks by `order`)."""
+    """Charges the whole kernel in emission order (bias row, batches, blocks by `order`);
+    `peeled`: the steps with tiles of their own (default `fitting_peels`)."""
     target = budget.target
+    peeled = fitting_peels(p, budget, tm, tk, tn, bn, mode, keep) if peeled is None else peeled
     if p.bias:
         cost.add_dma(target, F32 * p.n, "dram", "sram")
     for dtype in p.chain_rows:
         cost.add_dma(target, DTYPES[dtype] * p.n, "dram", "sram")
     outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
+    paces: list[LoopPace] = []  # per block, times its runs
     for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc
         if keep != "none":
             charge_panel(cost, budget, p.operand_bytes * osz * p.k, times, i == 0)
         for isz, ic in inner:
             shape = (osz, isz) if order == "m" else (isz, osz)
-            _charge_block(cost, p, budget, shape, times * ic, (tk, tn, mode, keep, rotates))
+            plan = (tk, tn, mode, keep, rotates, peeled)
+            _charge_block(cost, p, budget, shape, times * ic, plan, not paces)
+            paces.append(loop_pace(p, budget, shape, (tk, tn, mode, keep), times * ic))
+    charge_loop_paces(cost, paces)
+
+
+def charge_loop_paces(cost: Cost, paces: Sequence[LoopPace]) -> None:
+    """Charges what the kernel-wide max of `Cost.cycles` misses about the blocks' step loops
+    (`paces`, each times its runs): the blocks run one after the other, so one that waits for
+    its loads does not borrow the slack of one that waits for its compute, and a trip waits
+    for its own loads however idle the other queues are."""
+    apart = sum(max(pace.latency, pace.compute) for pace in paces)
+    together = max(sum(pace.loads for pace in paces), sum(pace.compute for pace in paces))
+    cost.add_wait(max(0, apart - together))
 
 
 def charge_panel(cost: Cost, budget: Budget, nbytes: int, times: int, first: bool) -> None:
@@ -244,15 +376,16 @@ def estimate_matmul(
     bn = bn or tn
     if keep is None:  # the former meaning: a whole-K tile is kept along the loop order
         keep = "none" if tk < p.k else ("lhs" if order == "m" else "rhs")
-    buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
+    peeled = fitting_peels(p, budget, tm, tk, tn, bn, mode, keep)
+    buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep, peeled)
     rotates = block_rotates(buffers, budget, keep)
     cost = Cost(depth=budget.depth, overlap=engines_overlap(p.k, tk, bn, tn, mode))
-    charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates)
+    charge_matmul(cost, p, budget, tm, tk, tn, bn, mode, order, keep, rotates, peeled)
     return MatmulPlan(
         tm, min(tk, p.k), tn, order, keep, cost.dram_bytes, cost.cycles(budget.target),
         footprint(buffers, "sram"), footprint(buffers, "acc"), cost.matrix + cost.vector,
         bn=bn, mode=mode if min(tk, p.k) < p.k else "acc", depth=budget.depth,
-        sram_need=sram_need(buffers, budget.depth, keep), rotates=rotates,
+        sram_need=sram_need(buffers, budget.depth, keep), rotates=rotates, peeled=peeled,
     )  # fmt: skip
 
 
@@ -284,8 +417,10 @@ def matmul_options(p: MatmulProblem, budget: Budget) -> Iterator[tuple[int, int,
             modes = ("acc", "sram") if tk < p.k else ("acc",)
             tms = [tm for tm in _tile_choices(p.m, 1) if tm >= min(budget.rows, -(-p.m // 4))]
             for tm, bn, mode, (keep, order) in product(tms, bns, modes, KEEPS):
-                buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep)
-                if matmul_fits(buffers, budget, keep):
+                peeled = fitting_peels(p, budget, tm, tk, tn, bn, mode, keep)
+                buffers = matmul_buffers(p, tm, tk, tn, bn, mode, keep, peeled)
+                turns = mode == "sram" and engines_overlap(p.k, tk, bn, tn, mode)
+                if matmul_fits(buffers, budget, keep, turns):
                     yield tm, tk, tn, order, bn, mode, keep
 
 
@@ -314,11 +449,14 @@ def matmul_busy(p: MatmulProblem, budget: Budget, option: tuple[int, int, int, s
     return busy
 
 
-def matmul_fits(buffers: dict[str, Buffer], budget: Budget, keep: str) -> bool:
-    """ACC within its budget; SRAM: the buffers with their rotated copies (`sram_need`) within
-    the target's SRAM."""
+def matmul_fits(buffers: dict[str, Buffer], budget: Budget, keep: str, turns: bool = False) -> bool:
+    """ACC within its budget (all of ACC when the engines take `turns` on several ACC tiles,
+    `engines_overlap`: they need no rotated copies then, and multi-buffer rotates ACC only
+    while its copies fit); SRAM: the buffers with their rotated copies (`sram_need`) within the
+    target's SRAM."""
     need = sram_need(buffers, budget.depth, keep)
-    return footprint(buffers, "acc") <= budget.acc and need <= budget.target.sram_bytes
+    acc = footprint(buffers, "acc")
+    return (budget.holds_acc(acc) if turns else acc <= budget.acc) and need <= budget.target.sram_bytes
 
 
 _PLANS: dict[tuple[object, ...], MatmulPlan | None] = {}

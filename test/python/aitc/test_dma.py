@@ -131,3 +131,22 @@ def test_a_transfer_that_follows_another_takes_its_queue():
     assert spread_queues([load, *padding, store], 2) == ["dma0", "dma0", "dma0", "dma1"]
     unfollowed = [Transfer(128, group=1), Transfer(128, group=1)]
     assert spread_queues([load, *unfollowed, store], 2)[1:3] == ["dma1", "dma1"]
+
+
+def test_each_copy_of_an_unrolled_body_loads_over_every_queue():
+    """The K loop of a 512 x 128 matmul block, unrolled by 2 (copy k loads buffer copy k): an A
+    tile (2,112 cycles) and a B tile (576) per copy. Balancing only the loop's totals put a
+    copy's two tiles on one queue (2,688 cycles a trip against 2,240 of matmuls); per copy,
+    each trip's tiles load side by side and the loop's totals stay balanced."""
+    loop = [Transfer(c, group=0, copy=k) for k, c in ((0, 2112), (0, 576), (1, 2112), (1, 576))]
+    chosen = spread_queues([*loop, Transfer(8448, store=True, group=None)], 2)
+    assert chosen[0] != chosen[1]
+    assert chosen[2] != chosen[3]
+    busy = {
+        q: sum(t.cycles for t, where in zip(loop, chosen, strict=False) if where == q)
+        for q in ("dma0", "dma1")
+    }
+    assert busy["dma0"] == busy["dma1"] == 2688
+    assert spread_queues([Transfer(c, group=0) for c in (2112, 576, 2112, 576)], 2) == [
+        "dma0", "dma0", "dma1", "dma1",
+    ]  # fmt: skip

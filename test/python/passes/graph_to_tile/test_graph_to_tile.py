@@ -43,6 +43,7 @@ from aitc.passes.graph_to_tile.matmul_tiling import (
     MAX_UNROLL,
     MatmulProblem,
     block_rotates,
+    engines_overlap,
     group_slots,
     matmul_buffers,
 )
@@ -466,7 +467,9 @@ def test_chosen_tiles_respect_engine_shapes_and_budgets(problem: MatmulProblem, 
     assert plan.tm <= problem.m
     assert plan.sram_need <= budget.target.sram_bytes  # with the copies multi-buffer adds
     assert plan.sram_bytes <= plan.sram_need
-    assert plan.acc_bytes <= budget.acc
+    # over half of ACC only where the matrix and vector engines take turns on several ACC tiles
+    turns = plan.mode == "sram" and engines_overlap(problem.k, plan.tk, plan.bn, plan.tn, plan.mode)
+    assert plan.acc_bytes <= budget.acc or (turns and budget.holds_acc(plan.acc_bytes))
     ranked = sorted(matmul_candidates(problem, budget), key=lambda c: c.key())[:NEAR_TIE_CANDIDATES]
     tied = [c for c in ranked if c.cycles <= ranked[0].cycles * (1 + NEAR_TIE)]
     assert plan.key() == min(tied, key=lambda c: (c.dma_bytes, c.key())).key()  # near ties: fewest bytes
