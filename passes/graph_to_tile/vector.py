@@ -29,7 +29,7 @@ from aitc.analysis.graph_matching import splat_value
 from aitc.dialects import graph
 from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, Index, KernelBuilder, Win, element_bytes
-from aitc.passes.graph_to_tile.costs import RowFootprint, balanced, plan_rows
+from aitc.passes.graph_to_tile.costs import RowFootprint, fastest_height, plan_rows, tile_heights
 from aitc.passes.graph_to_tile.elementwise import EMITTERS, Operand, pow_exponent, temp_types
 from aitc.passes.graph_to_tile.lowering import (
     CannotFit,
@@ -382,10 +382,6 @@ def _outer_terms(layout: Layout, outer: list[Index]) -> list[tuple[Index, int]]:
     return terms
 
 
-ROW_CANDIDATES = 6
-"""How many tile heights `_fastest_rows` estimates: the most rows that fit, then halvings."""
-
-
 def _emit_chain(ctx: LoweringContext, kb: KernelBuilder, chain: Chain, tiles: tuple[int, int]) -> None:
     layout = chain.layout
     tr, tc = tiles
@@ -407,25 +403,18 @@ def _fastest_rows(
     ctx: LoweringContext, chain: Chain, largest: tuple[int, int]
 ) -> tuple[tuple[int, int], str]:
     """The tile height with the lowest estimate among the most rows that fit and its halvings
-    (ties to the taller): with few tall tiles the first load and the last store run alone, with
-    many short ones every transfer's latency and every op's start are paid more often. Halving
-    stops where a tile's widest transfer would take less time than the DMA latency (there the
-    simulator adds per-tile waits the estimate leaves out: bert's 32 x 16 mask kernel, 472
-    estimated and 468 simulated in one tile, 432 and 513 in two). Also the words the kernel's
-    `reason` gives for the choice."""
+    (`costs.tile_heights`), and the words the kernel's `reason` gives for the choice."""
     rows, (tr, tc) = chain.layout.rows, largest
-    dma = ctx.budget.target.dma
     full = [e.value for e in chain.externals if e.kind == "full"] + [chain.ops[-1].results[0]]
     widest = max(element_bytes(tensor_element(value)) for value in full)
-    estimates: dict[int, int] = {}
-    while len(estimates) < ROW_CANDIDATES and tr not in estimates:
+
+    def estimate(height: int) -> int:
         kb = CostOnlyBuilder(ctx.budget, "elementwise")
-        _emit_chain(ctx, kb, chain, (tr, tc))
-        estimates[tr] = kb.cost.cycles(ctx.budget.target)
-        tr = balanced(rows, max(1, tr // 2))
-        if tr * tc * widest < dma.latency * dma.bytes_per_cycle:
-            break  # shorter tiles' transfers would take less time than their latency
-    best = min(estimates, key=lambda height: (estimates[height], -height))
+        _emit_chain(ctx, kb, chain, (height, tc))
+        return kb.cost.cycles(ctx.budget.target)
+
+    estimates = tile_heights(rows, tr, tc * widest, ctx.budget.target, estimate)
+    best = fastest_height(estimates)
     if len(estimates) == 1:
         return (best, tc), "most rows that fit"
     tried = ", ".join(f"{height} rows {cycles}" for height, cycles in estimates.items())
