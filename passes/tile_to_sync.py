@@ -43,7 +43,7 @@ from typing import TypeGuard
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from aitc.analysis.dma import Transfer, dma_queue, spread_queues
@@ -195,12 +195,35 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
             and not spreads
             and (not light_stores or step_prologue)
         )
-        group = groups.setdefault(innermost, len(groups)) if _moves_alone(innermost) else None
+        if _moves_alone(innermost):
+            group = groups.setdefault(innermost, len(groups))
+        else:  # the parts of one load split over the queues balance among themselves
+            split = _split_load(dmas, at, kernel)
+            group = groups.setdefault(split, len(groups)) if split is not None else None
         follows = None if waits_for_loads else _completed_load(dmas, at)
         copy = _body_copy(op, innermost, dmas) if group is not None else 0
         transfers.append(Transfer(cycles[op], _writes_dram(op), behind, group, follows, copy))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
+
+
+def _split_load(dmas: list[tile.WindowOp], at: int, kernel: tile.KernelOp) -> SSAValue | None:
+    """The buffer a straight DRAM read (in no loop of the kernel) fills together with the
+    straight reads right before or after it that write the same buffer: the parts of one
+    load split over the queues (a matmul's kept panel, `matmul_costs.panel_parts`), which
+    `spread_queues` balances among themselves (a group); None for any other op."""
+    op = dmas[at]
+
+    def straight_into(other: tile.WindowOp) -> SSAValue | None:
+        if not _reads_dram(other) or any(isinstance(p, scf.ForOp) for p in _parents(other, kernel)):
+            return None
+        return tile.base_buffer(other.accesses()[-1][0])
+
+    buffer = straight_into(op)
+    if buffer is None:
+        return None
+    neighbours = [dmas[i] for i in (at - 1, at + 1) if 0 <= i < len(dmas)]
+    return buffer if any(straight_into(other) == buffer for other in neighbours) else None
 
 
 def _body_copy(op: tile.WindowOp, loop: scf.ForOp | None, dmas: list[tile.WindowOp]) -> int:

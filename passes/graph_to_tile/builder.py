@@ -232,6 +232,7 @@ class KernelBuilder:
         ahead: bool = False,
         feeds: bool = False,
         spread: bool = False,
+        apart: int = -1,
     ) -> None:
         """The DMA instructions convert-sync-to-hw will select for the copy (`dma_transfers`)."""
         element = element_bytes(buffer_element(dst))
@@ -251,6 +252,7 @@ class KernelBuilder:
             looped=self._times > 1,
             independent=independent,
             spread=spread,
+            apart=apart,
         )
 
     def charge_beside_taps(self, cycles: int) -> None:
@@ -269,13 +271,15 @@ class KernelBuilder:
         ahead: bool = False,
         feeds: bool = False,
         spread: bool = False,
+        apart: int = -1,
     ) -> None:
         """A DMA copy; `ahead`: into a tile no earlier compute of the kernel reuses, so even at
         buffer depth 1 it need not wait for that compute; `feeds`: an on-chip copy of loaded data
         for the compute, charged as convert-tile-to-sync binds it; `spread`: a load of a loop
-        that waits for its loads, over every queue (`Cost.add_dma`)."""
+        that waits for its loads, over every queue; `apart`: a part of one load split over the
+        queues (`Cost.add_dma`)."""
         self._window_op(tile.CopyOp, [src, dst], sizes)
-        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead, feeds=feeds, spread=spread)
+        self._charge_dma(src.buffer, dst.buffer, sizes, ahead=ahead, feeds=feeds, spread=spread, apart=apart)
 
     def transpose(self, src: Win, dst: Win, sizes: Sequence[int]) -> None:
         self._window_op(tile.TransposeOp, [src, dst], sizes)

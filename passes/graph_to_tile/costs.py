@@ -221,6 +221,9 @@ class StraightRead:
     lead: int
     ahead: bool
     behind: bool
+    apart: int = -1
+    """>= 0: a part of one load split over the queues (the parts of one number go on different
+    queues, `linear.panel_parts`)."""
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,7 @@ class Cost:
         looped: bool | None = None,
         independent: bool = False,
         spread: bool = False,
+        apart: int = -1,
     ) -> None:
         """`times` DMA instructions of `nbytes` each from space `src` to `dst`, for each of `ops`
         identical ops in a row (each is one op of the lead or drain); `ahead`: loads into tiles
@@ -320,7 +324,8 @@ class Cost:
         of one op). A DRAM read outside loops is `straight`;
         `independent`: an on-chip copy that reads nothing the kernel loads (`lead_copies`);
         `spread`: a DRAM read in a loop that waits for its loads, which convert-tile-to-sync
-        spreads evenly over the queues (`tile_to_sync._bound_by_loads`)."""
+        spreads evenly over the queues (`tile_to_sync._bound_by_loads`); `apart`: a straight
+        read that is part `apart` of one load split over the queues (`StraightRead.apart`)."""
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
@@ -329,7 +334,7 @@ class Cost:
         straight = straight and target.dma.queues > 1
         if straight:
             lead = 0 if self.started else times * once
-            self.straight += [StraightRead(times * once, lead, ahead, self.stored)] * ops
+            self.straight += [StraightRead(times * once, lead, ahead, self.stored, apart)] * ops
         elif dram and spread and dst != "dram":
             for q in range(max(target.dma.queues, 1)):
                 queue = f"dma{q}"
@@ -419,7 +424,8 @@ class Cost:
         """The queues with the straight reads placed as convert-tile-to-sync places them
         (`aitc.analysis.dma.spread_queues`): the largest first (ties in program order), each on
         the least busy queue it may use (one behind a store not on dma1, unless the stores are
-        light: `LIGHT_STORES`), the loads in loops and the stores already counted. The fill is
+        light: `LIGHT_STORES`; the parts of one split load each on another queue), the loads
+        in loops and the stores already counted. The fill is
         the longest queue's part of it (the other loads of the fill run on dma0, its
         independent copies (`lead_copies`) on the queues least busy in it, then its other
         copies (`lead_fed`) over every queue)."""
@@ -430,9 +436,13 @@ class Cost:
         ahead = float(self.ahead)
         stores = self.queues.get("dma1", 0)
         light = LIGHT_STORES * stores < sum(busy.values()) - stores + self.spread + self.work_of_straight()
+        used: dict[int, set[str]] = {}  # the queues of each split load's parts so far
         for read in sorted(self.straight, key=lambda r: -r.cycles):
             allowed = [q for q in busy if not (read.behind and not light and q == "dma1")]
+            allowed = [q for q in allowed if q not in used.get(read.apart, ())] or allowed
             queue = min(allowed, key=lambda q: (busy[q], int(q[3:])))
+            if read.apart >= 0:
+                used.setdefault(read.apart, set()).add(queue)
             busy[queue] += read.cycles
             lead[queue] += read.lead
             ahead += read.cycles if read.ahead and queue == "dma0" else 0

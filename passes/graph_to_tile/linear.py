@@ -73,6 +73,7 @@ from aitc.passes.graph_to_tile.matmul_costs import (
     loop_pace,
     matmul_minimum,
     matmul_plan_of,
+    panel_parts,
     plan_matmul,
     ranked_matmul,
     spread_step_loads,
@@ -217,10 +218,18 @@ class _MatmulEmitter:
         self.kb.tiles(self.g.m, self.plan.tm, lambda m0, msz: self.block(m0, msz, n0, nsz))
 
     def panel(self, src: Win, dst: Win, sizes: list[int]) -> None:
-        """A kept panel's load (and the stall `charge_panel` models)."""
+        """A kept panel's load (and the stall `charge_panel` models): the kernel's only panel
+        in one copy per DMA queue (`panel_parts`), so its rows load side by side."""
         kb = self.kb
-        kb.copy(src, dst, sizes)
-        once = dma_instruction_cycles(kb.target, self.p.operand_bytes * sizes[0] * sizes[1])
+        rows, cols = sizes
+        g, plan = self.g, self.plan
+        panels = -(-g.m // plan.tm) if plan.order == "m" else -(-g.n // plan.bn)
+        only = kb.times == 1 and panels == 1
+        parts = panel_parts(rows, self.p.operand_bytes * cols, kb.target, only)
+        for r0, rs in parts:
+            at = Win(src.buffer, (kb.add(src.idx[0], r0), src.idx[1]))
+            kb.copy(at, Win(dst.buffer, (r0, 0)), [rs, cols], apart=self.panels if len(parts) > 1 else -1)
+        once = dma_instruction_cycles(kb.target, self.p.operand_bytes * rows * cols)
         kb.cost.add_wait(once, kb.times - (not self.panels))
         self.panels += 1
 

@@ -333,7 +333,14 @@ def charge_matmul(
     for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc
         if keep != "none":
-            charge_panel(cost, budget, p.operand_bytes * osz * p.k, times, i == 0)
+            charge_panel(
+                cost,
+                budget,
+                (osz if keep == "lhs" else p.k, p.k if keep == "lhs" else osz, p.operand_bytes),
+                times,
+                i == 0,
+                times == 1 and len(outer) == 1,
+            )
         for isz, ic in inner:
             shape = (osz, isz) if order == "m" else (isz, osz)
             plan = (tk, tn, mode, keep, rotates, peeled)
@@ -352,13 +359,44 @@ def charge_loop_paces(cost: Cost, paces: Sequence[LoopPace]) -> None:
     cost.add_wait(max(0, apart - together))
 
 
-def charge_panel(cost: Cost, budget: Budget, nbytes: int, times: int, first: bool) -> None:
-    """A kept panel's load, and the stall while it loads: even with a second copy the load
-    waits for the loop over the previous panel's blocks to drain its semaphores, so it does
-    not overlap that panel's matmuls (measured on the simulator; the kernel's first panel is
-    its fill)."""
-    cost.add_dma(budget.target, nbytes, "dram", "sram", times)
-    cost.add_wait(dma_instruction_cycles(budget.target, nbytes), times - first)
+def charge_panel(
+    cost: Cost, budget: Budget, shape: tuple[int, int, int], times: int, first: bool, only: bool = False
+) -> None:
+    """A kept panel's load (`shape`: rows, columns, bytes of an element; `only`: the kernel's
+    only panel, `panel_parts`), and
+    the stall while it loads: even with a second copy the load waits for the loop over the
+    previous panel's blocks to drain its semaphores, so it does not overlap that panel's
+    matmuls (measured on the simulator; the kernel's first panel is its fill)."""
+    rows, cols, element = shape
+    parts = panel_parts(rows, element * cols, budget.target, only)
+    for _, part in parts:
+        apart = 0 if len(parts) > 1 else -1
+        cost.add_dma(budget.target, element * part * cols, "dram", "sram", times, apart=apart)
+    cost.add_wait(dma_instruction_cycles(budget.target, element * rows * cols), times - first)
+
+
+SPLIT_LATENCIES = 8
+"""A kept panel loads in one copy per queue only when each part's transfer takes at least this
+many DMA latencies (`panel_parts`): a part pays the latency again, and a small panel's part on
+the stores' queue may wait behind the previous kernel's stores (tiny_transformer's 16 x 64
+panels: 1,134 -> 1,753 cycles for its FFN2 when split)."""
+
+
+def panel_parts(rows: int, row_bytes: int, target: Target, only: bool) -> list[tuple[int, int]]:
+    """(first row, rows) of the copies that load a kept panel of `rows` rows of `row_bytes`:
+    one per DMA queue (balanced rows) when it is the kernel's `only` panel (a straight read
+    before any store, which convert-tile-to-sync places each part on another queue) and each
+    part is large (`SPLIT_LATENCIES`), so it loads on every queue, as fast as DRAM gives more
+    than one queue takes; one copy otherwise (after a store, or in a loop that stores, its
+    reads stay on dma0; on tiny, one queue already takes all DRAM gives). MiniLM's projections keep a 128
+    x 384 lhs panel: 6,208 cycles on one queue before the first matmul; split, their layer
+    runs 472,446 -> 463,603 cycles."""
+    dma = target.dma
+    parts = max(1, min(dma.queues, rows)) if only and target.dram.bytes_per_cycle > dma.bytes_per_cycle else 1
+    if rows * row_bytes < parts * SPLIT_LATENCIES * dma.latency * dma.bytes_per_cycle:
+        parts = 1
+    size = -(-rows // parts)
+    return [(r0, min(size, rows - r0)) for r0 in range(0, rows, size)]
 
 
 def estimate_matmul(

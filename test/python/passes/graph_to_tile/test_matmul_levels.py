@@ -80,10 +80,11 @@ def test_every_level_computes_the_matmul_on_tiny(m: int, k: int, n: int):
     check_every_level(m, k, n, "tiny")
 
 
-@pytest.mark.parametrize(("m", "k", "n"), [(384, 384, 512), (64, 256, 96)])
+@pytest.mark.parametrize(("m", "k", "n"), [(384, 384, 512), (64, 256, 96), (128, 384, 384)])
 def test_every_level_computes_the_matmul_on_edge(m: int, k: int, n: int):
     """(384, 384, 512): blocks of 384 x 192 whose ACC tiles take all of ACC and whose first K
-    step shares the rotated tiles."""
+    step shares the rotated tiles; (128, 384, 384): the kept lhs panel loads in two parts, one
+    per queue (test/passes/convert-tile-to-sync-split-panel.mlir)."""
     if (m, k, n) == (384, 384, 512):
         budget, plan = plan_of(m, k, n, "edge")
         assert plan is not None
