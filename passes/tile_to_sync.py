@@ -158,7 +158,7 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
         for loop in stepped
     }
     transfers = []
-    groups: dict[scf.ForOp, int] = {}  # loops whose DMA ops are balanced among themselves
+    groups: dict[scf.ForOp | SSAValue, int] = {}  # loops (or split loads) balanced among themselves
     for at, op in enumerate(dmas):
         reads_dram = _reads_dram(op)
         parents = around[op]
