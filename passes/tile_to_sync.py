@@ -143,6 +143,7 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
     copy_bound: dict[scf.ForOp, bool] = {}  # the same, counting on-chip copies too
     loaded = {tile.base_buffer(op.accesses()[-1][0]) for op in dmas if _reads_dram(op)}
     cycles = {op: _trips(op, kernel) * _dma_cycles(op, target) for op in dmas}
+    copy_of = _body_copies(dmas)
     stores = sum(c for op, c in cycles.items() if _writes_dram(op))
     light_stores = LIGHT_STORES * stores < sum(cycles.values()) - stores
     stepped = {  # storing loops with a loop of reads inside: blocks of several K steps
@@ -201,7 +202,7 @@ def bind_kernel_dmas(kernel: tile.KernelOp, target: Target) -> None:
             split = _split_load(dmas, at, kernel)
             group = groups.setdefault(split, len(groups)) if split is not None else None
         follows = None if waits_for_loads else _completed_load(dmas, at)
-        copy = _body_copy(op, innermost, dmas) if group is not None else 0
+        copy = copy_of.get(op, 0) if group is not None else 0
         transfers.append(Transfer(cycles[op], _writes_dram(op), behind, group, follows, copy))
     for op, queue in zip(dmas, spread_queues(transfers, target.dma.queues), strict=True):
         sync.bind(op, queue)
@@ -226,17 +227,22 @@ def _split_load(dmas: list[tile.WindowOp], at: int, kernel: tile.KernelOp) -> SS
     return buffer if any(straight_into(other) == buffer for other in neighbours) else None
 
 
-def _body_copy(op: tile.WindowOp, loop: scf.ForOp | None, dmas: list[tile.WindowOp]) -> int:
-    """Which copy of `loop`'s body DMA op `op` is in when multi-buffer unrolled the body by its
-    depth (`buffer_depth`): the body holds that many copies one after the other, each with the
-    same number of DMA ops (0 when the loop was not unrolled)."""
-    depth = loop.attributes.get(DEPTH_ATTR) if loop is not None else None
-    if loop is None or not isinstance(depth, IntegerAttr) or depth.value.data < 2:
-        return 0
-    mine = [dma for dma in dmas if dma.parent_op() is loop]
-    if op not in mine or len(mine) % depth.value.data:
-        return 0
-    return mine.index(op) // (len(mine) // depth.value.data)
+def _body_copies(dmas: list[tile.WindowOp]) -> dict[tile.WindowOp, int]:
+    """Which copy of its loop's body each DMA op is in when multi-buffer unrolled the body by
+    its depth (`buffer_depth`): the body holds that many copies one after the other, each with
+    the same number of DMA ops (ops of loops not unrolled are left out: copy 0)."""
+    bodies: dict[Operation, list[tile.WindowOp]] = {}
+    for op in dmas:
+        loop = op.parent_op()
+        if isinstance(loop, scf.ForOp):
+            bodies.setdefault(loop, []).append(op)
+    copies: dict[tile.WindowOp, int] = {}
+    for loop, mine in bodies.items():
+        depth = loop.attributes.get(DEPTH_ATTR)
+        if isinstance(depth, IntegerAttr) and depth.value.data >= 2 and not len(mine) % depth.value.data:
+            per_copy = len(mine) // depth.value.data
+            copies.update((op, index // per_copy) for index, op in enumerate(mine))
+    return copies
 
 
 def _completed_load(dmas: list[tile.WindowOp], at: int) -> int | None:

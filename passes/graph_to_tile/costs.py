@@ -336,9 +336,9 @@ class Cost:
             lead = 0 if self.started else times * once
             self.straight += [StraightRead(times * once, lead, ahead, self.stored, apart)] * ops
         elif dram and spread and dst != "dram":
-            for q in range(max(target.dma.queues, 1)):
-                queue = f"dma{q}"
-                self.queues[queue] = self.queues.get(queue, 0) + count * once / max(target.dma.queues, 1)
+            queues = max(target.dma.queues, 1)
+            for q in range(queues):
+                self.queues[f"dma{q}"] = self.queues.get(f"dma{q}", 0) + count * once / queues
         elif dram:
             queue = dma_queue(src, dst, target.dma.queues)
             self.queues[queue] = self.queues.get(queue, 0) + count * once

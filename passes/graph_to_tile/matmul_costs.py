@@ -84,35 +84,41 @@ def spread_step_loads(
     their cycles on one queue exceeding the step's matmuls and vector ops (with `plan`'s tk,
     tn, mode and kept panel), which convert-tile-to-sync spreads (`tile_to_sync._bound_by_loads`)."""
     target, (tk, tn, mode, keep) = budget.target, plan
-    msz, ks, nsz = shape
+    ks = shape[1]
     steps = matmul_steps(p.k, tk, mode)
     if not any(step == kind == "next" and size == ks and count > 1 for step, size, count in steps):
         return False
-    kind = kind if mode == "sram" else "acc"
-    loads = (dma_instruction_cycles(target, p.operand_bytes * msz * ks) if keep != "lhs" else 0) + (
-        dma_instruction_cycles(target, p.operand_bytes * ks * nsz) if keep != "rhs" else 0
-    )
+    loads = sum(dma_instruction_cycles(target, nbytes) for nbytes in _step_tiles(p, shape, keep))
+    return loads > max(_step_compute(p, budget, shape, tn, mode))
+
+
+def _step_tiles(p: MatmulProblem, shape: tuple[int, int, int], keep: str) -> list[int]:
+    """Bytes of the A and B tiles one K step of `shape` (msz, ks, nsz) loads (not a kept panel)."""
+    msz, ks, nsz = shape
+    return [p.operand_bytes * msz * ks] * (keep != "lhs") + [p.operand_bytes * ks * nsz] * (keep != "rhs")
+
+
+def _step_compute(
+    p: MatmulProblem, budget: Budget, shape: tuple[int, int, int], tn: int, mode: str
+) -> tuple[int, int]:
+    """(matrix, vector) cycles of one K step between the peeled ones ("next") of `shape`: its
+    matmuls, and in "sram" mode the vector ops adding each group into the block."""
+    target, (msz, ks, nsz) = budget.target, shape
     matrix = vector = 0
     for _, gsz, gc in column_groups(nsz, tn):
-        chunks = (
-            [(min(budget.rows, ks), 1), *split(ks - budget.rows, budget.rows)]
-            if ks > budget.rows
-            else [(ks, 1)]
-        )
-        matrix += gc * sum(count * matmul_cycles(target, msz, kk) for kk, count in chunks)
-        if kind != "acc":
-            vector += gc * sum(vector_cycles(target, op, msz, gsz) for op in _flush_ops(p, kind))
-    return loads > max(matrix, vector)
+        matrix += gc * sum(count * matmul_cycles(target, msz, kk) for kk, count in _chunks(budget, ks))
+        if mode == "sram":
+            vector += gc * sum(vector_cycles(target, op, msz, gsz) for op in _flush_ops(p, "next"))
+    return matrix, vector
 
 
 def _charge_group(cost: Cost, p: MatmulProblem, budget: Budget, shape: tuple, kind: str, times: int) -> None:
     """The matmuls of one column group of one step (kind "epilogue": none), the vector ops
     after them and, when the group is finished, its store."""
-    target, rows = budget.target, budget.rows
+    target = budget.target
     msz, ks, gsz = shape
     if kind != "epilogue":
-        chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
-        for kk, count in chunks:
+        for kk, count in _chunks(budget, ks):
             cost.add_matrix(matmul_cycles(target, msz, kk), times * count)
     if kind == "acc":  # a step of a block summed in ACC: nothing more
         return
@@ -189,9 +195,7 @@ def loop_pace(
     for kind, ks, kc in matmul_steps(p.k, tk, mode):
         if kind != "next":
             continue
-        tiles = [p.operand_bytes * msz * ks] * (keep != "lhs") + [p.operand_bytes * ks * nsz] * (
-            keep != "rhs"
-        )
+        tiles = _step_tiles(p, (msz, ks, nsz), keep)
         cycles = sorted((dma_instruction_cycles(target, nbytes) for nbytes in tiles), reverse=True)
         once = trip = sum(cycles)
         if spread_step_loads(p, budget, (msz, ks, nsz), plan, kind):
@@ -201,14 +205,9 @@ def loop_pace(
                 on_queue[on_queue.index(min(on_queue))] += c
             once = max(-(-once // queues), dram)
             trip = max(max(on_queue), dram)
-        matrix = vector = 0
-        for _, gsz, gc in column_groups(nsz, tn):
-            matrix += gc * sum(count * matmul_cycles(target, msz, kk) for kk, count in _chunks(budget, ks))
-            if mode == "sram":
-                vector += gc * sum(vector_cycles(target, op, msz, gsz) for op in _flush_ops(p, "next"))
         loads += kc * once
         latency += kc * trip
-        compute += kc * max(matrix, vector)
+        compute += kc * max(_step_compute(p, budget, (msz, ks, nsz), tn, mode))
     return LoopPace(times * loads, times * latency, times * compute)
 
 
@@ -253,13 +252,10 @@ def block_waits(
         return 0, 0, 0
     target, (msz, nsz) = budget.target, shape
     groups = column_groups(nsz, tn)
-    chunks = (
-        [(min(budget.rows, tk), 1), *split(tk - budget.rows, budget.rows)] if tk > budget.rows else [(tk, 1)]
+    step = sum(
+        gc * kc * matmul_cycles(target, msz, kk) for _, _, gc in groups for kk, kc in _chunks(budget, tk)
     )
-    step = sum(gc * kc * matmul_cycles(target, msz, kk) for _, _, gc in groups for kk, kc in chunks)
-    loads = (dma_instruction_cycles(target, p.operand_bytes * msz * tk) if keep != "lhs" else 0) + (
-        dma_instruction_cycles(target, p.operand_bytes * tk * nsz) if keep != "rhs" else 0
-    )
+    loads = sum(dma_instruction_cycles(target, nbytes) for nbytes in _step_tiles(p, (msz, tk, nsz), keep))
     looped = any(kind == "next" and count > 1 for kind, _, count in steps)
     drain = step if looped else 0
     stores = sum(gc * dma_instruction_cycles(target, p.result_bytes * msz * gsz) for _, gsz, gc in groups)
@@ -330,6 +326,7 @@ def charge_matmul(
         cost.add_dma(target, DTYPES[dtype] * p.n, "dram", "sram")
     outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
     paces: list[LoopPace] = []  # per block, times its runs
+    plan = (tk, tn, mode, keep, rotates, peeled)
     for i, (osz, oc) in enumerate(outer):
         times = p.batches * oc
         if keep != "none":
@@ -343,7 +340,6 @@ def charge_matmul(
             )
         for isz, ic in inner:
             shape = (osz, isz) if order == "m" else (isz, osz)
-            plan = (tk, tn, mode, keep, rotates, peeled)
             _charge_block(cost, p, budget, shape, times * ic, plan, not paces)
             paces.append(loop_pace(p, budget, shape, (tk, tn, mode, keep), times * ic))
     charge_loop_paces(cost, paces)
@@ -369,8 +365,8 @@ def charge_panel(
     matmuls (measured on the simulator; the kernel's first panel is its fill)."""
     rows, cols, element = shape
     parts = panel_parts(rows, element * cols, budget.target, only)
+    apart = 0 if len(parts) > 1 else -1
     for _, part in parts:
-        apart = 0 if len(parts) > 1 else -1
         cost.add_dma(budget.target, element * part * cols, "dram", "sram", times, apart=apart)
     cost.add_wait(dma_instruction_cycles(budget.target, element * rows * cols), times - first)
 
@@ -391,9 +387,9 @@ def panel_parts(rows: int, row_bytes: int, target: Target, only: bool) -> list[t
     before any store, which convert-tile-to-sync places each part on another queue) and each
     part is large (`SPLIT_LATENCIES`), so it loads on every queue, as fast as DRAM gives more
     than one queue takes; one copy otherwise (after a store, or in a loop that stores, its
-    reads stay on dma0; on tiny, one queue already takes all DRAM gives). MiniLM's projections keep a 128
-    x 384 lhs panel: 6,208 cycles on one queue before the first matmul; split, their layer
-    runs 472,446 -> 463,603 cycles."""
+    reads stay on dma0; on tiny, one queue already takes all DRAM gives). MiniLM's projections
+    keep a 128 x 384 lhs panel: 6,208 cycles on one queue before the first matmul; split, their
+    layer runs 472,446 -> 463,603 cycles."""
     dma = target.dma
     parts = max(1, min(dma.queues, rows)) if only and target.dram.bytes_per_cycle > dma.bytes_per_cycle else 1
     if rows * row_bytes < parts * SPLIT_LATENCIES * dma.latency * dma.bytes_per_cycle:
@@ -475,7 +471,7 @@ def matmul_busy(p: MatmulProblem, budget: Budget, option: tuple[int, int, int, s
     """The matrix engine's busy cycles of a candidate (what `charge_matmul`'s matmuls add), a
     lower bound of its estimated cycles at any depth."""
     tm, tk, tn, order, bn, mode, _ = option
-    rows, latency = budget.rows, budget.target.matrix.latency
+    latency = budget.target.matrix.latency
     steps = matmul_steps(p.k, tk, mode)
     outer, inner = (split(p.m, tm), split(p.n, bn)) if order == "m" else (split(p.n, bn), split(p.m, tm))
     busy = 0
@@ -484,8 +480,7 @@ def matmul_busy(p: MatmulProblem, budget: Budget, option: tuple[int, int, int, s
             msz, nsz = (osz, isz) if order == "m" else (isz, osz)
             groups = sum(count for _, _, count in column_groups(nsz, tn))
             for _, ks, kc in steps:
-                chunks = [(min(rows, ks), 1), *split(ks - rows, rows)] if ks > rows else [(ks, 1)]
-                per_group = sum(count * (latency + kk + msz) for kk, count in chunks)
+                per_group = sum(count * (latency + kk + msz) for kk, count in _chunks(budget, ks))
                 busy += p.batches * oc * ic * kc * groups * per_group
     return busy
 
