@@ -140,6 +140,31 @@ def matmul_cycles(target: Target, m: int, k: int) -> int:
     return target.matrix.latency + k + m
 
 
+def rotated_trip(cycles: Sequence[int], queues: int, depth: int, compute: int) -> int:
+    """The pace of a loop's trips whose tiles (`cycles` on a queue each, largest first) spread
+    over the queues copy by copy of the body multi-buffer unrolled by `depth` (each copy's
+    tiles on the queues it has loaded least, then the body's: `spread_queues`): at least each
+    queue's share of a trip, and the loads of one trip (its busier queue) after the `compute`
+    of the trip `depth` before it, which frees their buffers, spread over `depth` trips. One
+    large tile a trip (ResNet-50's fc, 1 x 2048 x 1000, K steps of 32: a 4,064-cycle B tile and
+    1,632 cycles of matmuls and adds) alternates queues, so a trip takes 2,848, not 4,064
+    (simulated: 2,961 with the DRAM channel's contention). At depth 1: the trip's loads
+    (`Cost` charges the serial pace there)."""
+    depth = max(depth, 1)
+    body = [0] * queues
+    trip = 0
+    for _ in range(depth):
+        copy = [0] * queues
+        for c in cycles:
+            queue = min(range(queues), key=lambda q: (copy[q], body[q], q))
+            copy[queue] += c
+            body[queue] += c
+        trip = max(trip, max(copy))
+    if depth == 1:
+        return trip
+    return max(-(-max(body) // depth), -(-(compute + trip) // depth))
+
+
 def vector_cycles(target: Target, op: str, rows: int, cols: int) -> int:
     vector = target.vector
     return vector.latency + rows * -(-cols // vector.lanes) * vector.cycles_per_group(op)

@@ -22,6 +22,7 @@ from aitc.passes.graph_to_tile.costs import (
     dma_instruction_cycles,
     matmul_cycles,
     remembered,
+    rotated_trip,
     split,
     vector_cycles,
 )
@@ -197,17 +198,15 @@ def loop_pace(
             continue
         tiles = _step_tiles(p, (msz, ks, nsz), keep)
         cycles = sorted((dma_instruction_cycles(target, nbytes) for nbytes in tiles), reverse=True)
+        busy = max(_step_compute(p, budget, (msz, ks, nsz), tn, mode))
         once = trip = sum(cycles)
         if spread_step_loads(p, budget, (msz, ks, nsz), plan, kind):
             dram = -(-sum(tiles) // target.dram.bytes_per_cycle)
-            on_queue = [0] * queues
-            for c in cycles:
-                on_queue[on_queue.index(min(on_queue))] += c
             once = max(-(-once // queues), dram)
-            trip = max(max(on_queue), dram)
+            trip = max(rotated_trip(cycles, queues, budget.depth, busy), dram)
         loads += kc * once
         latency += kc * trip
-        compute += kc * max(_step_compute(p, budget, (msz, ks, nsz), tn, mode))
+        compute += kc * busy
     return LoopPace(times * loads, times * latency, times * compute)
 
 

@@ -227,6 +227,11 @@ func.func @sunk_in_outer_loop(%x: memref<64x8xf32, "dram">) {
   }
   func.return
 }
+// The remainder after the inner loop loads %t0 again: it needs the last iteration's read of %t0
+// only, not the read of %t1 after it. The inner loop's two credits (one per buffer) leave two
+// units at its exit; a wait for one of them passes once the last iteration has signalled after
+// reading %t0, so it replaces the remainder's forward edge, and the other unit drains at the
+// end of the outer body.
 // CHECK-LABEL: func.func @sunk_in_outer_loop
 // CHECK:         sync.signal [[CARRIED:[0-9]+]] on "dma0"
 // CHECK-NEXT:    scf.for %m
@@ -234,14 +239,24 @@ func.func @sunk_in_outer_loop(%x: memref<64x8xf32, "dram">) {
 // CHECK-NEXT:      sync.signal [[SUNK:[0-9]+]] on "vector" count 3
 // CHECK-NOT:       sync.wait [[SUNK]]
 // CHECK:           sync.wait [[CARRIED]] on "dma0"
+// CHECK-NEXT:      sync.signal [[CREDIT:[0-9]+]] on "dma0"
+// CHECK-NEXT:      sync.signal [[CREDIT]] on "dma0"
 // CHECK-NOT:       sync.wait [[SUNK]]
 // CHECK:           scf.for %i
 // CHECK-NOT:         sync.wait [[SUNK]]
 // CHECK:             tile.copy %x[%r, %c0] to %t0
+// CHECK:             tile.unary %t0
+// CHECK-NEXT:        sync.signal [[CREDIT]] on "vector"
 // CHECK:             sync.wait [[SUNK]] on "dma0"
 // CHECK:             tile.copy %x[%j, %c0] to %t1
+// CHECK:             tile.unary %t1
+// CHECK-NEXT:        sync.signal [[CREDIT]] on "vector"
+// CHECK-NEXT:      }
+// CHECK-NEXT:      sync.wait [[CREDIT]] on "dma0"{{$}}
+// CHECK-NEXT:      tile.copy %x[%hi, %c0] to %t0
 // CHECK:           tile.unary %t0
 // CHECK-NEXT:      sync.signal [[CARRIED]] on "vector"
+// CHECK-NEXT:      sync.wait [[CREDIT]] on "dma0"{{$}}
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sync.wait [[CARRIED]] on "dma0"
 

@@ -289,7 +289,9 @@ def _uses(edge: Edge) -> list[Operation]:
     return uses
 
 
-def drain_points(edges: list[Edge], found: list[Edge], ids: dict[Edge, int]) -> dict[Edge, Operation | Block]:
+def drain_points(
+    edges: list[Edge], found: list[Edge], ids: dict[Edge, int], exits: list[Edge] | None = None
+) -> dict[Edge, Operation | Block]:
     """Where each credit edge of `edges` drains: not right after its loop but before the first
     later item of the enclosing level that needs it, else at the end of that level's body
     (once per instance of the loop, and before the function ends: every semaphore is back
@@ -298,7 +300,13 @@ def drain_points(edges: list[Edge], found: list[Edge], ids: dict[Edge, int]) -> 
     exactly the loop's last units), or it consumes a dependence (`found`: before `prune`) of
     the same engine pair from the loop or an item before it, which the drain may be what
     orders (`prune` drops edges that span a loop holding one of their pair). Until then the
-    target engine goes on with what follows the loop, e.g. the loads of the next kernel."""
+    target engine goes on with what follows the loop, e.g. the loads of the next kernel. An
+    exit edge of the pair from the loop (`exits`, `exit_points`) orders its consumer and what
+    follows it on the target engine after everything the source engine did before it, so
+    those consumers do not need the drain."""
+    waited = {  # per (level, loop item, pair): the first item an exit edge from the loop waits at
+        (id(e.level), e.after, e.source, e.target): e.before for e in exits or []
+    }
     by_number: dict[int, list[Edge]] = {}
     for edge in edges:
         if edge in ids:
@@ -322,10 +330,11 @@ def drain_points(edges: list[Edge], found: list[Edge], ids: dict[Edge, int]) -> 
             for use in _uses(other)
             if (k := _item_of(use, index)) is not None and k > position
         ]
+        exited = waited.get((id(outer), position, edge.source, edge.target))
         consumers = [
             other.before
             for other in crossing.get((id(outer), edge.source, edge.target), [])
-            if other.after <= position < other.before
+            if other.after <= position < other.before and (exited is None or other.before < exited)
         ]
         if uses or consumers:
             points[edge] = outer.items[min(uses + consumers)]
@@ -450,6 +459,107 @@ def _sunk_numbers(sunk: dict[Edge, tuple[Level, int]], first: int, limit: int) -
     return ids
 
 
+# --------------------------------------------------------------------------- exits from loops
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A forward edge out of a loop whose consumers need only the loop's body up to item
+    `item` (`loop_level.items[item]`) of its last iteration."""
+
+    loop_level: Level
+    item: int
+
+
+def exit_points(edges: list[Edge], found: list[Edge], program: Program, sunk: dict) -> dict[Edge, Exit]:
+    """The kept forward edges from a loop L to a later item Y (not sunk) whose dependences
+    (`found`: all edges of the pair from L, before `prune`) come from body items of L up to
+    some item k, while the source engine still has work in L's body after k: Y may start once
+    the last iteration is past item k instead of once L is done (`early_drains`). A
+    multi-buffered loop whose trips do not divide by its depth has a remainder after it that
+    reuses copy 0: its loads need the last trip's copy-0 compute, not the copy-1 compute after
+    it (a channels-last 1x1 conv of 512 channels, 15 chunk trips: the remainder's loads about
+    1k cycles earlier a block). The loop's credits of the pair need no drain before Y then
+    (`drain_points`): the edge's wait, or the early drain, orders everything the source engine
+    did before the loop. Only inside a loop nest:
+    between the function's top-level items the dependence analysis leaves out the pairs an
+    edge already implies (`Candidates`), so the last conflicting body item is not known there."""
+    producers: dict[tuple[int, int, str, str], list[Operation]] = {}
+    for edge in found:
+        if edge.distance == 0 and edge.producer is not None:
+            key = (id(edge.level), edge.after, edge.source, edge.target)
+            producers.setdefault(key, []).append(edge.producer)
+    points: dict[Edge, Exit] = {}
+    for edge in edges:
+        loop = edge.level.items[edge.after]
+        child = program.levels.get(loop) if isinstance(loop, scf.ForOp) else None
+        if edge.distance or edge in sunk or child is None or edge.level.loop is None:
+            continue  # at the function level `found` leaves out the pairs an edge implies
+        index = {id(item): k for k, item in enumerate(child.items)}
+        ops = producers.get((id(edge.level), edge.after, edge.source, edge.target), [])
+        items = [_item_of(op, index) for op in ops]
+        if not items or None in items:
+            continue
+        last = max(k for k in items if k is not None)
+        if any(_works_on(item, edge.source) for item in child.items[last + 1 :]):
+            points[edge] = Exit(child, last)
+    return points
+
+
+def _works_on(item: Operation, engine: str) -> bool:
+    """Whether item (a compute op or a loop) has work on `engine`."""
+    ops = item.walk() if isinstance(item, scf.ForOp) else [item]
+    return any(isinstance(op, tile.COMPUTE_OPS) and sync.engine_of(op) == engine for op in ops)
+
+
+def early_drains(
+    exits: dict[Edge, Exit], edges: list[Edge], ids: dict[Edge, int], points: dict[Edge, Operation | Block]
+) -> tuple[dict[Edge, Operation], set[Edge]]:
+    """Drains of a loop's credits moved before the consumer Y of an exit (`exit_points`), and
+    the forward edges they replace. The loop's credits of Y's engine pair on one semaphore,
+    all of distance 1, are primed m times and leave m units at the exit; the target counts
+    units, and the source signals in program order, so a wait for c of them passes once the
+    last iteration has given all its signals on the semaphore but the last m - c. With c
+    chosen so that signal comes after the last body item Y needs, the wait orders Y (and what
+    follows it on the target, and what the source did before the loop) as the forward edge
+    did, without a semaphore of its own (a program the size of ResNet-50 uses all 32 of
+    edge); the other m - c units drain where they would have. Only when no item before Y
+    needs the loop's drain (`points`: every credit's drain lies past Y) and c < m."""
+    moved: dict[Edge, Operation] = {}
+    replaced: set[Edge] = set()
+    for edge, exit in exits.items():
+        consumer = edge.level.items[edge.before]
+        at_level = [e for e in edges if e.level is exit.loop_level and e in ids]
+        for number in sorted({ids[e] for e in at_level if e.distance}):
+            members = [e for e in at_level if ids[e] == number]
+            credits = [e for e in members if e.distance]
+            if (credits[0].source, credits[0].target) != (edge.source, edge.target):
+                continue
+            if any(e.distance != 1 or e in moved for e in credits) or not all(
+                _drains_after(points[e], edge) for e in credits
+            ):
+                continue
+            signals = sorted(e.after for e in members)
+            needed = next((i for i, after in enumerate(signals) if after >= exit.item), None)
+            if needed is None:
+                continue
+            count = max(1, needed + 1 - (len(members) - len(credits)))
+            if count >= len(credits):
+                continue
+            moved.update((e, consumer) for e in credits[:count])
+            replaced.add(edge)
+            break
+    return moved, replaced
+
+
+def _drains_after(point: Operation | Block, edge: Edge) -> bool:
+    """Whether a drain at `point` (an item of `edge`'s level, or the end of its body) comes
+    after `edge`'s consumer."""
+    if isinstance(point, Block):
+        return True
+    return edge.level.items.index(point) > edge.before
+
+
 def insert_semaphores(function: func.FuncOp, limit: int, label: str) -> None:
     """Inserts the protocols of `function` with semaphore numbers below `limit` (`label` names
     them in the error when more are needed: "target 'tiny'"). A forward edge into a loop whose
@@ -486,13 +596,19 @@ def _insert(program: Program, found: list[Edge], limit: int, label: str, restore
         if len(sunk_ids) == len(sunk):
             break
         sunk = {e: point for e, point in sunk.items() if e in sunk_ids}
+    plain = [e for e in edges if e not in sunk]
+    exits = exit_points(plain, found, program, sunk)
+    without = [e for e in plain if e not in exits]  # where the drains go if the exits' edges go
+    moved, replaced = early_drains(exits, plain, ids, drain_points(without, found, ids, list(exits)))
+    kept = [e for e in plain if e not in replaced]
+    points = drain_points(kept, found, ids, list(exits))
     inserter = Inserter()
-    for edge, point in drain_points([e for e in edges if e not in sunk], found, ids).items():
-        inserter.insert_drain(edge, ids[edge], point)
+    for edge, point in points.items():
+        inserter.insert_drain(edge, ids[edge], moved.get(edge, point))
     for edge in edges:
         if edge in sunk:
             inserter.insert_sunk(edge, sunk[edge], sunk_ids[edge])
-        else:
+        elif edge not in replaced:
             inserter.insert(edge, ids[edge], drained=True)
 
 

@@ -55,7 +55,8 @@ MAX_EXACT_CHECKS = 256
 @dataclass(frozen=True, eq=False)
 class Edge:
     """X' (`level.items[after]`, on `source`) must complete before Y' (`level.items[before]`,
-    on `target`) starts, `distance` iterations of the level's loop later (0: same iteration)."""
+    on `target`) starts, `distance` iterations of the level's loop later (0: same iteration);
+    `producer` and `consumer` are the ops in X' and Y' whose conflict gave the edge."""
 
     level: Level
     after: int
@@ -64,6 +65,7 @@ class Edge:
     source: str
     target: str
     consumer: Operation
+    producer: Operation | None = None
 
     def key(self) -> tuple[int, int]:
         """When the wait happens: (iterations later, item index)."""
@@ -189,7 +191,9 @@ class Dependences:
             if before[1] < after[1]:
                 # Items of the function body, in order, with a conflict (`Candidates` yields
                 # only such pairs): what `_requirement` would give, a forward edge one way, none back.
-                found.append(Edge(before[0], before[1], after[1], 0, first.engine, second.engine, second.op))
+                found.append(
+                    Edge(before[0], before[1], after[1], 0, first.engine, second.engine, second.op, first.op)
+                )
                 continue
             conflicts = self.conflicts(first, second)
             if not conflicts:
@@ -222,11 +226,11 @@ class Dependences:
         while level.loop is not None:
             distance = self.distance(x, y, pairs, level, d0)
             if distance is not None:
-                return Edge(level, after, before, distance, x.engine, y.engine, y.op)
+                return Edge(level, after, before, distance, x.engine, y.engine, y.op, x.op)
             assert level.parent is not None
             level, after, before, d0 = level.parent, level.position, level.position, 1
         if d0 == 0 and pairs:
-            return Edge(level, after, before, 0, x.engine, y.engine, y.op)
+            return Edge(level, after, before, 0, x.engine, y.engine, y.op, x.op)
         return None
 
     def distance(

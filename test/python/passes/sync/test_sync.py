@@ -184,6 +184,40 @@ is still waited for at the inner loop's load into %t1, and the inner loop's firs
 %t0, waits for the previous tile's last step, which read %t0 (a credit of the outer loop that
 `prune` had let the peeled edge's wait before the loop imply: `insert_semaphores._restored`)."""
 
+REMAINDER_AFTER_LOOP = _function(
+    f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
+    f"""  tile.kernel "remainder" {{
+    %t0 = tile.alloc {{offset = 0 : i64}} : {ROW}
+    %t1 = tile.alloc {{offset = 128 : i64}} : {ROW}
+    %u0 = tile.alloc {{offset = 256 : i64}} : {ROW}
+    %u1 = tile.alloc {{offset = 384 : i64}} : {ROW}
+    scf.for %m = %c0 to %c8 step %c4 {{
+      scf.for %r = %c0 to %c8 step %c4 {{
+        %s = arith.addi %r, %c2 : index
+        tile.copy %x[%r, %c0] to %t0[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+            : memref<8x16xf32, "dram">, {ROW}
+        tile.unary %t0[%c0, %c0] to %u0[%c0, %c0] sizes [2, 16] {{op = "neg"}} : {ROW}, {ROW}
+        tile.copy %u0[%c0, %c0] to %y[%r, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+        tile.copy %x[%s, %c0] to %t1[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+            : memref<8x16xf32, "dram">, {ROW}
+        tile.unary %t1[%c0, %c0] to %u1[%c0, %c0] sizes [2, 16] {{op = "abs"}} : {ROW}, {ROW}
+        tile.copy %u1[%c0, %c0] to %y[%s, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+      }}
+      %n = arith.addi %m, %c1 : index
+      tile.copy %x[%m, %c0] to %t0[%c0, %c0] sizes [2, 16] {{sync.engine = "dma0"}}
+          : memref<8x16xf32, "dram">, {ROW}
+      tile.unary %t0[%c0, %c0] to %t0[%c0, %c0] sizes [2, 16] {{op = "exp"}} : {ROW}, {ROW}
+      tile.binary %t0[%c0, %c0], %u1[%c0, %c0] to %u0[%c0, %c0] sizes [2, 16] {{op = "add"}}
+          : {ROW}, {ROW}, {ROW}
+      tile.copy %u0[%c0, %c0] to %y[%n, %c0] sizes [2, 16] : {ROW}, memref<8x16xf32, "dram">
+    }}
+  }}""",
+)
+"""A loop over the rotating %t0 and %t1 (as multi-buffer unrolls a loop by its depth) inside an
+outer loop, then a remainder step that loads %t0 again (a trip count the depth does not
+divide): the remainder's load needs the last iteration's read of %t0, not its read of %t1
+(`insert_semaphores.early_drains`)."""
+
 LOOP_THEN_NEXT_KERNEL = _function(
     f'{IO}, %y: memref<8x16xf32, "dram"> {{graph.name = "y", tile.output}}',
     f"""  tile.kernel "first" {{
@@ -238,6 +272,7 @@ MODULES = {
     "peeled_then_loop": PEELED_THEN_LOOP,
     "peeled_in_outer_loop": PEELED_IN_OUTER_LOOP,
     "shared_bytes": SHARED_BYTES,
+    "remainder_after_loop": REMAINDER_AFTER_LOOP,
     "loop_then_next_kernel": LOOP_THEN_NEXT_KERNEL,
 }
 ORDERS = (("dma0", "dma1", "matrix", "vector"), ("vector", "matrix", "dma1", "dma0"))
@@ -363,6 +398,35 @@ def test_a_loop_credit_drains_before_the_first_op_that_needs_it():
     assert all(loads[0] < k < loads[1] for k in waits)
     after_loop = loop.next_op
     assert not (isinstance(after_loop, sync.WaitOp) and after_loop.semaphore() == credit)
+    for order in ORDERS:
+        run = run_sync(module, inputs, order=order)
+        np.testing.assert_array_equal(run.outputs["y"], expected["y"])
+        assert set(run.semaphores.values()) <= {0}
+
+
+def test_a_remainder_after_a_loop_waits_for_the_last_use_of_its_copy_only():
+    """The inner loop's two credits (vector -> dma0, one per rotated copy) leave two units at its
+    exit. The remainder's load into %t0 waits for one of them, which the last iteration gives
+    once it has read %t0 (before it reads %t1), instead of a forward edge from the whole loop;
+    the other unit drains later. Race-free and balanced in every engine order (the mutation
+    test deletes each sync op of it)."""
+    module, inputs, expected = _case("remainder_after_loop")
+    _apply(module, "convert-tile-to-sync{target=tiny},insert-semaphores")
+    outer, inner = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    body = list(inner.body.block.ops)
+    reads = [k for k, op in enumerate(body) if isinstance(op, tile.UnaryOp)]
+    signals = [
+        (k, op) for k, op in enumerate(body) if isinstance(op, sync.SignalOp) and op.engine_name() == "vector"
+    ]
+    credit = next(op.semaphore() for k, op in signals if reads[0] < k < reads[1])
+    ops = list(outer.body.block.ops)
+    load = next(
+        k for k, op in enumerate(ops[ops.index(inner) :], ops.index(inner)) if isinstance(op, tile.CopyOp)
+    )
+    waits = [op for op in ops[ops.index(inner) + 1 : load] if isinstance(op, sync.WaitOp)]
+    assert [(op.semaphore(), op.engine_name(), op.amount()) for op in waits] == [(credit, "dma0", 1)]
+    later = [op for op in ops[load:] if isinstance(op, sync.WaitOp) and op.semaphore() == credit]
+    assert sum(op.amount() for op in later) == 1
     for order in ORDERS:
         run = run_sync(module, inputs, order=order)
         np.testing.assert_array_equal(run.outputs["y"], expected["y"])
