@@ -32,8 +32,12 @@ load into a rotated buffer copy waits for the previous trip's reads of that copy
 if each trip started from idle engines, a load into the copy read last (ready at the start)
 could take a DMA queue ahead of the load into the copy read first, and then hold it up behind
 it on the in-order queue. So a loop body is scheduled twice: once as above, then with each
-DMA op released at the end of its back-edge predecessors in that first order less its length
-(when the previous trip would let it start: negative for a copy read early in the trip).
+DMA op released at the end of its back-edge predecessors in that first order less the trip's
+period (when the previous trip would let it start: negative for a copy read early in the
+trip). The period is the busiest engine's work per trip, the pace of trips that overlap, not
+the first order's makespan, which counts the trip's fill and drain: a fused attention's value
+tile read by the trip's last matmuls was released at once and took dma0 ahead of the next
+query tile, which the trip needs first (MiniLM-L6: 3,498 cycles).
 """
 
 from __future__ import annotations
@@ -183,8 +187,11 @@ def loop_schedule(items: list[_Item]) -> list[int]:
     carried = _carried(items)
     if not carried:
         return order
-    length = max(ends.values())
-    release = {j: max(ends[i] for i in preds) - length for j, preds in carried.items()}
+    busy: dict[str, int] = {}
+    for item in items:
+        busy[item.engine] = busy.get(item.engine, 0) + item.cycles
+    period = max(busy.values())  # a trip's pace once trips overlap: its busiest engine's work
+    release = {j: max(ends[i] for i in preds) - period for j, preds in carried.items()}
     return schedule(items, release)[0]
 
 

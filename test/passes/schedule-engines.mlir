@@ -112,6 +112,42 @@ func.func @rotated_copies(%x: memref<64x8xf32, "dram">, %z: memref<8x1xf32, "sra
 
 // -----
 
+// A vector-bound loop body (as a fused attention head): query tile q loaded twice (the second
+// load after the first product read it), the value tile vb read by the trip's last matmul.
+// Trips overlap once the loop runs, one every period (the busiest engine's work per trip, here
+// dma0's), not one every makespan: the next trip may load vb only about the matmul's end less
+// that period after it starts, later than the second load of q, which its softmax needs first.
+// Released by the makespan, vb's load took dma0 before that second load and held it up behind
+// the previous trip's matmul on the in-order queue.
+func.func @trips_overlap(%x: memref<128x8xf32, "dram">, %v: memref<8x8xf32, "dram">, %acc: memref<400x8xf32, "acc">) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %q = tile.alloc : memref<64x8xf32, "sram">
+  %vb = tile.alloc : memref<8x8xf32, "sram">
+  %s = tile.alloc : memref<2x8xf32, "sram">
+  %s2 = tile.alloc : memref<400x8xf32, "sram">
+  %y = tile.alloc : memref<8x8xf32, "sram">
+  scf.for %i = %c0 to %c128 step %c64 {
+    tile.copy %x[%i, %c0] to %q[%c0, %c0] sizes [64, 8] {sync.engine = "dma0"} : memref<128x8xf32, "dram">, memref<64x8xf32, "sram">
+    tile.copy %v[%c0, %c0] to %vb[%c0, %c0] sizes [8, 8] {sync.engine = "dma0"} : memref<8x8xf32, "dram">, memref<8x8xf32, "sram">
+    tile.unary %q[%c0, %c0] to %s[%c0, %c0] sizes [2, 8] {op = "exp", sync.engine = "vector"} : memref<64x8xf32, "sram">, memref<2x8xf32, "sram">
+    tile.copy %x[%i, %c0] to %q[%c0, %c0] sizes [64, 8] {sync.engine = "dma0"} : memref<128x8xf32, "dram">, memref<64x8xf32, "sram">
+    tile.unary %q[%c0, %c0] to %s2[%c0, %c0] sizes [64, 8] {op = "exp", sync.engine = "vector"} : memref<64x8xf32, "sram">, memref<400x8xf32, "sram">
+    tile.matmul %s2[%c0, %c0], %vb[%c0, %c0] to %acc[%c0, %c0] sizes [400, 8, 8] {sync.engine = "matrix"} : memref<400x8xf32, "sram">, memref<8x8xf32, "sram">, memref<400x8xf32, "acc">
+    tile.acc_read %acc[%c0, %c0] to %y[%c0, %c0] sizes [8, 8] {sync.engine = "vector"} : memref<400x8xf32, "acc">, memref<8x8xf32, "sram">
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @trips_overlap
+// CHECK:         scf.for %i
+// CHECK:           tile.copy %x[%i, %c0] to %q
+// CHECK-NEXT:      tile.unary %q[%c0, %c0] to %s
+// CHECK-NEXT:      tile.copy %x[%i, %c0] to %q
+// CHECK-NEXT:      tile.copy %v[%c0, %c0] to %vb
+
+// -----
+
 // Schedule-engines needs engines: an unbound compute op is an error naming the pass to run.
 func.func @unbound(%x: memref<4x8xf32, "dram">) {
   %c0 = arith.constant 0 : index
