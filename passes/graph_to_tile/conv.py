@@ -61,7 +61,7 @@ from aitc.dialects.hw import DTYPES
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win, buffer_element
 from aitc.passes.graph_to_tile.conv_channels_last import estimate as channels_last_estimate
 from aitc.passes.graph_to_tile.conv_channels_last import lower_channels_last_conv
-from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles
+from aitc.passes.graph_to_tile.costs import F32, Budget, add_kernel_cycles, dma_instruction_cycles
 from aitc.passes.graph_to_tile.elementwise import (
     ACTIVATION_TEMPS,
     Operand,
@@ -222,6 +222,7 @@ class _MatrixConv:
         temps = ACTIVATION_TEMPS.get(activation or "", 0) if self.bias is not None else 0
         self.temp = Win.at(kb.alloc([plan.tm, layout.width], f32, "sram")) if temps else None
         self.chain = chain
+        self.stored = element_bytes(tensor_element(chain.result) if chain is not None else result)
         if chain is not None:  # its columns, its tiles (and their 3-D views) and working slots
             dense = [plan.tm, layout.out_width(layout.compact)]
             shape3 = [plan.tm, plan.rows, layout.out_pitch(layout.compact)]
@@ -267,7 +268,9 @@ class _MatrixConv:
             self._contract(m0, ms, 0, self.g.channels, True)
         else:
             self._chunk(m0, ms, 0, tc, True)
-            self.kb.tiles(self.g.channels - tc, tc, lambda c0, cs: self._chunk(m0, ms, c0, cs, False), tc)
+            store = dma_instruction_cycles(self.kb.target, self.stored * ms * self.hb.size * self.wb.size)
+            with self.kb.own_loads((self.g.channels - tc) // tc, store):
+                self.kb.tiles(self.g.channels - tc, tc, lambda c0, cs: self._chunk(m0, ms, c0, cs, False), tc)
         self._epilogue(m0, ms)
 
     def _chunk(self, m0: Index, ms: int, c0: Index, cs: int, first: bool) -> None:

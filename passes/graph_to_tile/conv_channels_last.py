@@ -50,7 +50,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph, tile
 from aitc.passes.graph_to_tile.builder import CostOnlyBuilder, Index, KernelBuilder, Win, dram_buffer
-from aitc.passes.graph_to_tile.costs import Budget, balanced, remembered
+from aitc.passes.graph_to_tile.costs import Budget, balanced, dma_instruction_cycles, remembered
 from aitc.passes.graph_to_tile.elementwise import ACTIVATION_TEMPS, apply_activation, fill
 from aitc.passes.graph_to_tile.lowering import CannotFit, Fused, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
@@ -329,7 +329,12 @@ class _Emitter:
             self._contract(co0, ns, 0, channels, True)
         else:
             self._chunk(co0, ns, 0, tc, True)
-            self.kb.tiles(channels - tc, tc, lambda c0, cs: self._chunk(co0, ns, c0, cs, False), tc)
+            target, rows = self.kb.target, self.hb.size + (self.g.h.kernel - 1) * self.g.h.dilation
+            store = dma_instruction_cycles(target, 4 * self.hb.size * self.g.w.out * ns)
+            stage = dma_instruction_cycles(target, 4 * rows * self.g.w.size * tc)
+            weights = 0 if self.plan.keep else dma_instruction_cycles(target, 4 * ns * self.g.taps * tc)
+            with self.kb.own_loads((channels - tc) // tc, store + max(stage, weights)):
+                self.kb.tiles(channels - tc, tc, lambda c0, cs: self._chunk(co0, ns, c0, cs, False), tc)
         self._epilogue(co0, ns)
 
     def _chunk(self, co0: Index, ns: int, c0: Index, cs: int, first: bool) -> None:

@@ -324,6 +324,7 @@ class Cost:
     beside_taps: int = 0
     taps_overlap: bool = False
     drain_beside: int = 0
+    frame: list[tuple[int, int, int]] | None = None
 
     def add_dma(
         self,
@@ -357,6 +358,8 @@ class Cost:
         looped = times > 1 if looped is None else looped
         straight = src == "dram" and dst != "dram" and not looped and self.places_straight
         straight = straight and target.dma.queues > 1
+        if self.frame is not None and src == "dram" and dst != "dram":
+            self.frame.append((once, count, nbytes))
         if straight:
             lead = 0 if self.started else times * once
             self.straight += [StraightRead(times * once, lead, ahead, self.stored, apart)] * ops
@@ -426,6 +429,36 @@ class Cost:
         yield
         if single:
             self.add_wait(self.vector - before)
+
+    @contextmanager
+    def loads_of_own_loop(self, target: Target, trips: int, runs: int, bubble: int) -> Iterator[None]:
+        """Charges the DRAM reads added inside (`trips` runs in all of the body of a loop that
+        moves data alone and stores nothing, the loop itself run `runs` times, e.g. a conv's
+        channel-chunk loop) as convert-tile-to-sync binds them: over every queue when they keep
+        dma0 busier than the loop's matrix or vector ops keep their engine
+        (`tile_to_sync._bound_by_loads`), each unrolled copy of the body over the queues; plus
+        what the loop's pace (`rotated_trip`) exceeds the busier engine, queue share or DRAM
+        time of a trip by, and `bubble` cycles each time the loop starts (its first trips'
+        loads on the stores' queue wait behind the store before the loop)."""
+        loads, matrix, vector, outer = self.loads, self.matrix, self.vector, self.frame
+        self.frame = []
+        try:
+            yield
+        finally:
+            reads, self.frame = self.frame, outer
+        added = self.loads - loads
+        compute = max(self.matrix - matrix, self.vector - vector)
+        queues = max(target.dma.queues, 1)
+        if queues < 2 or added <= compute or trips < 1:
+            return
+        for q in range(queues):
+            self.queues[f"dma{q}"] = self.queues.get(f"dma{q}", 0) + added / queues - added * (q == 0)
+        tiles = sorted((once for once, count, _ in reads for _ in range(count // trips)), reverse=True)
+        dram = sum(nbytes * count for _, count, nbytes in reads) / trips / target.dram.bytes_per_cycle
+        per_trip = max(compute / trips, added / trips / queues, dram)
+        pace = max(rotated_trip(tiles, queues, self.depth, round(compute / trips)), dram)
+        self.add_wait(round(max(0.0, pace - per_trip)), trips)
+        self.add_wait(bubble, runs)
 
     def _compute(self, kind: str, once: int) -> None:
         """A compute op ends the fill once something was loaded (a fill of a block before its

@@ -433,9 +433,15 @@ def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile
     layout, (h, w), ms = tile
     positions = layout.positions(h.size, w.size)
     first = min(plan.tc, p.g.channels)  # peeled: it starts the sum
-    for cs, cc in [(first, 1), *split(p.g.channels - first, plan.tc)]:
-        _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
-        _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
+    _gather(cost, p, budget, (layout, (h, w), first), times, plan)
+    _chunk_products(cost, p, budget, plan, (ms, first, positions), times)
+    rest = split(p.g.channels - first, plan.tc)
+    trips = (p.g.channels - first) // plan.tc if rest else 0
+    store = dma_instruction_cycles(budget.target, p.stored * ms * h.size * w.size)
+    with cost.loads_of_own_loop(budget.target, times * trips if trips > 1 else 0, times, store):
+        for cs, cc in rest:
+            _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
+            _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
     if budget.depth > 1:
         alone = Cost(depth=1, places_straight=False)  # its loads on their queues
         _gather(alone, p, budget, (layout, (h, w), first), 1, plan)

@@ -629,10 +629,11 @@ def test_a_per_tap_convs_padding_tiles_are_filled_while_it_loads():
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 def test_an_accumulator_over_half_of_acc_is_single_buffered_and_matches_onnxruntime(layout: str):
     """ResNet-50's layer3 reduction (1x1, 1024 -> 256 channels on 14 x 14, + bias, relu) on edge,
-    in both layouts: the cost model takes all 196 positions in one block, whose accumulator
-    (98 KiB) exceeds half of ACC, because the weights then stream once (2.9 MB of DRAM traffic;
-    3.9 MB in blocks of 8 x 14). The reason says so, multi-buffer keeps one accumulator, and
-    the simulated program matches onnxruntime."""
+    in both layouts: the cost model takes an accumulator over half of ACC (channels first: 8 x 14
+    positions of all 256 output channels, 112 KiB, 3.1 MB of DRAM traffic, 85,236 cycles
+    simulated, where 14 x 14 positions of 128 channels moved 2.9 MB in 96,023; blocks of 8 x 14
+    with a double-buffered accumulator move 3.9 MB). The reason says so, multi-buffer keeps one
+    accumulator, and the simulated program matches onnxruntime."""
     builder = model_zoo.GraphBuilder("reduction", opset=17, seed=3)
     x = builder.input("x", [1, 1024, 14, 14])
     h = model_zoo._conv(builder, x, "conv", 1024, 256, 1, bias=True)
@@ -648,7 +649,7 @@ def test_an_accumulator_over_half_of_acc_is_single_buffered_and_matches_onnxrunt
     assert Budget.of(load_target("edge")).single_acc(acc), conv
     assert "not double-buffered" in str(conv["reason"])
     assert conv["acc_peak"] == acc  # one accumulator after multi-buffer
-    assert dma_bytes < 3_000_000
+    assert dma_bytes < 3_200_000
     outputs = Simulator(result.module, load_target("edge"), verified=True).run(inputs).outputs
     assert_close(outputs, onnxruntime_outputs(model, inputs), 1e-4)
 
