@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 
 from aitc.dialects import graph
 from aitc.passes.graph_to_tile.builder import Index, KernelBuilder, Win
-from aitc.passes.graph_to_tile.costs import F32, Budget, balanced, matmul_cycles, vector_cycles
+from aitc.passes.graph_to_tile.costs import F32, Budget, balanced, matmul_cycles, split, vector_cycles
 from aitc.passes.graph_to_tile.elementwise import fill
 from aitc.passes.graph_to_tile.lowering import CannotFit, LoweringContext, tensor_element, tensor_shape
 from aitc.passes.graph_to_tile.matmul_tiling import MAX_UNROLL
@@ -139,22 +139,18 @@ class _Emitter:
 
     def _turn_stall(self) -> int:
         """What the vector engine, when it is the busiest, waits where the head loop's next
-        (unrolled) iteration starts:
-        the matrix engine runs the iterations in order, so the next iteration's first scores
-        come after this one's last product with V, which waits for the last softmax; only the
-        last tile's normalisation (acc_read, scaling) runs meanwhile. multi-buffer unrolls the
-        head loop by the buffer depth, and schedule-engines interleaves the heads of one
-        iteration, so this happens once an iteration (MiniLM: about 760 cycles every 2 heads
-        of its 12, which the estimate missed: 50,080 against 53,846)."""
+        (unrolled) iteration starts: the matrix engine runs the iterations in order, so the next
+        iteration's first scores come after this one's last product with V, which waits for the
+        last softmax; only the last tile's normalisation (acc_read, scaling) runs meanwhile.
+        multi-buffer unrolls the head loop by the buffer depth, and schedule-engines interleaves
+        the heads of one iteration, so this happens once an iteration (MiniLM: about 760 cycles
+        every 2 heads of its 12, which the estimate missed: 50,080 against 53,846)."""
         kb, d, tq = self.kb, self.d, self.plan.tq
         target, rows, cols = kb.target, kb.budget.rows, kb.budget.cols
-        steps = lambda extent, size: [min(size, extent - at) for at in range(0, extent, size)]  # noqa: E731
-        groups = len(steps(d.keys, cols))
-        scores = groups * sum(matmul_cycles(target, tq, k) for k in steps(d.width, rows))
-        scores += groups * matmul_cycles(target, tq, 1) if self.ones is not None else 0
-        weighted = len(steps(d.value_width, cols)) * sum(
-            matmul_cycles(target, tq, k) for k in steps(d.keys, rows)
-        )
+        contract = lambda extent: sum(n * matmul_cycles(target, tq, k) for k, n in split(extent, rows))  # noqa: E731
+        mask = matmul_cycles(target, tq, 1) if self.ones is not None else 0
+        scores = -(-d.keys // cols) * (contract(d.width) + mask)
+        weighted = -(-d.value_width // cols) * contract(d.keys)
         tail = sum(vector_cycles(target, op, tq, d.value_width) for op in ("acc_read", "mul"))
         return max(0, weighted + scores - tail)
 

@@ -208,10 +208,8 @@ class KernelBuilder:
     def own_loads(self, trips: int, bubble: int = 0) -> AbstractContextManager[None]:
         """Charges the DRAM reads emitted inside, the body of a loop of `trips` trips that moves
         data alone and stores nothing, as convert-tile-to-sync binds them (`bubble`: cycles the
-        loop's first loads wait behind a store each time it starts; `Cost.loads_of_own_loop`;
-        one trip is no loop: nothing changes)."""
-        runs = self._times if trips > 1 else 0
-        return self.cost.loads_of_own_loop(self.target, runs * trips, runs, bubble)
+        loop's first loads wait behind a store each time it starts; `Cost.loads_of_own_loop`)."""
+        return self.cost.loads_of_own_loop(self.target, trips, self._times, bubble)
 
     def nest(self, extents: Sequence[int], body: Callable[[list[Index]], None]) -> None:
         """body(indices) for every point of `extents`: one loop per dim larger than 1."""

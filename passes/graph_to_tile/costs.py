@@ -432,9 +432,10 @@ class Cost:
 
     @contextmanager
     def loads_of_own_loop(self, target: Target, trips: int, runs: int, bubble: int) -> Iterator[None]:
-        """Charges the DRAM reads added inside (`trips` runs in all of the body of a loop that
-        moves data alone and stores nothing, the loop itself run `runs` times, e.g. a conv's
-        channel-chunk loop) as convert-tile-to-sync binds them: over every queue when they keep
+        """Charges the DRAM reads added inside (the body of a loop of `trips` trips that moves
+        data alone and stores nothing, the loop itself run `runs` times, e.g. a conv's
+        channel-chunk loop; one trip is no loop: nothing changes) as convert-tile-to-sync binds
+        them: over every queue when they keep
         dma0 busier than the loop's matrix or vector ops keep their engine
         (`tile_to_sync._bound_by_loads`), each unrolled copy of the body over the queues; plus
         what the loop's pace (`rotated_trip`) exceeds the busier engine, queue share or DRAM
@@ -449,8 +450,9 @@ class Cost:
         added = self.loads - loads
         compute = max(self.matrix - matrix, self.vector - vector)
         queues = max(target.dma.queues, 1)
-        if queues < 2 or added <= compute or trips < 1:
+        if queues < 2 or added <= compute or trips < 2 or runs < 1:
             return
+        trips *= runs  # the body's runs in all
         for q in range(queues):
             self.queues[f"dma{q}"] = self.queues.get(f"dma{q}", 0) + added / queues - added * (q == 0)
         tiles = sorted((once for once, count, _ in reads for _ in range(count // trips)), reverse=True)

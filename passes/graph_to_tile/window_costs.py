@@ -435,11 +435,9 @@ def _chunks(cost: Cost, p: WindowProblem, budget: Budget, plan: WindowPlan, tile
     first = min(plan.tc, p.g.channels)  # peeled: it starts the sum
     _gather(cost, p, budget, (layout, (h, w), first), times, plan)
     _chunk_products(cost, p, budget, plan, (ms, first, positions), times)
-    rest = split(p.g.channels - first, plan.tc)
-    trips = (p.g.channels - first) // plan.tc if rest else 0
     store = dma_instruction_cycles(budget.target, p.stored * ms * h.size * w.size)
-    with cost.loads_of_own_loop(budget.target, times * trips if trips > 1 else 0, times, store):
-        for cs, cc in rest:
+    with cost.loads_of_own_loop(budget.target, (p.g.channels - first) // plan.tc, times, store):
+        for cs, cc in split(p.g.channels - first, plan.tc):
             _gather(cost, p, budget, (layout, (h, w), cs), times * cc, plan)
             _chunk_products(cost, p, budget, plan, (ms, cs, positions), times * cc)
     if budget.depth > 1:

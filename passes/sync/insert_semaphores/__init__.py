@@ -490,12 +490,15 @@ def exit_points(edges: list[Edge], found: list[Edge], program: Program, sunk: di
             key = (id(edge.level), edge.after, edge.source, edge.target)
             producers.setdefault(key, []).append(edge.producer)
     points: dict[Edge, Exit] = {}
+    indices: dict[int, dict[int, int]] = {}  # per loop level, its items by id
     for edge in edges:
         loop = edge.level.items[edge.after]
         child = program.levels.get(loop) if isinstance(loop, scf.ForOp) else None
         if edge.distance or edge in sunk or child is None or edge.level.loop is None:
             continue  # at the function level `found` leaves out the pairs an edge implies
-        index = {id(item): k for k, item in enumerate(child.items)}
+        if id(child) not in indices:
+            indices[id(child)] = {id(item): k for k, item in enumerate(child.items)}
+        index = indices[id(child)]
         ops = producers.get((id(edge.level), edge.after, edge.source, edge.target), [])
         items = [_item_of(op, index) for op in ops]
         if not items or None in items:
@@ -599,9 +602,10 @@ def _insert(program: Program, found: list[Edge], limit: int, label: str, restore
     plain = [e for e in edges if e not in sunk]
     exits = exit_points(plain, found, program, sunk)
     without = [e for e in plain if e not in exits]  # where the drains go if the exits' edges go
-    moved, replaced = early_drains(exits, plain, ids, drain_points(without, found, ids, list(exits)))
-    kept = [e for e in plain if e not in replaced]
-    points = drain_points(kept, found, ids, list(exits))
+    points = drain_points(without, found, ids, list(exits))
+    moved, replaced = early_drains(exits, plain, ids, points)
+    if replaced != set(exits):  # the exits' edges that stay may share the credits' semaphore
+        points = drain_points([e for e in plain if e not in replaced], found, ids, list(exits))
     inserter = Inserter()
     for edge, point in points.items():
         inserter.insert_drain(edge, ids[edge], moved.get(edge, point))
