@@ -294,7 +294,11 @@ class Cost:
     do; `beside_taps`: vector work of a depthwise block's taps that runs while its later taps
     are copied (`window_costs.taps_beside`), taken off the serial pace at depth 1 (`drain_beside`:
     the last block's, off the drain); `taps_overlap`:
-    whether the kernel may have such work (its `floor` then allows for it)."""
+    whether the kernel may have such work (its `floor` then allows for it); `store_busy`: the
+    stores' cycles (the stores' queue also takes loads and copies); `burst`: the on-chip copies
+    in a row so far (copies a run, the longest one's cycles, runs), which go round the queues a
+    round at a time, and `partial_rounds`: what the last rounds of the finished ones left idle
+    (`rounds_idle`): mobilenet_block's 9 tap copies take 5 rounds of 2 queues, not 4.5."""
 
     depth: int = 2
     queues: dict[str, float] = field(default_factory=dict)
@@ -325,6 +329,9 @@ class Cost:
     taps_overlap: bool = False
     drain_beside: int = 0
     frame: list[tuple[int, int, int]] | None = None
+    store_busy: float = 0
+    burst: tuple[int, int, int] = (0, 0, 0)
+    partial_rounds: float = 0
 
     def add_dma(
         self,
@@ -355,6 +362,7 @@ class Cost:
         dram = "dram" in (src, dst)
         once = dma_instruction_cycles(target, nbytes, dram)
         count = times * ops
+        self._in_burst(not dram, ops, once, times)
         looped = times > 1 if looped is None else looped
         straight = src == "dram" and dst != "dram" and not looped and self.places_straight
         straight = straight and target.dma.queues > 1
@@ -381,6 +389,7 @@ class Cost:
             self.dram_cycles += count * -(-nbytes // target.dram.bytes_per_cycle)
         if dst == "dram":
             self.stored = True
+            self.store_busy += count * once
             self._drain("store", ops * once)
             return
         if not self.started and not dram:
@@ -462,9 +471,28 @@ class Cost:
         self.add_wait(round(max(0.0, pace - per_trip)), trips)
         self.add_wait(bubble, runs)
 
+    def _in_burst(self, on_chip: bool, ops: int, once: int, times: int) -> None:
+        """Counts `ops` on-chip copies of `once` cycles, run `times` times, into the copies in a
+        row (`burst`); anything else, or copies run another number of times, ends it."""
+        if not on_chip or times != self.burst[2]:
+            self._end_burst()
+        if on_chip:
+            self.burst = (self.burst[0] + ops, max(self.burst[1], once), times)
+
+    def _end_burst(self) -> None:
+        """Charges the idle queues of the last round of the on-chip copies in a row just added."""
+        self.partial_rounds, self.burst = self.rounds_idle, (0, 0, 0)
+
+    @property
+    def rounds_idle(self) -> float:
+        """`partial_rounds` with the copies in a row still open."""
+        copies, once, times = self.burst
+        return self.partial_rounds + times * (-copies % self.spread_over) * once / self.spread_over
+
     def _compute(self, kind: str, once: int) -> None:
         """A compute op ends the fill once something was loaded (a fill of a block before its
         first load does not wait for it)."""
+        self._end_burst()
         self.started = self.started or self.lead > 0
         self._drain(kind, once)
 
@@ -537,10 +565,13 @@ class Cost:
         queues = self.filled(placed)
         feeding = max((busy for queue, busy in queues.items() if queue != "dma1"), default=0)
         stores = queues.get("dma1", 0)
+        # the first store waits for its tile's products and epilogue (the drain's, one of each)
+        first_tile = drain.get("matrix", 0) + drain.get("vector", 0) - self.drain_ahead
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             loads = placed.queues.get("dma0", 0)
-            serial = loads - placed.ahead + self.spread / self.spread_over + compute - self._beside(placed)
+            copies = self.spread / self.spread_over + self.rounds_idle
+            serial = loads - placed.ahead + copies + compute - self._beside(placed)
             serial -= self.beside_taps + min(self.vector_ahead, loads - placed.ahead)
             serial += self.stores - drain.get("store", 0) if self.staged else 0
             paces = (
@@ -554,7 +585,7 @@ class Cost:
             feeding + sum(drain.values()) - min(self.drain_ahead, feeding),
             lead + self.matrix + after_matrix - min(self.drain_ahead, lead + self.matrix),
             max(lead, self.vector_ahead) + self.vector - self.vector_ahead + drain.get("store", 0),
-            lead + stores,
+            lead + max(stores - self.store_busy, first_tile) + self.store_busy,
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)

@@ -109,26 +109,49 @@ func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>, %b: tenso
 
 // Groups are an scf.for around everything; each loads its weight rows and bias column, and
 // the bias (broadcast col) and relu follow the contraction (no window is entirely in bounds
-// without padding, so there is no fill). On tiny the output rows come in a block of 2, whose
-// compact rows take the bias one row at a time, and a remainder row.
+// without padding, so there is no fill). On tiny the 3 x 3 outputs are one block: its 9 tap
+// copies into the patch, the contraction, then the bias and relu over the block's positions
+// (row pitch 5: the garbage columns between rows go along) and one store of its 3 x 3 window.
 func.func @grouped_bias_relu(%x: tensor<1x4x5x5xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x3x3xf32> {
   %y = graph.conv %x, %w, %b {group = 2 : i64, activation = "relu"} : tensor<1x4x5x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<1x6x3x3xf32>
   func.return %y : tensor<1x6x3x3xf32>
 }
 // CHECK-LABEL: func.func @grouped_bias_relu
-// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 2, 3, 2, 3>
+// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 3, 3, 2, 3>
 // CHECK-NOT:       tile.binary_imm
 // CHECK:           scf.for
 // CHECK-NEXT:        arith.muli
 // CHECK-NEXT:        tile.copy {{.*}} sizes [3, 18] : memref<6x18xf32, "dram">
 // CHECK-NEXT:        tile.copy {{.*}} sizes [3, 1] : memref<6x1xf32, "dram">
-// CHECK:             tile.binary {{.*}} sizes [3, 3] {op = "add", broadcast = "col"} : memref<3x8xf32, "acc">
-// CHECK:             tile.unary {{.*}} sizes [3, 6] {op = "relu"}
-// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 2, 3] : memref<3x2x3xf32, "sram">, memref<6x3x3xf32, "dram">
-// CHECK:             tile.binary {{.*}} sizes [3, 3] {op = "add", broadcast = "col"} : memref<3x8xf32, "acc">
-// CHECK-NEXT:        tile.unary {{.*}} sizes [3, 3] {op = "relu"}
-// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 1, 3] : memref<3x2x3xf32, "sram">, memref<6x3x3xf32, "dram">
+// CHECK-NEXT:        arith.muli
+// CHECK-NEXT:        tile.copy {{.*}} sizes [2, 5, 5] : memref<4x5x5xf32, "dram">
+// CHECK-COUNT-9:     tile.copy {{.*}} sizes [2, 13, 1] : memref<2x25x1xf32, "sram">, memref<2x117x1xf32, "sram">
+// CHECK:             tile.binary {{.*}} sizes [3, 13] {op = "add", broadcast = "col"} : memref<3x13xf32, "acc">
+// CHECK-NEXT:        tile.unary {{.*}} sizes [3, 13] {op = "relu"}
+// CHECK-NEXT:        tile.copy {{.*}} sizes [3, 3, 3] : memref<3x3x5xf32, "sram">, memref<6x3x3xf32, "dram">
 // CHECK-NEXT:      }
+
+// -----
+
+// A larger grouped conv on tiny: blocks of 5 output rows whose positions are compact (row
+// pitch 10, the output's width), so the bias, read from the accumulator's rows of pitch 12,
+// goes one output row at a time; the relu then takes the whole block.
+func.func @grouped_compact_rows(%x: tensor<1x4x12x12xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6xf32>) -> tensor<1x6x10x10xf32> {
+  %y = graph.conv %x, %w, %b {group = 2 : i64, activation = "relu"} : tensor<1x4x12x12xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<1x6x10x10xf32>
+  func.return %y : tensor<1x6x10x10xf32>
+}
+// CHECK-LABEL: func.func @grouped_compact_rows
+// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 5, 10, 2, 3>
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK-NEXT:          tile.copy {{.*}} sizes [2, 7, 12] : memref<4x12x12xf32, "dram">, memref<2x7x12xf32, "sram">
+// CHECK:               scf.for
+// CHECK-NEXT:            arith.muli
+// CHECK-NEXT:            arith.muli
+// CHECK-NEXT:            tile.binary {{.*}} sizes [3, 10] {op = "add", broadcast = "col"} : memref<3x58xf32, "acc">, memref<3x1xf32, "sram">, memref<3x50xf32, "sram">
+// CHECK-NEXT:          }
+// CHECK-NEXT:          tile.unary {{.*}} sizes [3, 50] {op = "relu"}
+// CHECK-NEXT:          tile.copy {{.*}} sizes [3, 5, 10] : memref<3x5x10xf32, "sram">, memref<6x10x10xf32, "dram">
 
 // -----
 
