@@ -15,8 +15,8 @@ It owns the details every lowering shares:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
@@ -98,6 +98,7 @@ class KernelBuilder:
         self._times = 1
         self._memo: list[dict[tuple, SSAValue]] = [{}]
         self._loaded: set[SSAValue] = set()  # the buffers DRAM reads wrote so far
+        self._peeled: Cost | None = None  # the DMA ops of a peeled first trip, once each
 
     @property
     def times(self) -> int:
@@ -211,6 +212,20 @@ class KernelBuilder:
         loop's first loads wait behind a store each time it starts; `Cost.loads_of_own_loop`)."""
         return self.cost.loads_of_own_loop(self.target, trips, self._times, bubble)
 
+    @contextmanager
+    def peeled_trip(self) -> Iterator[None]:
+        """Charges, after the ops emitted inside (the peeled first trip of a pipelined loop,
+        e.g. a conv's first channel chunk of an output tile: nothing before it rotates with it),
+        a stall as long as its DMA ops take on their queue, once each: at buffer depth 2 its
+        compute waits for them (`window_costs._chunks` charges the same)."""
+        outer, self._peeled = self._peeled, Cost(depth=1, places_straight=False)
+        try:
+            yield
+        finally:
+            peeled, self._peeled = self._peeled, outer
+        if self.cost.depth > 1:
+            self.cost.add_wait(math.ceil(max(peeled.queues.values(), default=0)), self._times)
+
     def nest(self, extents: Sequence[int], body: Callable[[list[Index]], None]) -> None:
         """body(indices) for every point of `extents`: one loop per dim larger than 1."""
 
@@ -249,6 +264,8 @@ class KernelBuilder:
         if spaces[0] == "dram":
             self._loaded.add(tile.base_buffer(dst))
         independent = "dram" not in spaces and tile.base_buffer(src) not in self._loaded
+        if self._peeled is not None:
+            self._peeled.add_dma(self.target, nbytes, *spaces, count)
         self.cost.add_dma(
             self.target,
             nbytes,

@@ -96,6 +96,7 @@ from aitc.passes.graph_to_tile.window_costs import (
     places_straight,
     plan_window,
     ranked_window,
+    tap_parts,
     taps_beside,
     window_budget,
     window_minimum,
@@ -201,9 +202,18 @@ class _MatrixConv:
         block = (plan.rows, plan.cols, plan.tc)
         self.cols = Im2col(kb, g, block, order, input_zero, per_tap=plan.per_tap, element=element)
         layout = self.cols.layout
-        self.weights = kb.alloc([g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], element, "sram")
-        if plan.per_tap and not plan.keep:
-            self.weight_taps = kernel_view(kb, self.weights, [plan.tm, g.taps, plan.tc])
+        parts = tap_parts(g, plan, kb.target.dma.queues)
+        if plan.per_tap and not plan.keep:  # W'[tm, taps, tc] in parts by taps: (first tap, 2-D, 3-D)
+            buffers = [kb.alloc([plan.tm, plan.tc * taps], element, "sram") for _, taps in parts]
+            self.weight_parts = [
+                (first, buffer, kernel_view(kb, buffer, [plan.tm, taps, plan.tc]))
+                for (first, taps), buffer in zip(parts, buffers, strict=True)
+            ]
+            self.weights = buffers[0]
+        else:
+            self.weights = kb.alloc(
+                [g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], element, "sram"
+            )
         self.acc = kb.alloc([plan.tm, layout.width], result, "acc")
         self.single_acc = kb.budget.single_acc(plan.acc_bytes)
         # the i32 sum in SRAM, unless an epilogue chain reads it from ACC (`_epilogue`)
@@ -267,7 +277,8 @@ class _MatrixConv:
         if whole:
             self._contract(m0, ms, 0, self.g.channels, True)
         else:
-            self._chunk(m0, ms, 0, tc, True)
+            with self.kb.peeled_trip():
+                self._chunk(m0, ms, 0, tc, True)
             store = dma_instruction_cycles(self.kb.target, self.stored * ms * self.hb.size * self.wb.size)
             with self.kb.own_loads((self.g.channels - tc) // tc, store):
                 self.kb.tiles(self.g.channels - tc, tc, lambda c0, cs: self._chunk(m0, ms, c0, cs, False), tc)
@@ -298,8 +309,10 @@ class _MatrixConv:
             row, columns, width = m0, c0, g.channels
         else:
             assert self.v.w_taps is not None
-            src = Win(self.v.w_taps, (kb.add(self.w_row, m0), 0, c0))
-            kb.copy(src, Win.at(self.weight_taps), [ms, g.taps, cs])
+            parts = zip(self.weight_parts, tap_parts(g, self.plan, kb.target.dma.queues), strict=True)
+            for (first_tap, _, view), (_, taps) in parts:
+                src = Win(self.v.w_taps, (kb.add(self.w_row, m0), first_tap, c0))
+                kb.copy(src, Win.at(view), [ms, taps, cs])
             row, columns, width = 0, 0, self.plan.tc
         positions = self.cols.positions(self.hb, self.wb)
         if merged_taps(g, self.plan):  # rows (tap, c) and columns (tap, c): one product
@@ -316,30 +329,48 @@ class _MatrixConv:
                     rhs = (0, i * g.h.dilation * layout.ws + j * g.w.dilation)
                 else:
                     rhs = (tap * self.plan.tc, 0)
-                at = (row, kb.add(columns, tap * width))
+                weights, part_tap = self._weight_part(tap)
+                at = (row, kb.add(columns, part_tap * width))
                 self._over_positions(
                     positions,
-                    lambda p0, ps, at=at, rhs=rhs, tap=tap: self._products(
-                        at, (ms, cs, ps), (rhs[0], rhs[1], p0), first and tap == 0
+                    lambda p0, ps, at=at, rhs=rhs, tap=tap, weights=weights: self._products(
+                        at, (ms, cs, ps), (rhs[0], rhs[1], p0), first and tap == 0, weights
                     ),
                 )
+
+    def _weight_part(self, tap: int) -> tuple[SSAValue, int]:
+        """The SRAM buffer holding tap `tap`'s weights and the tap's index in it: the kept
+        weights, or the part of the streamed tile (`tap_parts`) it is in."""
+        if self.plan.keep:
+            return self.weights, tap
+        first, buffer, _ = max(
+            (part for part in self.weight_parts if part[0] <= tap), key=lambda part: part[0]
+        )
+        return buffer, tap - first
 
     def _over_positions(self, positions: int, product: Callable[[Index, int], None]) -> None:
         """product(p0, ps) over the column tiles of `positions`, unrolled up to MAX_UNROLL."""
         self.kb.tiles(positions, self.kb.budget.cols, product, unroll=MAX_UNROLL)
 
     def _products(
-        self, at: tuple[Index, Index], sizes: tuple[int, int, int], rhs: tuple[int, int, Index], first: bool
+        self,
+        at: tuple[Index, Index],
+        sizes: tuple[int, int, int],
+        rhs: tuple[int, int, Index],
+        first: bool,
+        weights: SSAValue | None = None,
     ) -> None:
-        """The matmuls of positions [p0, p0 + ps): lhs at `at`, rhs rows from `row` and columns
-        from `base` + p0 (`rhs` = (row, base, p0)), acc columns from p0."""
+        """The matmuls of positions [p0, p0 + ps): lhs at `at` of `weights` (default: the
+        weight tile), rhs rows from `row` and columns from `base` + p0 (`rhs` = (row, base,
+        p0)), acc columns from p0."""
         kb, rows = self.kb, self.kb.budget.rows
         ms, k, ps = sizes
         row, base, p0 = rhs
         column = kb.add(p0, base) if base else p0
+        lhs_buffer = self.weights if weights is None else weights
 
         def product(k0: Index, ks: int, accumulate: bool) -> None:
-            lhs = Win(self.weights, (at[0], kb.add(at[1], k0)))
+            lhs = Win(lhs_buffer, (at[0], kb.add(at[1], k0)))
             patch = Win(self.cols.patch, (kb.add(k0, row) if row else k0, column))
             kb.matmul(lhs, patch, Win(self.acc, (0, p0)), [ms, ks, ps], accumulate)
 

@@ -140,7 +140,7 @@ def matmul_cycles(target: Target, m: int, k: int) -> int:
     return target.matrix.latency + k + m
 
 
-def rotated_trip(cycles: Sequence[int], queues: int, depth: int, compute: int) -> int:
+def rotated_trip(cycles: Sequence[int], queues: int, depth: int, compute: int, shared: int = 0) -> int:
     """The pace of a loop's trips whose tiles (`cycles` on a queue each, largest first) spread
     over the queues copy by copy of the body multi-buffer unrolled by `depth` (each copy's
     tiles on the queues it has loaded least, then the body's: `spread_queues`): at least each
@@ -148,8 +148,10 @@ def rotated_trip(cycles: Sequence[int], queues: int, depth: int, compute: int) -
     of the trip `depth` before it, which frees their buffers, spread over `depth` trips. One
     large tile a trip (ResNet-50's fc, 1 x 2048 x 1000, K steps of 32: a 4,064-cycle B tile and
     1,632 cycles of matmuls and adds) alternates queues, so a trip takes 2,848, not 4,064
-    (simulated: 2,961 with the DRAM channel's contention). At depth 1: the trip's loads
-    (`Cost` charges the serial pace there)."""
+    (simulated: 2,961 with the DRAM channel's contention). `shared`: at least what the loads
+    of one trip take on the DRAM channel they share (ResNet-50's layer4 3x3 convs: a weight
+    tile in two parts side by side, 3,740 cycles on the busier queue alone, about 4,300 beside
+    the other). At depth 1: the trip's loads (`Cost` charges the serial pace there)."""
     depth = max(depth, 1)
     body = [0] * queues
     trip = 0
@@ -159,7 +161,7 @@ def rotated_trip(cycles: Sequence[int], queues: int, depth: int, compute: int) -
             queue = min(range(queues), key=lambda q: (copy[q], body[q], q))
             copy[queue] += c
             body[queue] += c
-        trip = max(trip, max(copy))
+        trip = max(trip, max(copy), shared)
     if depth == 1:
         return trip
     return max(-(-max(body) // depth), -(-(compute + trip) // depth))
@@ -466,8 +468,12 @@ class Cost:
             self.queues[f"dma{q}"] = self.queues.get(f"dma{q}", 0) + added / queues - added * (q == 0)
         tiles = sorted((once for once, count, _ in reads for _ in range(count // trips)), reverse=True)
         dram = sum(nbytes * count for _, count, nbytes in reads) / trips / target.dram.bytes_per_cycle
+        # a trip's loads side by side on the queues share the DRAM channel: their transfers
+        # take its rate, their fixed latencies overlap across the queues
+        latencies = target.dma.latency * sum(count for _, count, _ in reads) / trips
+        shared = round(latencies / queues + dram)
         per_trip = max(compute / trips, added / trips / queues, dram)
-        pace = max(rotated_trip(tiles, queues, self.depth, round(compute / trips)), dram)
+        pace = max(rotated_trip(tiles, queues, self.depth, round(compute / trips), shared), dram)
         self.add_wait(round(max(0.0, pace - per_trip)), trips)
         self.add_wait(bubble, runs)
 

@@ -145,6 +145,8 @@ func.func @grouped_compact_rows(%x: tensor<1x4x12x12xf32>, %w: tensor<6x2x3x3xf3
 // CHECK:           scf.for
 // CHECK:             scf.for
 // CHECK-NEXT:          tile.copy {{.*}} sizes [2, 7, 12] : memref<4x12x12xf32, "dram">, memref<2x7x12xf32, "sram">
+// CHECK-COUNT-9:       tile.copy {{.*}} sizes [2, 58, 1] : memref<2x84x1xf32, "sram">, memref<2x522x1xf32, "sram">
+// CHECK:               tile.matmul
 // CHECK:               scf.for
 // CHECK-NEXT:            arith.muli
 // CHECK-NEXT:            arith.muli
@@ -357,21 +359,49 @@ func.func @conv3x3_constant_weight(%x: tensor<1x8x6x6xf32>) -> tensor<1x3x6x6xf3
 
 // -----
 
+// ResNet-50's layer4 3x3 conv (512 -> 512 on 7 x 7) streams its tap-major weights per output
+// tile and chunk of 32 channels: each chunk's tile W'[171, 9, 32] (197 KB) loads in two parts
+// by taps (0-4 and 5-8), each into a buffer of its own, so convert-tile-to-sync can load them
+// side by side on both DMA queues; the products of taps 0-4 read the first part, those of taps
+// 5-8 the second.
+func.func @streamed_weight_parts(%x: tensor<1x512x7x7xf32>) -> tensor<1x512x7x7xf32> {
+  %w = graph.constant dense<0.5> : tensor<512x512x3x3xf32>
+  %y = graph.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : tensor<1x512x7x7xf32>, tensor<512x512x3x3xf32> -> tensor<1x512x7x7xf32>
+  func.return %y : tensor<1x512x7x7xf32>
+}
+// EDGE-LABEL:  func.func @streamed_weight_parts
+// EDGE:          tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 7, 7, 32, 171>, {{.*}}weights streamed per tile
+// EDGE:            %[[A:[0-9]+]] = tile.alloc : memref<171x160xf32, "sram">
+// EDGE-NEXT:       %[[B:[0-9]+]] = tile.alloc : memref<171x128xf32, "sram">
+// EDGE:            %[[A3:[0-9]+]] = tile.reshape %[[A]] : memref<171x160xf32, "sram"> -> memref<171x5x32xf32, "sram">
+// EDGE-NEXT:       %[[B3:[0-9]+]] = tile.reshape %[[B]] : memref<171x128xf32, "sram"> -> memref<171x4x32xf32, "sram">
+// EDGE:            scf.for
+// EDGE:              tile.copy {{.*}} sizes [32, 7, 7] : memref<512x7x7xf32, "dram">, memref<32x9x9xf32, "sram">
+// EDGE-NEXT:         tile.copy %{{[0-9]+}}[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}] to %[[A3]]{{.*}} sizes [171, 5, 32] : memref<512x9x512xf32, "dram">
+// EDGE-NEXT:         tile.copy %{{[0-9]+}}[%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}] to %[[B3]]{{.*}} sizes [171, 4, 32] : memref<512x9x512xf32, "dram">
+// EDGE-COUNT-10:     tile.matmul %[[A]]
+// EDGE-COUNT-8:      tile.matmul %[[B]]
+// EDGE-NEXT:         scf.for
+
+// -----
+
 // A 1x1 stride-2 conv (any weight: one tap is already tap-major) gathers its strided inputs
 // with one DMA per chunk (the tap-major patch, `PatchLayout.flat`), not one per channel. The
 // stage's spare plane is never written, so multi-buffer cannot rotate it: the plan is
-// estimated serial, which takes blocks of one output row (simulated: 696 cycles, against 719
-// for the blocks of two rows that a pipelined estimate chose).
+// estimated serial, which takes one block of all 4 x 4 outputs (estimated 709 cycles,
+// simulated 713; blocks of two rows, which a pipelined estimate chose, ran 719). Blocks of one
+// row ran 696: each block's stage load starts once its tap copy has read the last one, beside
+// that block's matmul, which the serial estimate (799) does not see.
 func.func @conv1x1_stride2(%x: tensor<1x8x8x8xf32>, %w: tensor<6x8x1x1xf32>) -> tensor<1x6x4x4xf32> {
   %y = graph.conv %x, %w {strides = array<i64: 2, 2>} : tensor<1x8x8x8xf32>, tensor<6x8x1x1xf32> -> tensor<1x6x4x4xf32>
   func.return %y : tensor<1x6x4x4xf32>
 }
 // EDGE-LABEL:  func.func @conv1x1_stride2
-// EDGE:          tile.kernel "graph.conv" {{.*}}reason = "per-tap GEMM: one product per tap with a tap-major patch (one DMA per tap) as rhs;
-// EDGE:            scf.for
-// EDGE:              tile.copy {{.*}} sizes [8, 1, 7] : memref<8x8x8xf32, "dram">, memref<9x2x8xf32, "sram">
-// EDGE-NEXT:         tile.copy {{.*}} sizes [64, 1] : memref<72x2xf32, "sram">, memref<64x1xf32, "sram">
-// EDGE-NEXT:         tile.matmul {{.*}} sizes [6, 8, 4]
+// EDGE:          tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 4, 4, 8, 6>, {{.*}}reason = "per-tap GEMM: one product per tap with a tap-major patch (one DMA per tap) as rhs;
+// EDGE-NOT:        scf.for
+// EDGE:            tile.copy {{.*}} sizes [8, 7, 7] : memref<8x8x8xf32, "dram">, memref<9x8x8xf32, "sram">
+// EDGE-NEXT:       tile.copy {{.*}} sizes [256, 1] : memref<288x2xf32, "sram">, memref<256x1xf32, "sram">
+// EDGE-NEXT:       tile.matmul {{.*}} sizes [6, 8, 28]
 
 // -----
 

@@ -162,8 +162,10 @@ def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(mo
     double-buffered conv needs more than the 14 semaphores a phase may use; the phase is
     lowered again at buffer depth 1, the report says which, and the program still matches
     onnxruntime. The conv plans this needs are the ones chosen with a chunk loop's loads
-    estimated on one queue (`Cost.loads_of_own_loop` left out): with the loop's loads over both
-    queues the model takes plans that fit a phase's semaphores at depth 2."""
+    estimated on one queue (`Cost.loads_of_own_loop` left out) and each streamed per-tap weight
+    tile loaded in one part (`window_costs.tap_parts`): with the loop's loads over both queues,
+    or a tile's two parts side by side, the model takes plans that fit a phase's semaphores at
+    depth 2."""
     from contextlib import nullcontext
 
     from aitc.passes.graph_to_tile import conv, window_costs
@@ -174,6 +176,9 @@ def test_a_phase_short_of_semaphores_is_lowered_again_without_multi_buffering(mo
     monkeypatch.setattr(Budget, "holds_acc", lambda budget, nbytes: nbytes <= budget.acc)
     monkeypatch.setattr(Cost, "loads_of_own_loop", lambda cost, *args: nullcontext())
     monkeypatch.setattr(window_costs, "_PLANS", {})
+    one_part = lambda g, plan, queues: [(0, g.taps)]  # noqa: E731
+    monkeypatch.setattr(window_costs, "tap_parts", one_part)
+    monkeypatch.setattr(conv, "tap_parts", one_part)
     failures: list[str] = []
 
     def recording(module, passes, verify):
