@@ -187,12 +187,24 @@ class _MatmulEmitter:
 
     def run(self, activation: str | None) -> None:
         self.activation = activation
+        g, plan = self.g, self.plan
+        panels = -(-g.m // plan.tm) if plan.order == "m" else -(-g.n // plan.bn)
+        # the rows after the kernel's only panel when it loads outside any loop: on its queue
+        # each waits for the DRAM channel the panel's other part books first (first come,
+        # first served), and the panel's part behind it would wait for that too
+        self.rows_pending = plan.keep in ("lhs", "rhs") and panels == 1 and math.prod(g.batch) == 1
+        if not self.rows_pending:
+            self.load_rows()
+        self.kb.nest(self.g.batch, self.batch)
+        charge_loop_paces(self.kb.cost, self.paces)
+
+    def load_rows(self) -> None:
+        """The bias row and the epilogue chain's rows, loaded once."""
+        self.rows_pending = False
         if self.views.bias is not None:
             self.kb.copy(Win(self.views.bias, (0, 0)), Win.at(self.bufs["bias"]), [1, self.g.n])
         for i, row in enumerate(self.views.rows):
             self.kb.copy(Win(row, (0, 0)), Win.at(self.bufs[f"row{i}"]), [1, self.g.n])
-        self.kb.nest(self.g.batch, self.batch)
-        charge_loop_paces(self.kb.cost, self.paces)
 
     def batch(self, indices: list[Index]) -> None:
         g, kb = self.g, self.kb
@@ -232,6 +244,8 @@ class _MatmulEmitter:
         once = dma_instruction_cycles(kb.target, self.p.operand_bytes * rows * cols)
         kb.cost.add_wait(once, kb.times - (not self.panels))
         self.panels += 1
+        if self.rows_pending:
+            self.load_rows()
 
     # -- one C block
     def block(self, m0: Index, msz: int, n0: Index, nsz: int) -> None:
