@@ -597,13 +597,18 @@ class Cost:
         return math.ceil(max(paces) + self.waits)
 
     def fill_and_drain(self, target: Target, total: int) -> list[int]:
-        """[fill, drain, the drain's stores] as `cycles` counts them, at most `total` (its
-        value): the fill before the first compute op, the drain after the last load (one
-        instance of each op: matrix, then vector, then the stores). What of the kernel may
+        """[fill, drain, the drain's stores, unloaded] as `cycles` counts them, at most `total`
+        (its value): the fill before the first compute op, the drain after the last load (one
+        instance of each op: matrix, then vector, then the stores), and the kernel's pace with
+        every load already done (its matrix, vector and store chains). What of the kernel may
         overlap the kernel before it (its fill, while that one drains) and the one after it
         (`FILL_DRAIN_ATTR`, read by `convert-sync-to-hw`'s `overlap`)."""
         drain = sum(self.drain.values())
-        fill_drain = (self.placed(target).queued_lead, drain, self.drain.get("store", 0))
+        stores = self.drain.get("store", 0)
+        after_matrix = self.drain.get("vector", 0) + stores
+        first_tile = self.drain.get("matrix", 0) + self.drain.get("vector", 0) - self.drain_ahead
+        unloaded = max(self.matrix + after_matrix, self.vector + stores, first_tile + self.store_busy)
+        fill_drain = (self.placed(target).queued_lead, drain, stores, unloaded)
         return [min(math.ceil(value), total) for value in fill_drain]
 
     def _beside(self, placed: Placed) -> float:

@@ -90,7 +90,7 @@ func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>, %b: tenso
   func.return %y : tensor<1x8x6x6xf32>
 }
 // CHECK-LABEL: func.func @depthwise
-// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 6, 6, 3>, {{.*}}reason = "depthwise on the vector engine: 9 tap multiply-adds per chunk; {{.*}}; chose the vector engine (est. {{[0-9]+}} vector vs {{[0-9]+}} matrix cycles)", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+}}>}
+// CHECK:         tile.kernel "graph.conv" {op = "graph.conv", tiles = array<i64: 6, 6, 3>, {{.*}}reason = "depthwise on the vector engine: 9 tap multiply-adds per chunk; {{.*}}; chose the vector engine (est. {{[0-9]+}} vector vs {{[0-9]+}} matrix cycles)", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>}
 // CHECK-NOT:       tile.matmul
 // CHECK:           scf.for
 // CHECK:             tile.binary {{.*}} sizes [3, 46] {op = "mul", broadcast = "col"}
@@ -101,7 +101,7 @@ func.func @depthwise(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>, %b: tenso
 // CHECK-NEXT:        tile.copy
 // CHECK-NEXT:      }
 // EDGE-LABEL:  func.func @depthwise
-// EDGE:          tile.kernel "graph.conv" {{.*}}chose the vector engine (est. {{[0-9]+}} vector vs {{[0-9]+}} matrix cycles)", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+}}>}
+// EDGE:          tile.kernel "graph.conv" {{.*}}chose the vector engine (est. {{[0-9]+}} vector vs {{[0-9]+}} matrix cycles)", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>}
 // EDGE-NOT:        tile.matmul
 // EDGE:            tile.binary {{.*}} sizes [8, 46] {op = "mul", broadcast = "col"}
 
@@ -319,7 +319,7 @@ func.func @conv_residual_relu(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x3x3xf32>, 
 }
 // EDGE-LABEL:  func.func @conv_residual_relu
 // EDGE:          %[[R:[0-9]+]] = tile.reshape %r : memref<1x8x6x6xf32, "dram"> -> memref<8x6x6xf32, "dram">
-// EDGE-NEXT:     tile.kernel "/relu/Relu" {op = "graph.conv,graph.add,graph.relu", {{.*}}reason = "{{.*}}; the residual add and relu fused (est. {{[0-9]+}} cycles against {{[0-9]+}} for the conv and the add apart): each output tile adds its window of the residual before its store", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+}}>}
+// EDGE-NEXT:     tile.kernel "/relu/Relu" {op = "graph.conv,graph.add,graph.relu", {{.*}}reason = "{{.*}}; the residual add and relu fused (est. {{[0-9]+}} cycles against {{[0-9]+}} for the conv and the add apart): each output tile adds its window of the residual before its store", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>}
 // EDGE:            tile.reshape %{{[0-9]+}} : memref<8x48xf32, "sram"> -> memref<8x6x8xf32, "sram">
 // EDGE-NEXT:       %[[R3:[0-9]+]] = tile.reshape %[[RT:[0-9]+]] : memref<8x48xf32, "sram"> -> memref<8x6x8xf32, "sram">
 // EDGE:            tile.binary %{{[0-9]+}}[{{.*}}], %{{[0-9]+}}[{{.*}}] to %[[Y:[0-9]+]][{{.*}}] sizes [8, 46] {op = "add", broadcast = "col"}
@@ -478,7 +478,7 @@ func.func @int8_conv_zero_point(%x: tensor<1x3x6x6xi8>) -> tensor<1x4x6x6xi32> {
 }
 // CHECK-LABEL: func.func @int8_conv_zero_point
 // CHECK:         [[SUMS:%.+]] = tile.const dense<{{\[\[}}15], [135], [30], [-5]]> : tensor<4x1xi32>
-// CHECK:         tile.kernel "/conv1/Conv" {{.*}} reason = "implicit GEMM: {{.*}}; i8 x i8 -> i32 on the matrix engine, the padding filled with the input zero point -5 and each output channel's sum of it times its weights subtracted in the epilogue", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+}}>}
+// CHECK:         tile.kernel "/conv1/Conv" {{.*}} reason = "implicit GEMM: {{.*}}; i8 x i8 -> i32 on the matrix engine, the padding filled with the input zero point -5 and each output channel's sum of it times its weights subtracted in the epilogue", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>}
 // CHECK-DAG:       [[STAGE:%.+]] = tile.alloc : memref<3x8x8xi8, "sram">
 // CHECK-DAG:       [[PATCH:%.+]] = tile.alloc : memref<27x46xi8, "sram">
 // CHECK-DAG:       [[W:%.+]] = tile.alloc : memref<4x27xi8, "sram">
@@ -513,7 +513,7 @@ func.func @int8_conv_layer(%x: tensor<1x2x4x4xi8>) -> tensor<1x3x4x4xi8> {
   func.return %q : tensor<1x3x4x4xi8>
 }
 // CHECK-LABEL: func.func @int8_conv_layer
-// CHECK:         tile.kernel "quantize" {op = "graph.conv,graph.dequantize,graph.add,graph.relu,graph.quantize", {{.*}} the epilogue runs the 4-op elementwise chain on each output tile (dequantize, add, relu, quantize); the i32 sum stays on chip", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+}}>}
+// CHECK:         tile.kernel "quantize" {op = "graph.conv,graph.dequantize,graph.add,graph.relu,graph.quantize", {{.*}} the epilogue runs the 4-op elementwise chain on each output tile (dequantize, add, relu, quantize); the i32 sum stays on chip", est_fill_drain = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>}
 // CHECK-NOT:       memref<3x8xi32, "sram">
 // CHECK-DAG:       [[ACC:%.+]] = tile.alloc : memref<3x8xi32, "acc">
 // CHECK-DAG:       [[SCALE:%.+]] = tile.alloc : memref<3x1xf32, "sram">

@@ -6,8 +6,11 @@ program records what the sync level computed (what `aitc perf` compares)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func
 
@@ -16,8 +19,12 @@ from aitc.dialects import hw, tile
 from aitc.passes.graph_to_tile.costs import FILL_DRAIN_ATTR
 from aitc.passes.sync_to_hw import overlap
 from aitc.passes.sync_to_hw.overlap import kernel_overlaps
+from aitc.perf.profile import build_report
+from aitc.sim import Simulator
 from aitc.target import load_target
 from aitc.testing import model_zoo
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "models"
 
 
 def two_projections_and_a_norm(rows: int, width: int) -> onnx.ModelProto:
@@ -66,18 +73,53 @@ def fill_drain(kernel: tile.KernelOp) -> list[int]:
 
 def test_an_independent_kernel_placed_apart_overlaps_the_previous_drain():
     """proj2 reads nothing proj1 writes and, both fitting edge's SRAM side by side, shares no
-    bytes with it: its fill runs during proj1's drain before its stores; its first weight loads
-    then hold the DRAM channel when proj1's stores ask for it, so proj1 ends later (its delay)
-    and proj2 adds that much less after it."""
+    bytes with it: its loads on dma0 run during proj1's drain; they then hold the DRAM channel
+    when proj1's stores ask for it, so proj1 ends later (its delay) and proj2 adds that much
+    less after it (`overlap._ahead`): it overlaps no more than that drain and delay, and what
+    is left of it is at least its products and stores (its pace with every load done)."""
     function, kernels = sync_kernels(two_projections_and_a_norm(16, 64), "edge")
     assert list(kernels) == ["proj1", "proj2", "norm"]
     assert not share_bytes(kernels["proj1"], kernels["proj2"])
     found = kernel_overlaps(function, load_target("edge"))
-    fill = fill_drain(kernels["proj2"])[0]
-    _, drain, stores = fill_drain(kernels["proj1"])
+    *_, unloaded = fill_drain(kernels["proj2"])
+    _, drain, _, _ = fill_drain(kernels["proj1"])
+    estimate = int(str(kernels["proj2"].attributes["est_cycles"]).split(":")[0])
+    delay = found[kernels["proj1"]].delay
     assert found[kernels["proj1"]].overlap == 0  # the first kernel
-    assert found[kernels["proj1"]].delay > 0
-    assert found[kernels["proj2"]].overlap == min(fill, drain - stores) + found[kernels["proj1"]].delay
+    assert delay > 0
+    assert 0 < found[kernels["proj2"]].overlap <= drain + delay
+    assert estimate - found[kernels["proj2"]].overlap >= unloaded
+
+
+@pytest.mark.parametrize(
+    ("model", "node"),
+    [
+        ("tiny_transformer", "/layer.0/attention/value/Add"),
+        ("resnet_block", "/layer2.0/downsample/1/BatchNormalization"),
+    ],
+)
+def test_a_kernel_whose_loads_wait_behind_the_previous_stores_is_estimated_as_it_runs(model: str, node: str):
+    """tiny_transformer's value projection after the key projection: its weight loads (dma0)
+    run in the key's drain, then its lhs loads on dma1 behind the key's stores and its products
+    and stores follow (simulated 651 cycles after the key ends; the fill-and-drain overlap
+    estimated 768); resnet_block's 1x1 stride-2 downsample: its weights and bias on dma1 wait
+    behind the previous conv's stores (simulated 598; 500 estimated before). `aitc perf`'s
+    estimate of each is within 10% of its simulated time alone."""
+    onnx_model = onnx.load(EXAMPLES / f"{model}.onnx")
+    rng = np.random.default_rng(0)
+    inputs = {
+        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in onnx_model.graph.input
+    }
+    shapes = {name: list(value.shape) for name, value in inputs.items()}
+    target = load_target("edge")
+    result = compile_module(onnx_model, CompileOptions(target="edge", cores=1, input_shapes=shapes))
+    run = Simulator(result.module, target).run(inputs, trace=True)
+    report = build_report(
+        model, target, run.trace, run.stats.cycles, run.stats.utilisation(), result.kernels, onnx_model
+    )
+    (row,) = [row for row in report.rows if row.node == node]
+    assert abs(row.est - row.cycles) <= 0.10 * row.cycles, (row.est, row.cycles)
 
 
 def test_only_the_fill_that_loads_nothing_of_the_previous_result_overlaps():
@@ -85,7 +127,7 @@ def test_only_the_fill_that_loads_nothing_of_the_previous_result_overlaps():
     proj2's output rows (which wait for proj2's stores): less than its whole fill overlaps."""
     function, kernels = sync_kernels(two_projections_and_a_norm(16, 64), "edge")
     fill = fill_drain(kernels["norm"])[0]
-    _, drain, stores = fill_drain(kernels["proj2"])
+    _, drain, stores, _ = fill_drain(kernels["proj2"])
     found = kernel_overlaps(function, load_target("edge"))
     assert 0 < found[kernels["norm"]].overlap - found[kernels["proj2"]].delay < min(fill, drain - stores)
 
