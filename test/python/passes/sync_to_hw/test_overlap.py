@@ -115,10 +115,12 @@ def test_a_kernel_whose_loads_wait_behind_the_previous_stores_is_estimated_as_it
     target = load_target("edge")
     result = compile_module(onnx_model, CompileOptions(target="edge", cores=1, input_shapes=shapes))
     run = Simulator(result.module, target).run(inputs, trace=True)
+    assert run.trace is not None
     report = build_report(
         model, target, run.trace, run.stats.cycles, run.stats.utilisation(), result.kernels, onnx_model
     )
     (row,) = [row for row in report.rows if row.node == node]
+    assert row.est is not None
     assert abs(row.est - row.cycles) <= 0.10 * row.cycles, (row.est, row.cycles)
 
 
