@@ -202,14 +202,13 @@ class _MatrixConv:
         block = (plan.rows, plan.cols, plan.tc)
         self.cols = Im2col(kb, g, block, order, input_zero, per_tap=plan.per_tap, element=element)
         layout = self.cols.layout
-        parts = tap_parts(g, plan, kb.target.dma.queues)
-        if plan.per_tap and not plan.keep:  # W'[tm, taps, tc] in parts by taps: (first tap, 2-D, 3-D)
-            buffers = [kb.alloc([plan.tm, plan.tc * taps], element, "sram") for _, taps in parts]
-            self.weight_parts = [
-                (first, buffer, kernel_view(kb, buffer, [plan.tm, taps, plan.tc]))
-                for (first, taps), buffer in zip(parts, buffers, strict=True)
-            ]
-            self.weights = buffers[0]
+        if plan.per_tap and not plan.keep:  # W'[tm, taps, tc] in parts: (first tap, taps, 2-D, 3-D)
+            self.weight_parts = []
+            for first, taps in tap_parts(g, plan, kb.target.dma.queues):
+                buffer = kb.alloc([plan.tm, plan.tc * taps], element, "sram")
+                view = kernel_view(kb, buffer, [plan.tm, taps, plan.tc])
+                self.weight_parts.append((first, taps, buffer, view))
+            self.weights = self.weight_parts[0][2]
         else:
             self.weights = kb.alloc(
                 [g.outs, k] if plan.keep else [plan.tm, plan.tc * g.taps], element, "sram"
@@ -309,8 +308,7 @@ class _MatrixConv:
             row, columns, width = m0, c0, g.channels
         else:
             assert self.v.w_taps is not None
-            parts = zip(self.weight_parts, tap_parts(g, self.plan, kb.target.dma.queues), strict=True)
-            for (first_tap, _, view), (_, taps) in parts:
+            for first_tap, taps, _, view in self.weight_parts:
                 src = Win(self.v.w_taps, (kb.add(self.w_row, m0), first_tap, c0))
                 kb.copy(src, Win.at(view), [ms, taps, cs])
             row, columns, width = 0, 0, self.plan.tc
@@ -343,9 +341,7 @@ class _MatrixConv:
         weights, or the part of the streamed tile (`tap_parts`) it is in."""
         if self.plan.keep:
             return self.weights, tap
-        first, buffer, _ = max(
-            (part for part in self.weight_parts if part[0] <= tap), key=lambda part: part[0]
-        )
+        first, _, buffer, _ = next(part for part in self.weight_parts if tap < part[0] + part[1])
         return buffer, tap - first
 
     def _over_positions(self, positions: int, product: Callable[[Index, int], None]) -> None:

@@ -565,14 +565,12 @@ class Cost:
 
     def cycles(self, target: Target) -> int:
         drain = self.drain
-        after_matrix = drain.get("vector", 0) + drain.get("store", 0)
+        after_matrix = self._after_matrix
         placed = self.placed(target)
         lead = placed.queued_lead
         queues = self.filled(placed)
         feeding = max((busy for queue, busy in queues.items() if queue != "dma1"), default=0)
         stores = queues.get("dma1", 0)
-        # the first store waits for its tile's products and epilogue (the drain's, one of each)
-        first_tile = drain.get("matrix", 0) + drain.get("vector", 0) - self.drain_ahead
         if self.depth < 2:
             compute = max(self.matrix, self.vector) if self.overlap else self.matrix + self.vector
             loads = placed.queues.get("dma0", 0)
@@ -591,7 +589,7 @@ class Cost:
             feeding + sum(drain.values()) - min(self.drain_ahead, feeding),
             lead + self.matrix + after_matrix - min(self.drain_ahead, lead + self.matrix),
             max(lead, self.vector_ahead) + self.vector - self.vector_ahead + drain.get("store", 0),
-            lead + max(stores - self.store_busy, first_tile) + self.store_busy,
+            lead + max(stores - self.store_busy, self._first_tile) + self.store_busy,
             self.dram_cycles,
         )
         return math.ceil(max(paces) + self.waits)
@@ -605,11 +603,21 @@ class Cost:
         (`FILL_DRAIN_ATTR`, read by `convert-sync-to-hw`'s `overlap`)."""
         drain = sum(self.drain.values())
         stores = self.drain.get("store", 0)
-        after_matrix = self.drain.get("vector", 0) + stores
-        first_tile = self.drain.get("matrix", 0) + self.drain.get("vector", 0) - self.drain_ahead
-        unloaded = max(self.matrix + after_matrix, self.vector + stores, first_tile + self.store_busy)
+        unloaded = max(
+            self.matrix + self._after_matrix, self.vector + stores, self._first_tile + self.store_busy
+        )
         fill_drain = (self.placed(target).queued_lead, drain, stores, unloaded)
         return [min(math.ceil(value), total) for value in fill_drain]
+
+    @property
+    def _after_matrix(self) -> int:
+        """The drain's work after its last product: its vector ops, then its stores."""
+        return self.drain.get("vector", 0) + self.drain.get("store", 0)
+
+    @property
+    def _first_tile(self) -> int:
+        """What the first store waits for: its tile's products and epilogue (the drain's)."""
+        return self.drain.get("matrix", 0) + self.drain.get("vector", 0) - self.drain_ahead
 
     def _beside(self, placed: Placed) -> float:
         """What runs side by side in the fill at depth 1: its dma0 loads and its copies (split

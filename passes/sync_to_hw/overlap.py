@@ -166,16 +166,12 @@ def _prefetchable(kernel: tile.KernelOp, written: set[SSAValue], target: Target)
     """Cycles of the kernel's DRAM reads on the load queue (dma0), each op once, in program
     order up to the first that reads `written` (the queue runs in order)."""
     total = 0
-    for op in kernel.walk():
-        if not isinstance(op, tile.WindowOp) or tile.engine_class(op) != "dma":
+    for transfer in map(_transfer, _dma_ops(kernel)):
+        if not transfer.dram or transfer.queue != LOAD_QUEUE:
             continue
-        source = tile.base_buffer(op.accesses()[0][0])
-        if tile.space_of(source) != "dram" or (sync.engine_of(op) or LOAD_QUEUE) != LOAD_QUEUE:
-            continue
-        if source in written:
+        if transfer.source in written:
             break
-        count, nbytes, _ = dma_instructions(op)
-        total += count * dma_instruction_cycles(target, nbytes)
+        total += transfer.count * dma_instruction_cycles(target, transfer.nbytes)
     return total
 
 
@@ -198,18 +194,30 @@ def _delay(kernel: tile.KernelOp, written: set[SSAValue], target: Target, before
 
 @dataclass(frozen=True)
 class _Transfer:
-    """One DMA op of a kernel's fill: what it reads, its queue, its bytes per instruction."""
+    """One DMA op of a kernel: what it reads (`dram`: from DRAM), its queue, its instructions
+    and their bytes each."""
 
     source: SSAValue
     queue: str
     nbytes: int
     dram: bool
+    count: int = 1
+
+
+def _dma_ops(kernel: tile.KernelOp) -> Iterator[tile.WindowOp]:
+    return (op for op in kernel.walk() if isinstance(op, tile.WindowOp) and tile.engine_class(op) == "dma")
+
+
+def _transfer(op: tile.WindowOp) -> _Transfer:
+    """DMA op `op` as a `_Transfer`, its queue its `sync.engine` (dma0 before engines are bound)."""
+    source = tile.base_buffer(op.accesses()[0][0])
+    count, nbytes, _ = dma_instructions(op)
+    return _Transfer(source, sync.engine_of(op) or LOAD_QUEUE, nbytes, tile.space_of(source) == "dram", count)
 
 
 def _fill(kernel: tile.KernelOp) -> Iterator[_Transfer]:
     """The kernel's fill as `Cost` counts it: its DMA ops before the first compute op after a
-    DRAM read (compute before any, e.g. a padding fill, does not end it); each op's queue its
-    `sync.engine` (dma0 before engines are bound)."""
+    DRAM read (compute before any, e.g. a padding fill, does not end it)."""
     loaded = False
     for op in kernel.walk():
         if not isinstance(op, tile.WindowOp):
@@ -218,11 +226,9 @@ def _fill(kernel: tile.KernelOp) -> Iterator[_Transfer]:
             if loaded:
                 return
             continue
-        source = tile.base_buffer(op.accesses()[0][0])
-        _, nbytes, _ = dma_instructions(op)
-        dram = tile.space_of(source) == "dram"
-        loaded = loaded or dram
-        yield _Transfer(source, sync.engine_of(op) or LOAD_QUEUE, nbytes, dram)
+        transfer = _transfer(op)
+        loaded = loaded or transfer.dram
+        yield transfer
 
 
 def _fill_drain(kernel: tile.KernelOp) -> tuple[int, int, int, int | None] | None:
